@@ -1,0 +1,489 @@
+//! The `[prompt.offload]` configuration section.
+//!
+//! Values are layered: built-in defaults, then an optional TOML file, then
+//! `ATLATL_PROMPT__OFFLOAD__*` environment variables. A bad value is a start-up
+//! error that names the key and where the value came from.
+//!
+//! ```
+//! use lro_core::config::OffloadConfig;
+//!
+//! let cfg = OffloadConfig::from_toml_str(
+//!     r#"
+//!     [prompt.offload]
+//!     threshold_tokens = 800
+//!
+//!     [prompt.offload.tools.list_memories]
+//!     threshold_tokens = 4000
+//!     "#,
+//! )
+//! .unwrap();
+//! assert_eq!(cfg.threshold_for("recall_memories"), 800);
+//! assert_eq!(cfg.threshold_for("list_memories"), 4000);
+//! assert!(cfg.enabled);
+//! ```
+
+use std::{
+    collections::BTreeMap,
+    path::{Path, PathBuf},
+};
+
+use figment::{
+    Figment,
+    providers::{Env, Format, Serialized, Toml},
+};
+use serde::{Deserialize, Serialize};
+
+/// Default token threshold (normative spec: 1600).
+pub const DEFAULT_OFFLOAD_THRESHOLD_TOKENS: u32 = 1600;
+/// Default file time-to-live in seconds.
+pub const DEFAULT_TTL_SECONDS: u64 = 3600;
+/// Default cleanup schedule: hourly, at second 0 of minute 0.
+pub const DEFAULT_CLEANUP_SCHEDULE: &str = "0 0 * * * *";
+/// Prefix of the environment variables that override the file.
+pub const ENV_PREFIX: &str = "ATLATL_";
+/// Dotted path of the section inside the configuration file.
+pub const SECTION: &str = "prompt.offload";
+
+/// What the model gets back when a result is offloaded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DescriptorProfile {
+    /// The spec's full `OffloadResponse`: summary, schema, recipes, guidance.
+    #[default]
+    Full,
+    /// The paper's bare pointer: file path, record count and detail level.
+    Minimal,
+}
+
+/// Per-tool overrides, under `[prompt.offload.tools.<tool name>]`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+#[non_exhaustive]
+pub struct ToolConfig {
+    /// Threshold for this tool. Defaults to the global threshold.
+    pub threshold_tokens: Option<u32>,
+    /// `false` turns offloading off for this tool. Defaults to the global `enabled`.
+    pub enabled: Option<bool>,
+    /// Operation name used in file names and headers. Defaults to the built-in
+    /// mapping (`recall`, `list`, `search`, `inject`) or the sanitized tool name.
+    pub operation: Option<String>,
+}
+
+/// The `[prompt.offload]` section.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+#[non_exhaustive]
+pub struct OffloadConfig {
+    /// Enables offloading. Defaults to `true`.
+    pub enabled: bool,
+    /// Results estimated above this many tokens are offloaded. Defaults to 1600.
+    pub threshold_tokens: u32,
+    /// Seconds before custodial cleanup may delete a file. Defaults to 3600.
+    pub ttl_seconds: u64,
+    /// Directory for offload files; empty means the system temp directory.
+    /// Defaults to empty.
+    pub output_dir: PathBuf,
+    /// Cron expression with seconds for the cleanup task. Defaults to hourly.
+    pub cleanup_schedule: String,
+    /// Disk quota for offload files; cleanup deletes the oldest files beyond
+    /// it. Defaults to no quota.
+    pub max_total_bytes: Option<u64>,
+    /// Descriptor profile. Defaults to [`DescriptorProfile::Full`].
+    pub profile: DescriptorProfile,
+    /// Per-tool overrides, keyed by tool name. Defaults to none.
+    pub tools: BTreeMap<String, ToolConfig>,
+}
+
+impl Default for OffloadConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            threshold_tokens: DEFAULT_OFFLOAD_THRESHOLD_TOKENS,
+            ttl_seconds: DEFAULT_TTL_SECONDS,
+            output_dir: PathBuf::new(),
+            cleanup_schedule: DEFAULT_CLEANUP_SCHEDULE.to_owned(),
+            max_total_bytes: None,
+            profile: DescriptorProfile::Full,
+            tools: BTreeMap::new(),
+        }
+    }
+}
+
+/// A configuration that could not be loaded.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// The file or an environment variable holds a value of the wrong type,
+    /// or an unknown key. The message names the key and its source.
+    #[error("invalid offload configuration: {0}")]
+    Invalid(String),
+    /// A value has the right type but is out of range.
+    #[error("invalid offload configuration: `{key}` {reason}")]
+    OutOfRange {
+        /// Full dotted key, e.g. `prompt.offload.threshold_tokens`.
+        key: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// The configuration file does not exist.
+    #[error("configuration file {0} does not exist")]
+    MissingFile(PathBuf),
+}
+
+impl From<figment::Error> for ConfigError {
+    fn from(err: figment::Error) -> Self {
+        // figment reports one error per problem; keep them all, each with its key and source.
+        let all: Vec<String> = err.into_iter().map(|e| e.to_string()).collect();
+        ConfigError::Invalid(all.join("; "))
+    }
+}
+
+#[derive(Serialize)]
+struct Root<'a> {
+    prompt: Prompt<'a>,
+}
+
+#[derive(Serialize)]
+struct Prompt<'a> {
+    offload: &'a OffloadConfig,
+}
+
+impl OffloadConfig {
+    /// The defaults of the spec.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Loads defaults, then `file` (when given), then the process environment.
+    pub fn load(file: Option<&Path>) -> Result<Self, ConfigError> {
+        let mut figment = Self::base();
+        if let Some(path) = file {
+            if !path.exists() {
+                return Err(ConfigError::MissingFile(path.to_owned()));
+            }
+            figment = figment.merge(Toml::file_exact(path));
+        }
+        Self::finish(figment.merge(Self::env()))
+    }
+
+    /// Loads defaults, then the given TOML text; the environment is not read.
+    pub fn from_toml_str(toml: &str) -> Result<Self, ConfigError> {
+        Self::finish(Self::base().merge(Toml::string(toml)))
+    }
+
+    /// Loads defaults, then `toml`, then the given environment variables
+    /// (name, value) instead of the process environment. Useful for tests and
+    /// for hosts that keep their own environment map.
+    pub fn from_parts<I, K, V>(toml: &str, env: I) -> Result<Self, ConfigError>
+    where
+        I: IntoIterator<Item = (K, V)>,
+        K: Into<String>,
+        V: Into<String>,
+    {
+        let vars: Vec<(String, String)> =
+            env.into_iter().map(|(k, v)| (k.into(), v.into())).collect();
+        let mut figment = Self::base().merge(Toml::string(toml));
+        for (key, value) in vars {
+            let Some(rest) = key.strip_prefix(ENV_PREFIX) else {
+                continue;
+            };
+            // The process environment is not read here, so tests stay hermetic.
+            figment = figment.merge(Serialized::global(
+                &rest.to_ascii_lowercase().replace("__", "."),
+                figment::value::Value::from(parse_env_value(&value)),
+            ));
+        }
+        Self::finish(figment)
+    }
+
+    fn base() -> Figment {
+        Figment::from(Serialized::defaults(Root {
+            prompt: Prompt {
+                offload: &OffloadConfig::default(),
+            },
+        }))
+    }
+
+    fn env() -> Env {
+        Env::prefixed(ENV_PREFIX).split("__")
+    }
+
+    fn finish(figment: Figment) -> Result<Self, ConfigError> {
+        let cfg: OffloadConfig = figment.extract_inner(SECTION)?;
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    /// Checks ranges that serde cannot express.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let out = |key: &str, reason| ConfigError::OutOfRange {
+            key: format!("{SECTION}.{key}"),
+            reason,
+        };
+        if self.threshold_tokens == 0 {
+            return Err(out("threshold_tokens", "must be greater than 0"));
+        }
+        if self.ttl_seconds == 0 {
+            return Err(out("ttl_seconds", "must be greater than 0"));
+        }
+        let fields = self.cleanup_schedule.split_whitespace().count();
+        if !(6..=7).contains(&fields) {
+            return Err(out(
+                "cleanup_schedule",
+                "must be a cron expression with seconds (6 or 7 fields), e.g. \"0 0 * * * *\"",
+            ));
+        }
+        if self.max_total_bytes == Some(0) {
+            return Err(out("max_total_bytes", "must be greater than 0 when set"));
+        }
+        for (tool, tc) in &self.tools {
+            if tc.threshold_tokens == Some(0) {
+                return Err(ConfigError::OutOfRange {
+                    key: format!("{SECTION}.tools.{tool}.threshold_tokens"),
+                    reason: "must be greater than 0",
+                });
+            }
+            if let Some(op) = &tc.operation {
+                if crate::file::sanitize_operation(op) != *op {
+                    return Err(ConfigError::OutOfRange {
+                        key: format!("{SECTION}.tools.{tool}.operation"),
+                        reason: "must be lowercase letters, digits and underscores",
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The directory files are written to: `output_dir`, or the system temp
+    /// directory when it is empty.
+    pub fn resolved_output_dir(&self) -> PathBuf {
+        if self.output_dir.as_os_str().is_empty() {
+            std::env::temp_dir()
+        } else {
+            self.output_dir.clone()
+        }
+    }
+
+    /// Whether offloading applies to `tool`.
+    pub fn enabled_for(&self, tool: &str) -> bool {
+        self.tools
+            .get(tool)
+            .and_then(|t| t.enabled)
+            .unwrap_or(self.enabled)
+    }
+
+    /// The threshold that applies to `tool`.
+    pub fn threshold_for(&self, tool: &str) -> usize {
+        self.tools
+            .get(tool)
+            .and_then(|t| t.threshold_tokens)
+            .unwrap_or(self.threshold_tokens) as usize
+    }
+
+    /// The operation name for `tool`: configured mapping, the memory tools'
+    /// spec names, or the sanitized tool name.
+    pub fn operation_for(&self, tool: &str) -> String {
+        if let Some(op) = self.tools.get(tool).and_then(|t| t.operation.clone()) {
+            return op;
+        }
+        default_operation(tool)
+    }
+
+    /// Sets `enabled`. Defaults to `true`.
+    #[must_use]
+    pub fn with_enabled(mut self, enabled: bool) -> Self {
+        self.enabled = enabled;
+        self
+    }
+
+    /// Sets `threshold_tokens`. Defaults to 1600.
+    #[must_use]
+    pub fn with_threshold_tokens(mut self, tokens: u32) -> Self {
+        self.threshold_tokens = tokens;
+        self
+    }
+
+    /// Sets `ttl_seconds`. Defaults to 3600.
+    #[must_use]
+    pub fn with_ttl_seconds(mut self, secs: u64) -> Self {
+        self.ttl_seconds = secs;
+        self
+    }
+
+    /// Sets `output_dir`. Defaults to empty (system temp directory).
+    #[must_use]
+    pub fn with_output_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.output_dir = dir.into();
+        self
+    }
+
+    /// Sets the descriptor profile. Defaults to [`DescriptorProfile::Full`].
+    #[must_use]
+    pub fn with_profile(mut self, profile: DescriptorProfile) -> Self {
+        self.profile = profile;
+        self
+    }
+
+    /// Sets the cleanup schedule. Defaults to hourly (`0 0 * * * *`).
+    #[must_use]
+    pub fn with_cleanup_schedule(mut self, cron: impl Into<String>) -> Self {
+        self.cleanup_schedule = cron.into();
+        self
+    }
+
+    /// Sets the disk quota. Defaults to none.
+    #[must_use]
+    pub fn with_max_total_bytes(mut self, bytes: Option<u64>) -> Self {
+        self.max_total_bytes = bytes;
+        self
+    }
+
+    /// Sets the overrides of one tool. Defaults to none.
+    #[must_use]
+    pub fn with_tool(mut self, tool: impl Into<String>, cfg: ToolConfig) -> Self {
+        self.tools.insert(tool.into(), cfg);
+        self
+    }
+}
+
+impl ToolConfig {
+    /// No overrides.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets this tool's threshold. Defaults to the global threshold.
+    #[must_use]
+    pub fn with_threshold_tokens(mut self, tokens: u32) -> Self {
+        self.threshold_tokens = Some(tokens);
+        self
+    }
+
+    /// Turns offloading on or off for this tool. Defaults to the global setting.
+    #[must_use]
+    pub fn with_enabled(mut self, enabled: bool) -> Self {
+        self.enabled = Some(enabled);
+        self
+    }
+
+    /// Sets this tool's operation name. Defaults to the built-in mapping.
+    #[must_use]
+    pub fn with_operation(mut self, operation: impl Into<String>) -> Self {
+        self.operation = Some(operation.into());
+        self
+    }
+}
+
+/// The spec's operation names for the memory tools, else the sanitized name.
+pub fn default_operation(tool: &str) -> String {
+    match tool {
+        "recall_memories" => "recall".into(),
+        "list_memories" => "list".into(),
+        "search_memories" => "search".into(),
+        "inject_context" => "inject".into(),
+        other => crate::file::sanitize_operation(other),
+    }
+}
+
+/// Parses an environment value the way figment's `Env` provider does:
+/// booleans and numbers become typed values, everything else a string.
+fn parse_env_value(raw: &str) -> figment::value::Value {
+    use figment::value::Value;
+    if let Ok(b) = raw.parse::<bool>() {
+        return Value::from(b);
+    }
+    if let Ok(n) = raw.parse::<u64>() {
+        return Value::from(n);
+    }
+    if let Ok(n) = raw.parse::<i64>() {
+        return Value::from(n);
+    }
+    Value::from(raw.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_match_the_spec() {
+        let cfg = OffloadConfig::from_toml_str("").unwrap();
+        assert!(cfg.enabled);
+        assert_eq!(cfg.threshold_tokens, 1600);
+        assert_eq!(cfg.ttl_seconds, 3600);
+        assert_eq!(cfg.output_dir, PathBuf::new());
+        assert_eq!(cfg.resolved_output_dir(), std::env::temp_dir());
+    }
+
+    #[test]
+    fn env_overrides_file() {
+        let cfg = OffloadConfig::from_parts(
+            "[prompt.offload]\nthreshold_tokens = 10\nttl_seconds = 5",
+            [
+                ("ATLATL_PROMPT__OFFLOAD__THRESHOLD_TOKENS", "99"),
+                ("ATLATL_PROMPT__OFFLOAD__ENABLED", "false"),
+                ("ATLATL_PROMPT__OFFLOAD__OUTPUT_DIR", "/var/lro"),
+                ("UNRELATED", "x"),
+            ],
+        )
+        .unwrap();
+        assert_eq!(cfg.threshold_tokens, 99);
+        assert_eq!(cfg.ttl_seconds, 5);
+        assert!(!cfg.enabled);
+        assert_eq!(cfg.output_dir, PathBuf::from("/var/lro"));
+    }
+
+    #[test]
+    fn bad_env_value_names_the_key() {
+        let err =
+            OffloadConfig::from_parts("", [("ATLATL_PROMPT__OFFLOAD__THRESHOLD_TOKENS", "lots")])
+                .unwrap_err()
+                .to_string();
+        assert!(err.contains("threshold_tokens"), "{err}");
+    }
+
+    #[test]
+    fn bad_file_value_and_unknown_key_name_the_key() {
+        let err = OffloadConfig::from_toml_str("[prompt.offload]\nttl_seconds = \"soon\"")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("ttl_seconds"), "{err}");
+        let err = OffloadConfig::from_toml_str("[prompt.offload]\nthreshhold_tokens = 3")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("threshhold_tokens"), "{err}");
+    }
+
+    #[test]
+    fn zero_threshold_is_rejected() {
+        let err = OffloadConfig::from_toml_str("[prompt.offload]\nthreshold_tokens = 0")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("prompt.offload.threshold_tokens"), "{err}");
+    }
+
+    #[test]
+    fn tool_overrides_and_operation_mapping() {
+        let cfg = OffloadConfig::from_toml_str(
+            r#"
+            [prompt.offload.tools.fetch_logs]
+            enabled = false
+            [prompt.offload.tools.query_db]
+            operation = "search"
+            "#,
+        )
+        .unwrap();
+        assert!(!cfg.enabled_for("fetch_logs"));
+        assert!(cfg.enabled_for("query_db"));
+        assert_eq!(cfg.operation_for("query_db"), "search");
+        assert_eq!(cfg.operation_for("recall_memories"), "recall");
+        assert_eq!(cfg.operation_for("Get-Issues"), "get_issues");
+    }
+
+    #[test]
+    fn missing_file_is_an_error() {
+        let err = OffloadConfig::load(Some(Path::new("/nonexistent/lro.toml"))).unwrap_err();
+        assert!(matches!(err, ConfigError::MissingFile(_)));
+    }
+}

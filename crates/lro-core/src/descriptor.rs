@@ -1,0 +1,373 @@
+//! The protocol's data types, serialized exactly like the spec's structs, and
+//! the guidance templates.
+//!
+//! ```
+//! use lro_core::descriptor::{Detail, OffloadHeader};
+//!
+//! let header = OffloadHeader::new("recall", Some("caching".into()), 200, 44_000, Detail::Full.as_str());
+//! let line = serde_json::to_value(&header).unwrap();
+//! assert_eq!(line["type"], "lro_header");
+//! assert_eq!(line["count"], 200);
+//! assert_eq!(line["detail"], "full");
+//! ```
+
+use std::{fmt, path::PathBuf, str::FromStr, time::Duration};
+
+use serde::{Deserialize, Serialize};
+use time::{OffsetDateTime, format_description::well_known::Rfc3339};
+
+/// Value of [`OffloadHeader::header_type`].
+pub const HEADER_TYPE: &str = "lro_header";
+/// MIF schema version written into headers.
+pub const SCHEMA_VERSION: &str = "1.0";
+
+/// The detail level records were serialized at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Detail {
+    /// Identity and classification fields only; no content.
+    Light,
+    /// Adds content and a flattened `.confidence`.
+    Medium,
+    /// Every field, with confidence under `.provenance.confidence`.
+    Full,
+}
+
+impl Detail {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Detail::Light => "light",
+            Detail::Medium => "medium",
+            Detail::Full => "full",
+        }
+    }
+
+    /// All levels, lightest first.
+    pub const ALL: [Detail; 3] = [Detail::Light, Detail::Medium, Detail::Full];
+}
+
+impl fmt::Display for Detail {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// An unknown detail level name.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("unknown detail level {0:?}: expected light, medium or full")]
+pub struct UnknownDetail(pub String);
+
+impl FromStr for Detail {
+    type Err = UnknownDetail;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.to_ascii_lowercase().as_str() {
+            "light" => Ok(Detail::Light),
+            "medium" => Ok(Detail::Medium),
+            "full" => Ok(Detail::Full),
+            _ => Err(UnknownDetail(s.to_owned())),
+        }
+    }
+}
+
+/// Metadata header written as the first line of an offloaded JSONL file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OffloadHeader {
+    /// Marker identifying this as an LRO header. Always `"lro_header"`.
+    #[serde(rename = "type")]
+    pub header_type: String,
+    /// The operation that produced these results.
+    pub operation: String,
+    /// The query string (if applicable).
+    pub query: Option<String>,
+    /// Total number of record lines following the header.
+    pub count: usize,
+    /// Schema version of the record objects.
+    pub schema_version: String,
+    /// ISO 8601 timestamp of when the file was written.
+    pub timestamp: String,
+    /// Estimated total tokens of the result set.
+    pub estimated_tokens: usize,
+    /// Detail level used for serialization.
+    pub detail: String,
+}
+
+impl OffloadHeader {
+    /// A header stamped with the current time.
+    pub fn new(
+        operation: &str,
+        query: Option<String>,
+        count: usize,
+        estimated_tokens: usize,
+        detail: &str,
+    ) -> Self {
+        Self {
+            header_type: HEADER_TYPE.to_owned(),
+            operation: operation.to_owned(),
+            query,
+            count,
+            schema_version: SCHEMA_VERSION.to_owned(),
+            timestamp: iso8601(OffsetDateTime::now_utc()),
+            estimated_tokens,
+            detail: detail.to_owned(),
+        }
+    }
+}
+
+/// Formats a UTC time as RFC 3339 (an ISO 8601 profile).
+pub fn iso8601(at: OffsetDateTime) -> String {
+    at.format(&Rfc3339)
+        .expect("RFC 3339 formatting of a UTC time cannot fail")
+}
+
+/// Compact response returned when results are offloaded to JSONL.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OffloadResponse {
+    /// Indicates this is an offloaded result.
+    pub offloaded: bool,
+    /// Summary of the result set.
+    pub summary: OffloadSummary,
+    /// Absolute path to the JSONL file.
+    pub file_path: String,
+    /// JSON Schema describing each record line in the JSONL file.
+    pub line_schema: serde_json::Value,
+    /// Ready-to-use jq recipes for common extraction patterns.
+    pub jq_recipes: Vec<JqRecipe>,
+    /// Usage guidance for the AI assistant.
+    pub guidance: String,
+}
+
+/// Summary of an offloaded result set.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OffloadSummary {
+    /// Total number of records in the file.
+    pub count: usize,
+    /// Estimated total tokens saved by offloading.
+    pub estimated_tokens: usize,
+    /// The operation that was performed.
+    pub operation: String,
+    /// Top namespaces represented (up to 5).
+    pub top_namespaces: Vec<String>,
+    /// Score range (min, max) if applicable.
+    pub score_range: Option<(f64, f64)>,
+    /// Detail level used for serialization.
+    pub detail: String,
+}
+
+/// One ready-to-run extraction command.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JqRecipe {
+    /// Human-readable description of what this recipe does.
+    pub description: String,
+    /// The jq command to execute.
+    pub command: String,
+}
+
+/// The paper's bare pointer: what the `minimal` profile returns.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MinimalOffloadResponse {
+    /// Always true.
+    pub offloaded: bool,
+    /// Absolute path to the JSONL file.
+    pub file_path: String,
+    /// Number of records after the header line.
+    pub count: usize,
+    /// Detail level used for serialization.
+    pub detail: String,
+}
+
+/// Represents an offloaded result file.
+#[derive(Debug, Clone)]
+pub struct OffloadedResult {
+    /// Absolute path to the JSONL file.
+    pub path: PathBuf,
+    /// Header metadata.
+    pub header: OffloadHeader,
+    /// Time-to-live for this file. After expiry, custodial cleanup may delete it.
+    pub ttl: Duration,
+    /// When this file was created.
+    pub created_at: OffsetDateTime,
+}
+
+/// Inputs of the guidance text.
+#[derive(Debug, Clone, Copy)]
+pub struct GuidanceInput<'a> {
+    /// Records in the file.
+    pub count: usize,
+    /// Estimated tokens saved.
+    pub tokens: usize,
+    /// File path.
+    pub path: &'a str,
+    /// Detail level.
+    pub detail: &'a str,
+    /// Whether the records are MIF memories (changes the nouns).
+    pub memories: bool,
+}
+
+/// The spec's shell guidance template.
+pub fn shell_guidance(g: GuidanceInput<'_>) -> String {
+    let noun = if g.memories { "memories" } else { "records" };
+    let obj = if g.memories { "memory" } else { "record" };
+    let (browse, filter, analyze) = if g.memories {
+        (
+            "recipe #1 (titles with namespaces)",
+            "recipe #2 (by namespace) or #3 (by keyword)",
+            "recipe #6 (count by namespace)",
+        )
+    } else {
+        (
+            "recipe #1 (first records)",
+            "recipe #2 (by field value) or #3 (by keyword)",
+            "recipe #6 (count by field)",
+        )
+    };
+    format!(
+        "Results offloaded to JSONL ({count} {noun}, ~{tokens} tokens saved).\n\
+         File: {path}\n\
+         Detail level: {detail}\n\
+         Use the jq recipes above to extract specific data. Common patterns:\n\
+         - Browse: {browse}\n\
+         - Filter: {filter}\n\
+         - Analyze: {analyze}\n\
+         Read the file directly only if you need the complete dataset.\n\
+         The header line (line 1) contains metadata; {obj} objects start at line 2.",
+        count = g.count,
+        tokens = g.tokens,
+        path = g.path,
+        detail = g.detail,
+    )
+}
+
+/// The spec's native-extraction guidance template, with the structured
+/// filter this implementation adds.
+pub fn native_guidance(g: GuidanceInput<'_>) -> String {
+    let noun = if g.memories { "memories" } else { "records" };
+    let path = g.path;
+    let (filter, search, custom, recipes) = if g.memories {
+        (
+            format!(
+                "- Filter by namespace: lro_extract(file_path=\"{path}\", recipe=2, params={{\"namespace\": \"_semantic\"}})"
+            ),
+            format!(
+                "- Search by keyword: lro_extract(file_path=\"{path}\", recipe=3, params={{\"keyword\": \"your term\"}})"
+            ),
+            format!(
+                "- Custom filter: lro_extract(file_path=\"{path}\", query=\"select(.namespace | startswith(\\\"_semantic\\\"))\")"
+            ),
+            "Available recipes: 1=titles+namespaces, 2=filter namespace, 3=search titles,\n\
+             4=IDs+titles, 5=filter type, 6=count by namespace, 7=filter tag, 8=sort by date,\n\
+             9=detail-adaptive, 10=detail-adaptive."
+                .to_owned(),
+        )
+    } else {
+        (
+            format!("- Filter by field: lro_extract(file_path=\"{path}\", recipe=2)"),
+            format!(
+                "- Search by keyword: lro_extract(file_path=\"{path}\", recipe=3, params={{\"keyword\": \"your term\"}})"
+            ),
+            format!(
+                "- Custom filter: lro_extract(file_path=\"{path}\", query=\"select(. != null)\")"
+            ),
+            "Available recipes: 1..10, listed with their commands in jq_recipes.".to_owned(),
+        )
+    };
+    format!(
+        "Results offloaded to JSONL ({count} {noun}, ~{tokens} tokens saved).\n\
+         Detail level: {detail}\n\
+         Use the `lro_extract` tool to query this result set. Examples:\n\
+         - Browse: lro_extract(file_path=\"{path}\", recipe=1)\n\
+         {filter}\n\
+         {search}\n\
+         {custom}\n\
+         - Several conditions at once: lro_extract(file_path=\"{path}\", where=[{{\"field\": \"namespace\", \"op\": \"eq\", \"value\": \"...\"}}, ...], count=true)\n\
+         {recipes}",
+        count = g.count,
+        tokens = g.tokens,
+        detail = g.detail,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn response_serializes_with_spec_field_names() {
+        let resp = OffloadResponse {
+            offloaded: true,
+            summary: OffloadSummary {
+                count: 3,
+                estimated_tokens: 10,
+                operation: "recall".into(),
+                top_namespaces: vec!["_semantic/knowledge".into()],
+                score_range: Some((0.5, 0.9)),
+                detail: "light".into(),
+            },
+            file_path: "/tmp/x".into(),
+            line_schema: serde_json::json!({"type": "object"}),
+            jq_recipes: vec![],
+            guidance: "g".into(),
+        };
+        let v = serde_json::to_value(&resp).unwrap();
+        let keys: Vec<_> = v.as_object().unwrap().keys().cloned().collect();
+        assert_eq!(
+            keys,
+            [
+                "file_path",
+                "guidance",
+                "jq_recipes",
+                "line_schema",
+                "offloaded",
+                "summary"
+            ]
+        );
+        assert_eq!(v["summary"]["score_range"], serde_json::json!([0.5, 0.9]));
+        let back: OffloadResponse = serde_json::from_value(v).unwrap();
+        assert_eq!(back, resp);
+    }
+
+    #[test]
+    fn header_has_exact_spec_keys() {
+        let h = OffloadHeader::new("list", None, 1, 2, "medium");
+        let v = serde_json::to_value(&h).unwrap();
+        let mut keys: Vec<_> = v.as_object().unwrap().keys().cloned().collect();
+        keys.sort();
+        assert_eq!(
+            keys,
+            [
+                "count",
+                "detail",
+                "estimated_tokens",
+                "operation",
+                "query",
+                "schema_version",
+                "timestamp",
+                "type"
+            ]
+        );
+        assert!(OffsetDateTime::parse(v["timestamp"].as_str().unwrap(), &Rfc3339).is_ok());
+    }
+
+    #[test]
+    fn guidance_follows_the_template() {
+        let g = GuidanceInput {
+            count: 247,
+            tokens: 38285,
+            path: "/tmp/a.jsonl",
+            detail: "full",
+            memories: true,
+        };
+        let text = shell_guidance(g);
+        assert!(text.starts_with("Results offloaded to JSONL (247 memories, ~38285 tokens saved).\nFile: /tmp/a.jsonl\nDetail level: full\n"));
+        assert!(text.ends_with("memory objects start at line 2."));
+        let native = native_guidance(g);
+        assert!(native.contains("Use the `lro_extract` tool"));
+        assert!(native.contains("Detail level: full"));
+    }
+
+    #[test]
+    fn detail_parses_case_insensitively() {
+        assert_eq!("FULL".parse::<Detail>().unwrap(), Detail::Full);
+        assert!("verbose".parse::<Detail>().is_err());
+    }
+}

@@ -1,0 +1,534 @@
+//! Offload files: naming, the atomic JSONL writer and the reader.
+//!
+//! A file is `{output_dir}/atlatl-{operation}-{ulid}.jsonl`: a header line
+//! ([`OffloadHeader`]) and one JSON record per line. It is written to a hidden
+//! temp file (`.atlatl-{operation}-{ulid}.jsonl.tmp`, mode 0600, in a 0700
+//! directory) and renamed into place, so readers never see a partial file.
+//! Names come from the server (operation + ULID), never from client input.
+//!
+//! ```
+//! use lro_core::file::{OffloadFileName, write_atomic, read_header};
+//! use lro_core::descriptor::OffloadHeader;
+//!
+//! let dir = tempfile::tempdir().unwrap();
+//! let name = OffloadFileName::new("recall");
+//! let header = OffloadHeader::new("recall", None, 2, 10, "light");
+//! let records = [r#"{"id":"a"}"#, r#"{"id":"b"}"#];
+//! let written = write_atomic(dir.path(), &name, &header, &records, &|| false).unwrap();
+//! assert_eq!(read_header(&written.path).unwrap().count, 2);
+//! assert!(OffloadFileName::parse(written.path.file_name().unwrap().to_str().unwrap()).is_some());
+//! ```
+
+use std::{
+    fmt,
+    fs::{self, File, OpenOptions},
+    io::{self, BufRead, BufReader, BufWriter, Write},
+    path::{Path, PathBuf},
+    time::{Duration, SystemTime},
+};
+
+use ulid::Ulid;
+
+use crate::descriptor::OffloadHeader;
+
+/// File name prefix of every offload file.
+pub const FILE_PREFIX: &str = "atlatl-";
+/// File name suffix of every offload file.
+pub const FILE_SUFFIX: &str = ".jsonl";
+/// Suffix of the temp file an interrupted write may leave behind.
+pub const TEMP_SUFFIX: &str = ".tmp";
+/// Longest operation name kept in a file name.
+pub const MAX_OPERATION_LEN: usize = 48;
+
+/// The name of one offload file: `atlatl-{operation}-{ulid}.jsonl`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct OffloadFileName {
+    operation: String,
+    ulid: Ulid,
+}
+
+impl OffloadFileName {
+    /// A fresh name for `operation` (sanitized) with a new ULID.
+    pub fn new(operation: &str) -> Self {
+        Self::with_ulid(operation, Ulid::new())
+    }
+
+    /// A name with the given ULID.
+    pub fn with_ulid(operation: &str, ulid: Ulid) -> Self {
+        Self {
+            operation: sanitize_operation(operation),
+            ulid,
+        }
+    }
+
+    /// Parses a final file name (not a path). `None` for anything that is not
+    /// exactly `atlatl-{[a-z0-9_]+}-{ULID}.jsonl`.
+    pub fn parse(file_name: &str) -> Option<Self> {
+        let stem = file_name
+            .strip_prefix(FILE_PREFIX)?
+            .strip_suffix(FILE_SUFFIX)?;
+        let (operation, ulid) = stem.rsplit_once('-')?;
+        if operation.is_empty()
+            || operation.len() > MAX_OPERATION_LEN
+            || !operation
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+        {
+            return None;
+        }
+        if ulid.len() != 26 {
+            return None;
+        }
+        let ulid = Ulid::from_string(ulid).ok()?;
+        Some(Self {
+            operation: operation.to_owned(),
+            ulid,
+        })
+    }
+
+    /// Parses the name of a temp file left by an interrupted write.
+    pub fn parse_temp(file_name: &str) -> Option<Self> {
+        Self::parse(file_name.strip_prefix('.')?.strip_suffix(TEMP_SUFFIX)?)
+    }
+
+    /// The operation part.
+    pub fn operation(&self) -> &str {
+        &self.operation
+    }
+
+    /// The ULID part.
+    pub fn ulid(&self) -> Ulid {
+        self.ulid
+    }
+
+    /// When the file was created, from the ULID's millisecond timestamp.
+    pub fn created_at(&self) -> SystemTime {
+        SystemTime::UNIX_EPOCH + Duration::from_millis(self.ulid.timestamp_ms())
+    }
+
+    /// The temp file name used while writing.
+    pub fn temp_name(&self) -> String {
+        format!(".{self}{TEMP_SUFFIX}")
+    }
+}
+
+impl fmt::Display for OffloadFileName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{FILE_PREFIX}{}-{}{FILE_SUFFIX}",
+            self.operation, self.ulid
+        )
+    }
+}
+
+/// Lowercases, maps every other character to `_`, collapses runs, trims, and
+/// caps the length. An empty result becomes `tool`.
+pub fn sanitize_operation(raw: &str) -> String {
+    let mut out = String::with_capacity(raw.len().min(MAX_OPERATION_LEN));
+    for c in raw.chars() {
+        let c = c.to_ascii_lowercase();
+        if c.is_ascii_lowercase() || c.is_ascii_digit() {
+            out.push(c);
+        } else if !out.ends_with('_') {
+            out.push('_');
+        }
+        if out.len() >= MAX_OPERATION_LEN {
+            break;
+        }
+    }
+    let trimmed = out.trim_matches('_');
+    if trimmed.is_empty() {
+        "tool".to_owned()
+    } else {
+        trimmed.to_owned()
+    }
+}
+
+/// A file that was written.
+#[derive(Debug, Clone)]
+pub struct WrittenFile {
+    /// Absolute path of the final file.
+    pub path: PathBuf,
+    /// Bytes written, header included.
+    pub bytes: u64,
+}
+
+/// Why a write failed. The temp file is removed in every case.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum WriteError {
+    /// The output directory could not be created.
+    #[error("cannot create offload directory {path}: {source}")]
+    CreateDir {
+        /// The directory.
+        path: PathBuf,
+        /// The OS error.
+        source: io::Error,
+    },
+    /// The temp file could not be created.
+    #[error("cannot create offload file {path}: {source}")]
+    Create {
+        /// The temp file.
+        path: PathBuf,
+        /// The OS error.
+        source: io::Error,
+    },
+    /// Writing the content failed (disk full, I/O error).
+    #[error("cannot write offload file {path}: {source}")]
+    Write {
+        /// The temp file.
+        path: PathBuf,
+        /// The OS error.
+        source: io::Error,
+    },
+    /// The temp file could not be renamed into place.
+    #[error("cannot publish offload file {path}: {source}")]
+    Rename {
+        /// The final path.
+        path: PathBuf,
+        /// The OS error.
+        source: io::Error,
+    },
+    /// A record was not single-line JSON.
+    #[error("record {index} is not a single line of JSON")]
+    BadRecord {
+        /// Zero-based record index.
+        index: usize,
+    },
+    /// The request was cancelled while writing.
+    #[error("offload write cancelled")]
+    Cancelled,
+}
+
+impl WriteError {
+    /// A bounded label for metrics: `not_found`, `permission_denied`,
+    /// `storage_full`, `not_a_directory`, `cancelled`, `bad_record` or `io`.
+    pub fn reason(&self) -> &'static str {
+        let source = match self {
+            WriteError::CreateDir { source, .. }
+            | WriteError::Create { source, .. }
+            | WriteError::Write { source, .. }
+            | WriteError::Rename { source, .. } => source,
+            WriteError::BadRecord { .. } => return "bad_record",
+            WriteError::Cancelled => return "cancelled",
+        };
+        io_reason(source)
+    }
+}
+
+/// Every value [`WriteError::reason`] can return, for pre-registering metrics.
+pub const WRITE_FAILURE_REASONS: &[&str] = &[
+    "not_found",
+    "permission_denied",
+    "storage_full",
+    "not_a_directory",
+    "bad_record",
+    "io",
+];
+
+fn io_reason(err: &io::Error) -> &'static str {
+    match err.kind() {
+        io::ErrorKind::NotFound => "not_found",
+        io::ErrorKind::PermissionDenied | io::ErrorKind::ReadOnlyFilesystem => "permission_denied",
+        io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded => "storage_full",
+        io::ErrorKind::NotADirectory | io::ErrorKind::AlreadyExists => "not_a_directory",
+        _ => "io",
+    }
+}
+
+/// Creates `dir` (and parents) with mode 0700 where it does not exist.
+pub fn ensure_dir(dir: &Path) -> io::Result<()> {
+    let mut builder = fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        builder.mode(0o700);
+    }
+    builder.create(dir)?;
+    // `create` succeeds on an existing path only when it is a directory, but a
+    // symlink to a directory also passes; that is the operator's choice.
+    Ok(())
+}
+
+fn create_private(path: &Path) -> io::Result<File> {
+    let mut opts = OpenOptions::new();
+    opts.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.mode(0o600);
+    }
+    opts.open(path)
+}
+
+/// Writes `header` and `records` (each a single line of JSON) atomically to
+/// `dir/name`. `cancelled` is polled between records; when it returns true the
+/// temp file is removed and [`WriteError::Cancelled`] returned.
+///
+/// The file is not fsynced: offload files are ephemeral and re-creatable, and
+/// the rename alone guarantees readers never see a partial file.
+pub fn write_atomic<R: AsRef<str>>(
+    dir: &Path,
+    name: &OffloadFileName,
+    header: &OffloadHeader,
+    records: &[R],
+    cancelled: &dyn Fn() -> bool,
+) -> Result<WrittenFile, WriteError> {
+    ensure_dir(dir).map_err(|source| WriteError::CreateDir {
+        path: dir.to_owned(),
+        source,
+    })?;
+    let dir = dir.canonicalize().map_err(|source| WriteError::CreateDir {
+        path: dir.to_owned(),
+        source,
+    })?;
+    let temp = dir.join(name.temp_name());
+    let path = dir.join(name.to_string());
+    let file = create_private(&temp).map_err(|source| WriteError::Create {
+        path: temp.clone(),
+        source,
+    })?;
+    let result = write_body(file, header, records, cancelled)
+        .map_err(|e| match e {
+            BodyError::Io(source) => WriteError::Write {
+                path: temp.clone(),
+                source,
+            },
+            BodyError::BadRecord(index) => WriteError::BadRecord { index },
+            BodyError::Cancelled => WriteError::Cancelled,
+        })
+        .and_then(|bytes| {
+            if cancelled() {
+                return Err(WriteError::Cancelled);
+            }
+            fs::rename(&temp, &path).map_err(|source| WriteError::Rename {
+                path: path.clone(),
+                source,
+            })?;
+            Ok(bytes)
+        });
+    match result {
+        Ok(bytes) => Ok(WrittenFile { path, bytes }),
+        Err(err) => {
+            // Best effort: the temp file may not exist if creation itself failed.
+            let _ = fs::remove_file(&temp);
+            Err(err)
+        }
+    }
+}
+
+enum BodyError {
+    Io(io::Error),
+    BadRecord(usize),
+    Cancelled,
+}
+
+impl From<io::Error> for BodyError {
+    fn from(e: io::Error) -> Self {
+        BodyError::Io(e)
+    }
+}
+
+fn write_body<R: AsRef<str>>(
+    file: File,
+    header: &OffloadHeader,
+    records: &[R],
+    cancelled: &dyn Fn() -> bool,
+) -> Result<u64, BodyError> {
+    let mut out = BufWriter::with_capacity(256 * 1024, file);
+    let header = serde_json::to_string(header).map_err(io::Error::other)?;
+    out.write_all(header.as_bytes())?;
+    out.write_all(b"\n")?;
+    let mut bytes = header.len() as u64 + 1;
+    for (index, record) in records.iter().enumerate() {
+        // Checking every record would cost more than it saves; 256 bounds the
+        // work done after a cancellation to a few milliseconds.
+        if index % 256 == 255 && cancelled() {
+            return Err(BodyError::Cancelled);
+        }
+        let record = record.as_ref();
+        if record.is_empty() || record.contains('\n') {
+            return Err(BodyError::BadRecord(index));
+        }
+        out.write_all(record.as_bytes())?;
+        out.write_all(b"\n")?;
+        bytes += record.len() as u64 + 1;
+    }
+    let file = out.into_inner().map_err(|e| e.into_error())?;
+    drop(file);
+    Ok(bytes)
+}
+
+/// Why an offload file could not be read.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReadError {
+    /// The file could not be opened or read.
+    #[error("cannot read {path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        source: io::Error,
+    },
+    /// The first line is missing or is not an `lro_header`.
+    #[error("{path} has no valid LRO header line: {reason}")]
+    BadHeader {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+/// Reads and validates the header line of an offload file.
+pub fn read_header(path: &Path) -> Result<OffloadHeader, ReadError> {
+    let io_err = |source| ReadError::Io {
+        path: path.to_owned(),
+        source,
+    };
+    let mut reader = BufReader::new(File::open(path).map_err(io_err)?);
+    let mut line = String::new();
+    reader.read_line(&mut line).map_err(io_err)?;
+    parse_header(path, &line)
+}
+
+/// Parses a header line.
+pub fn parse_header(path: &Path, line: &str) -> Result<OffloadHeader, ReadError> {
+    let bad = |reason: String| ReadError::BadHeader {
+        path: path.to_owned(),
+        reason,
+    };
+    let header: OffloadHeader =
+        serde_json::from_str(line.trim_end()).map_err(|e| bad(e.to_string()))?;
+    if header.header_type != crate::descriptor::HEADER_TYPE {
+        return Err(bad(format!("type is {:?}", header.header_type)));
+    }
+    Ok(header)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn header(count: usize) -> OffloadHeader {
+        OffloadHeader::new("list", Some("q".into()), count, 1, "light")
+    }
+
+    #[test]
+    fn name_round_trips_and_rejects_lookalikes() {
+        let name = OffloadFileName::new("Recall Memories!");
+        assert_eq!(name.operation(), "recall_memories");
+        let parsed = OffloadFileName::parse(&name.to_string()).unwrap();
+        assert_eq!(parsed, name);
+        assert_eq!(
+            OffloadFileName::parse_temp(&name.temp_name()).unwrap(),
+            name
+        );
+        for bad in [
+            "atlatl-recall.jsonl",
+            "atlatl--01ARZ3NDEKTSV4RRFFQ69G5FAV.jsonl",
+            "atlatl-Recall-01ARZ3NDEKTSV4RRFFQ69G5FAV.jsonl",
+            "atlatl-recall-01ARZ3NDEKTSV4RRFFQ69G5FAV.json",
+            "atlatl-../x-01ARZ3NDEKTSV4RRFFQ69G5FAV.jsonl",
+            "atlatl-recall-notaulid.jsonl",
+            "other-recall-01ARZ3NDEKTSV4RRFFQ69G5FAV.jsonl",
+        ] {
+            assert!(OffloadFileName::parse(bad).is_none(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn created_at_comes_from_the_ulid() {
+        let ulid = Ulid::from_parts(1_700_000_000_000, 7);
+        let name = OffloadFileName::with_ulid("x", ulid);
+        assert_eq!(
+            name.created_at(),
+            SystemTime::UNIX_EPOCH + Duration::from_millis(1_700_000_000_000)
+        );
+    }
+
+    #[test]
+    fn writes_private_file_in_private_dir() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("nested/out");
+        let name = OffloadFileName::new("list");
+        let written = write_atomic(
+            &dir,
+            &name,
+            &header(2),
+            &["{\"a\":1}", "{\"a\":2}"],
+            &|| false,
+        )
+        .unwrap();
+        let text = fs::read_to_string(&written.path).unwrap();
+        assert_eq!(text.lines().count(), 3);
+        assert_eq!(written.bytes, text.len() as u64);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode(&written.path), 0o600);
+            assert_eq!(mode(&dir), 0o700);
+        }
+        assert_eq!(fs::read_dir(&dir).unwrap().count(), 1, "no temp file left");
+    }
+
+    #[test]
+    fn failure_through_a_regular_file_leaves_nothing() {
+        let root = tempfile::tempdir().unwrap();
+        let blocker = root.path().join("file");
+        fs::write(&blocker, "x").unwrap();
+        let err = write_atomic(
+            &blocker.join("sub"),
+            &OffloadFileName::new("list"),
+            &header(0),
+            &[] as &[&str],
+            &|| false,
+        )
+        .unwrap_err();
+        assert!(matches!(err, WriteError::CreateDir { .. }), "{err}");
+        assert_eq!(err.reason(), "not_a_directory");
+    }
+
+    #[test]
+    fn cancellation_removes_the_temp_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let records = vec!["{}"; 1000];
+        let err = write_atomic(
+            dir.path(),
+            &OffloadFileName::new("list"),
+            &header(1000),
+            &records,
+            &|| true,
+        )
+        .unwrap_err();
+        assert!(matches!(err, WriteError::Cancelled));
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn multi_line_record_is_rejected() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = write_atomic(
+            dir.path(),
+            &OffloadFileName::new("list"),
+            &header(1),
+            &["{\n}"],
+            &|| false,
+        )
+        .unwrap_err();
+        assert!(matches!(err, WriteError::BadRecord { index: 0 }));
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn header_is_validated() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("x");
+        fs::write(&p, "{\"type\":\"other\"}\n").unwrap();
+        assert!(read_header(&p).is_err());
+    }
+}

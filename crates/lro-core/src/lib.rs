@@ -1,0 +1,59 @@
+//! The Large Result Offloading protocol as data and pure functions.
+//!
+//! When a tool result is estimated above a token threshold, the full result
+//! set goes to a JSONL file (`atlatl-{operation}-{ulid}.jsonl`: a header line,
+//! then one record per line) and the model gets a compact descriptor instead:
+//! file path, summary, line schema, ten jq recipes and guidance.
+//!
+//! This crate knows nothing about MCP, tokio or HTTP; `lro-tower` puts it in
+//! front of rmcp servers, `lro-scheduler` cleans up, `lro-extract` queries.
+//!
+//! | module | what it owns |
+//! |---|---|
+//! | [`config`] | `[prompt.offload]` and `ATLATL_PROMPT__OFFLOAD__*` |
+//! | [`tokens`] | token estimation |
+//! | [`records`] | turning a result into records |
+//! | [`schema`] | the inferred line schema |
+//! | [`recipes`] | the ten recipes per detail level |
+//! | [`descriptor`] | `OffloadHeader`, `OffloadResponse`, guidance |
+//! | [`file`] | naming, the atomic writer, the reader |
+//! | [`offload`] | the pipeline and the truncation fallback |
+//! | [`event`] | observability events and sinks |
+//! | [`metric`] | every metric name, in one place |
+//!
+//! ```
+//! use lro_core::{offload::{Offloader, OffloadInput}, records::RecordSet, tokens::{ScriptAware, TokenEstimator}};
+//!
+//! let result = serde_json::to_string(&vec![serde_json::json!({"msg": "a fairly long log line"}); 400]).unwrap();
+//! let tokens = ScriptAware.estimate(&result);
+//! assert!(tokens > 1600);
+//! let dir = tempfile::tempdir().unwrap();
+//! let records = RecordSet::from_text(&result);
+//! let out = Offloader::new(dir.path())
+//!     .offload(OffloadInput::new("fetch_logs", "fetch_logs", &records, tokens), &|| false)
+//!     .unwrap();
+//! assert!(out.text.len() < result.len() / 4);
+//! ```
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod config;
+pub mod descriptor;
+pub mod event;
+pub mod file;
+pub mod metric;
+pub mod offload;
+pub mod recipes;
+pub mod records;
+pub mod schema;
+pub mod tokens;
+
+pub use config::{ConfigError, DescriptorProfile, OffloadConfig, ToolConfig};
+pub use descriptor::{
+    Detail, JqRecipe, OffloadHeader, OffloadResponse, OffloadSummary, OffloadedResult,
+};
+pub use event::{EventSink, LroEvent};
+pub use offload::{Descriptor, OffloadInput, OffloadOutput, Offloader};
+pub use records::RecordSet;
+pub use tokens::{ScriptAware, TokenEstimator};

@@ -1,0 +1,369 @@
+//! The offload pipeline, free of any transport: records in, file and
+//! descriptor out; and the truncation used when the write fails.
+//!
+//! ```
+//! use lro_core::{offload::{Offloader, OffloadInput}, records::RecordSet, tokens::ScriptAware};
+//!
+//! let dir = tempfile::tempdir().unwrap();
+//! let offloader = Offloader::new(dir.path());
+//! let text = serde_json::to_string(&(0..50).map(|i| serde_json::json!({"n": i, "msg": "hello"})).collect::<Vec<_>>()).unwrap();
+//! let records = RecordSet::from_text(&text);
+//! let out = offloader
+//!     .offload(OffloadInput::new("fetch_logs", "fetch_logs", &records, 500), &|| false)
+//!     .unwrap();
+//! assert!(out.result.path.exists());
+//! assert_eq!(out.result.header.count, 50);
+//! assert!(out.text.contains("\"offloaded\":true"));
+//! ```
+
+use std::{
+    path::{Path, PathBuf},
+    time::{Duration, Instant},
+};
+
+use serde_json::Value;
+use time::OffsetDateTime;
+
+use crate::{
+    config::DescriptorProfile,
+    descriptor::{
+        Detail, GuidanceInput, MinimalOffloadResponse, OffloadHeader, OffloadResponse,
+        OffloadSummary, OffloadedResult, native_guidance, shell_guidance,
+    },
+    file::{OffloadFileName, WriteError, write_atomic},
+    recipes::{RecipeSet, SAMPLE_SIZE, is_memory_sample},
+    records::RecordSet,
+    schema::infer_line_schema,
+    tokens::TokenEstimator,
+};
+
+/// What to offload.
+#[derive(Debug, Clone)]
+pub struct OffloadInput<'a> {
+    /// Tool name.
+    pub tool: &'a str,
+    /// Operation name for the file name and header.
+    pub operation: &'a str,
+    /// The query, when the call had one.
+    pub query: Option<String>,
+    /// Detail level the records were serialized at; inferred when `None`.
+    pub detail: Option<Detail>,
+    /// The records.
+    pub records: &'a RecordSet<'a>,
+    /// Estimated tokens of the whole result set.
+    pub estimated_tokens: usize,
+    /// Score range, when the tool knows one.
+    pub score_range: Option<(f64, f64)>,
+}
+
+impl<'a> OffloadInput<'a> {
+    /// An input with no query, inferred detail and no score range.
+    pub fn new(
+        tool: &'a str,
+        operation: &'a str,
+        records: &'a RecordSet<'a>,
+        estimated_tokens: usize,
+    ) -> Self {
+        Self {
+            tool,
+            operation,
+            query: None,
+            detail: None,
+            records,
+            estimated_tokens,
+            score_range: None,
+        }
+    }
+}
+
+/// The descriptor that replaces the result.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Descriptor {
+    /// The spec's full descriptor.
+    Full(OffloadResponse),
+    /// The bare pointer.
+    Minimal(MinimalOffloadResponse),
+}
+
+/// A finished offload.
+#[derive(Debug, Clone)]
+pub struct OffloadOutput {
+    /// The descriptor.
+    pub descriptor: Descriptor,
+    /// The descriptor as JSON text, what the model reads.
+    pub text: String,
+    /// The file.
+    pub result: OffloadedResult,
+    /// Bytes written.
+    pub bytes: u64,
+    /// Time spent writing the file.
+    pub write_duration: Duration,
+    /// The recipes in the descriptor.
+    pub recipes: RecipeSet,
+}
+
+/// Writes offload files and builds descriptors.
+#[derive(Debug, Clone)]
+pub struct Offloader {
+    dir: PathBuf,
+    ttl: Duration,
+    profile: DescriptorProfile,
+    native_extract: bool,
+}
+
+impl Offloader {
+    /// Writes into `dir`, TTL one hour, full profile, shell guidance.
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        Self {
+            dir: dir.into(),
+            ttl: Duration::from_secs(crate::config::DEFAULT_TTL_SECONDS),
+            profile: DescriptorProfile::Full,
+            native_extract: false,
+        }
+    }
+
+    /// Sets the TTL recorded in results. Defaults to 3600 s.
+    #[must_use]
+    pub fn ttl(mut self, ttl: Duration) -> Self {
+        self.ttl = ttl;
+        self
+    }
+
+    /// Sets the descriptor profile. Defaults to [`DescriptorProfile::Full`].
+    #[must_use]
+    pub fn profile(mut self, profile: DescriptorProfile) -> Self {
+        self.profile = profile;
+        self
+    }
+
+    /// Uses the `lro_extract` guidance template. Defaults to `false` (shell).
+    #[must_use]
+    pub fn native_extract(mut self, on: bool) -> Self {
+        self.native_extract = on;
+        self
+    }
+
+    /// The output directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Writes the file and builds the descriptor. `cancelled` is polled during
+    /// the write; a cancelled write leaves no file.
+    pub fn offload(
+        &self,
+        input: OffloadInput<'_>,
+        cancelled: &dyn Fn() -> bool,
+    ) -> Result<OffloadOutput, WriteError> {
+        let sample = input.records.sample(SAMPLE_SIZE);
+        let memories = is_memory_sample(&sample);
+        let detail = input
+            .detail
+            .unwrap_or_else(|| infer_detail(&sample, memories));
+        let header = OffloadHeader::new(
+            input.operation,
+            input.query.clone(),
+            input.records.len(),
+            input.estimated_tokens,
+            detail.as_str(),
+        );
+        let name = OffloadFileName::new(input.operation);
+        let started = Instant::now();
+        let written = write_atomic(&self.dir, &name, &header, &input.records.records, cancelled)?;
+        let write_duration = started.elapsed();
+        let file_path = written.path.to_string_lossy().into_owned();
+
+        let recipes = RecipeSet::derive(&sample, detail);
+        let descriptor = match self.profile {
+            DescriptorProfile::Minimal => Descriptor::Minimal(MinimalOffloadResponse {
+                offloaded: true,
+                file_path: file_path.clone(),
+                count: header.count,
+                detail: header.detail.clone(),
+            }),
+            DescriptorProfile::Full => {
+                let guidance_input = GuidanceInput {
+                    count: header.count,
+                    tokens: input.estimated_tokens,
+                    path: &file_path,
+                    detail: detail.as_str(),
+                    memories,
+                };
+                let guidance = if self.native_extract {
+                    native_guidance(guidance_input)
+                } else {
+                    shell_guidance(guidance_input)
+                };
+                Descriptor::Full(OffloadResponse {
+                    offloaded: true,
+                    summary: OffloadSummary {
+                        count: header.count,
+                        estimated_tokens: input.estimated_tokens,
+                        operation: input.operation.to_owned(),
+                        top_namespaces: input.records.top_namespaces(5),
+                        score_range: input.score_range.or_else(|| input.records.score_range()),
+                        detail: detail.as_str().to_owned(),
+                    },
+                    file_path: file_path.clone(),
+                    line_schema: infer_line_schema(&sample),
+                    jq_recipes: recipes.to_jq_recipes(&file_path),
+                    guidance,
+                })
+            }
+        };
+        let text = match &descriptor {
+            Descriptor::Full(d) => serde_json::to_string(d),
+            Descriptor::Minimal(d) => serde_json::to_string(d),
+        }
+        .expect("descriptors always serialize");
+        let created_at = OffsetDateTime::from(name.created_at());
+        Ok(OffloadOutput {
+            descriptor,
+            text,
+            result: OffloadedResult {
+                path: written.path,
+                header,
+                ttl: self.ttl,
+                created_at,
+            },
+            bytes: written.bytes,
+            write_duration,
+            recipes,
+        })
+    }
+}
+
+/// Detail level from the fields present: nested provenance means full, a
+/// flattened confidence or content means medium, otherwise light. Records
+/// that are not memories are kept whole, so they count as full.
+pub fn infer_detail(sample: &[Value], memories: bool) -> Detail {
+    if !memories {
+        return Detail::Full;
+    }
+    let has = |k: &str| sample.iter().any(|r| r.get(k).is_some());
+    if has("provenance") {
+        Detail::Full
+    } else if has("confidence") || has("content") {
+        Detail::Medium
+    } else {
+        Detail::Light
+    }
+}
+
+/// How many records from the front fit in `budget` tokens. Each record is
+/// estimated on its own, which rounds up per record and so errs on the side
+/// of staying under the budget.
+pub fn records_within_budget(
+    records: &RecordSet<'_>,
+    budget: usize,
+    estimator: &dyn TokenEstimator,
+) -> usize {
+    let mut used = 0;
+    for (i, record) in records.records.iter().enumerate() {
+        // One extra token per record for the separator between records.
+        used += estimator.estimate(record) + 1;
+        if used > budget {
+            return i;
+        }
+    }
+    records.len()
+}
+
+/// The warning prepended to a truncated result.
+pub fn truncation_warning(error: &WriteError, kept: usize, total: usize) -> String {
+    format!(
+        "WARNING: large result offloading failed ({error}); results are truncated: \
+         showing {kept} of {total} records, {} left out. Narrow the query (filters, limit) \
+         to see the rest.",
+        total - kept
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::DescriptorProfile;
+    use serde_json::json;
+
+    fn memories(n: usize, detail: Detail) -> String {
+        let items: Vec<Value> = (0..n)
+            .map(|i| {
+                let mut m = json!({"id": format!("m{i}"), "title": format!("Title {i}"),
+                    "namespace": if i % 3 == 0 { "_semantic/knowledge" } else { "_episodic/sessions" },
+                    "memory_type": "semantic", "tags": ["t"], "created": "2025-01-01"});
+                if detail != Detail::Light {
+                    m["content"] = json!("content");
+                }
+                if detail == Detail::Medium {
+                    m["confidence"] = json!(0.5);
+                }
+                if detail == Detail::Full {
+                    m["provenance"] = json!({"confidence": 0.5});
+                }
+                m
+            })
+            .collect();
+        serde_json::to_string(&items).unwrap()
+    }
+
+    #[test]
+    fn full_descriptor_has_every_field() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = memories(30, Detail::Medium);
+        let records = RecordSet::from_text(&text);
+        let out = Offloader::new(dir.path())
+            .offload(
+                OffloadInput::new("list_memories", "list", &records, 2000),
+                &|| false,
+            )
+            .unwrap();
+        let Descriptor::Full(d) = &out.descriptor else {
+            panic!("expected full descriptor")
+        };
+        assert_eq!(d.summary.detail, "medium");
+        assert_eq!(
+            d.summary.top_namespaces,
+            ["_episodic/sessions", "_semantic/knowledge"]
+        );
+        assert_eq!(d.jq_recipes.len(), 10);
+        assert!(d.guidance.contains("Detail level: medium"));
+        assert!(d.file_path.ends_with(".jsonl"));
+        let written = std::fs::read_to_string(&out.result.path).unwrap();
+        assert_eq!(written.lines().count(), 31);
+    }
+
+    #[test]
+    fn minimal_profile_is_a_bare_pointer() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = memories(5, Detail::Light);
+        let records = RecordSet::from_text(&text);
+        let out = Offloader::new(dir.path())
+            .profile(DescriptorProfile::Minimal)
+            .offload(OffloadInput::new("t", "t", &records, 10), &|| false)
+            .unwrap();
+        let v: Value = serde_json::from_str(&out.text).unwrap();
+        assert_eq!(
+            v,
+            json!({"offloaded": true, "file_path": out.result.path.to_string_lossy(), "count": 5, "detail": "light"})
+        );
+    }
+
+    #[test]
+    fn detail_inference() {
+        for d in Detail::ALL {
+            let text = memories(2, d);
+            let sample: Vec<Value> = serde_json::from_str(&text).unwrap();
+            assert_eq!(infer_detail(&sample, true), d);
+        }
+    }
+
+    #[test]
+    fn budget_cuts_at_record_boundaries() {
+        let text = serde_json::to_string(&vec!["x".repeat(38); 10]).unwrap();
+        let records = RecordSet::from_text(&text);
+        // Each record is 40 chars = 10 tokens + 1 separator.
+        assert_eq!(records_within_budget(&records, 33, &()), 3);
+        assert_eq!(records_within_budget(&records, 1000, &()), 10);
+        assert_eq!(records_within_budget(&records, 5, &()), 0);
+    }
+}
