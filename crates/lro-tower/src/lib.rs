@@ -1,1 +1,17 @@
-//! placeholder
+//! Large Result Offloading for any rmcp server, as one tower layer.
+//!
+//! ```text
+//! ServiceBuilder::new().layer(LroLayer::new(cfg)).service(handler)
+//! ```
+//!
+//! See [`lro`](crate::lro) for what the layer does and [`scope`] for how a
+//! tool hands its untrimmed result set to the layer.
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod lro;
+pub mod scope;
+
+pub use lro::{Error, JSONL_MIME, Lro, LroLayer, PROXY_EXTENSION};
+pub use scope::{LroScope, ScopeHints};

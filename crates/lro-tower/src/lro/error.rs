@@ -1,0 +1,10 @@
+//! Set-up errors of the layer.
+
+/// The layer could not be built.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The offload configuration is invalid; the message names the key.
+    #[error(transparent)]
+    Config(#[from] lro_core::ConfigError),
+}

@@ -1,0 +1,426 @@
+//! The inline-or-offload decision for one tool result.
+
+use std::{
+    borrow::Cow,
+    collections::BTreeMap,
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    },
+};
+
+use lro_core::{
+    Detail, EventSink, OffloadConfig, Offloader, RecordSet, TokenEstimator,
+    event::{self, LroEvent, OffloadWriteFailed, Offloaded},
+    file::WriteError,
+    metric,
+    offload::{OffloadInput, OffloadOutput, records_within_budget, truncation_warning},
+    records::RecordKind,
+};
+use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Resource, ResourceContents};
+use serde_json::{Value, value::RawValue};
+use tokio_util::sync::CancellationToken;
+
+use crate::scope::ScopeHints;
+
+/// MIME type of offload files in the `resource_link` block.
+pub const JSONL_MIME: &str = "application/jsonl";
+
+/// State shared by every clone of one layer.
+pub(crate) struct Shared {
+    pub(crate) cfg: OffloadConfig,
+    pub(crate) offloader: Offloader,
+    pub(crate) estimator: Arc<dyn TokenEstimator>,
+    pub(crate) sink: Arc<dyn EventSink>,
+}
+
+/// What happened to a result, for the span and the metrics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Decision {
+    Inline,
+    Offloaded,
+    Truncated,
+    Bypassed,
+}
+
+impl Decision {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Decision::Inline => "inline",
+            Decision::Offloaded => "offloaded",
+            Decision::Truncated => "truncated",
+            Decision::Bypassed => "bypassed",
+        }
+    }
+}
+
+/// The result of [`Shared::process`].
+pub(crate) struct Processed {
+    pub(crate) result: CallToolResult,
+    pub(crate) decision: Decision,
+    pub(crate) estimated_tokens: usize,
+    pub(crate) records: usize,
+}
+
+impl Processed {
+    fn unchanged(result: CallToolResult, decision: Decision, estimated_tokens: usize) -> Self {
+        Self {
+            result,
+            decision,
+            estimated_tokens,
+            records: 0,
+        }
+    }
+}
+
+/// The text a model would read from a result: text blocks, embedded text
+/// resources, and structured content unless a text block already carries it
+/// (`CallToolResult::structured` copies the JSON into a text block).
+/// Images and audio are binary: they are neither counted nor offloaded.
+fn readable_parts(result: &CallToolResult) -> (Vec<&str>, Option<String>) {
+    let mut parts = Vec::new();
+    for block in &result.content {
+        match block {
+            ContentBlock::Text(t) => parts.push(t.text.as_str()),
+            ContentBlock::Resource(r) => {
+                if let ResourceContents::TextResourceContents { text, .. } = &r.resource {
+                    parts.push(text.as_str());
+                }
+            }
+            _ => {}
+        }
+    }
+    let structured = result.structured_content.as_ref().and_then(|v| {
+        let json = serde_json::to_string(v).ok()?;
+        (!parts.iter().any(|p| *p == json)).then_some(json)
+    });
+    (parts, structured)
+}
+
+impl Shared {
+    pub(crate) fn enabled_for(&self, tool: &str) -> bool {
+        self.cfg.enabled_for(tool)
+    }
+
+    /// Decides and, when over the threshold, offloads. Never fails: a write
+    /// problem becomes a truncated inline result with a warning.
+    pub(crate) async fn process(
+        self: &Arc<Self>,
+        tool: &str,
+        arguments: Option<&JsonObject>,
+        result: CallToolResult,
+        hints: ScopeHints,
+        ct: &CancellationToken,
+    ) -> Processed {
+        if result.is_error == Some(true) {
+            // Errors are for the model to read in full; they are never offloaded.
+            return Processed::unchanged(result, Decision::Inline, 0);
+        }
+        let (payload, estimated_tokens) = {
+            let (parts, structured) = readable_parts(&result);
+            match &hints.full_result {
+                Some(full) => (None, self.estimator.estimate(full)),
+                None => {
+                    let mut all = parts.clone();
+                    if let Some(s) = &structured {
+                        all.push(s);
+                    }
+                    let tokens = self.estimator.estimate_parts(&all);
+                    let payload = match (&result.structured_content, parts.as_slice()) {
+                        (Some(v), _) if RecordSet::from_structured(v).is_some() => {
+                            Some(Payload::Structured(v.clone()))
+                        }
+                        (_, [one]) => Some(Payload::Text((*one).to_owned())),
+                        (_, []) => None,
+                        (_, many) => Some(Payload::Text(many.join("\n"))),
+                    };
+                    (payload, tokens)
+                }
+            }
+        };
+        let threshold = self.cfg.threshold_for(tool);
+        if estimated_tokens <= threshold {
+            return Processed::unchanged(result, Decision::Inline, estimated_tokens);
+        }
+        let payload = match (hints.full_result.clone(), payload) {
+            (Some(full), _) => Payload::Text(full),
+            (None, Some(p)) => p,
+            // Over the threshold with nothing readable: only binary content.
+            (None, None) => {
+                return Processed::unchanged(result, Decision::Inline, estimated_tokens);
+            }
+        };
+
+        let operation = hints
+            .operation
+            .clone()
+            .unwrap_or_else(|| self.cfg.operation_for(tool));
+        let query = hints.query.clone().or_else(|| {
+            arguments
+                .and_then(|a| a.get("query"))
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        });
+        let detail = hints.detail.or_else(|| {
+            arguments
+                .and_then(|a| a.get("detail"))
+                .and_then(Value::as_str)
+                .and_then(|d| d.parse::<Detail>().ok())
+        });
+        let job = Job {
+            tool: tool.to_owned(),
+            operation,
+            query,
+            detail,
+            score_range: hints.score_range,
+            estimated_tokens,
+            threshold,
+            payload,
+        };
+
+        let cancel = Arc::new(AtomicBool::new(false));
+        let shared = self.clone();
+        let flag = cancel.clone();
+        let mut handle = tokio::task::spawn_blocking(move || shared.run_job(job, &flag));
+        let outcome = tokio::select! {
+            joined = &mut handle => joined,
+            () = ct.cancelled() => {
+                // Let the writer see the flag and remove its temp file before we return.
+                cancel.store(true, Ordering::Relaxed);
+                handle.await
+            }
+        };
+        let outcome = match outcome {
+            Ok(o) => o,
+            Err(join) => JobOutcome::Failed {
+                error: WriteError::Write {
+                    path: self.offloader.dir().to_owned(),
+                    source: std::io::Error::other(format!("offload task failed: {join}")),
+                },
+                truncated: None,
+                kept: 0,
+                total: 0,
+            },
+        };
+        match outcome {
+            JobOutcome::Offloaded { out, records } => {
+                if ct.is_cancelled() {
+                    // The rename won the race against cancellation: nobody will
+                    // read this file, so do not leave it behind.
+                    let _ = std::fs::remove_file(&out.result.path);
+                    return Processed::unchanged(result, Decision::Inline, estimated_tokens);
+                }
+                let descriptor_tokens = self.estimator.estimate(&out.text);
+                event::emit(
+                    &*self.sink,
+                    LroEvent::Offloaded(Offloaded {
+                        tool: tool.to_owned(),
+                        operation: out.result.header.operation.clone(),
+                        path: out.result.path.clone(),
+                        records,
+                        bytes: out.bytes,
+                        estimated_tokens,
+                        descriptor_tokens,
+                        write_duration: out.write_duration,
+                    }),
+                );
+                Processed {
+                    result: offloaded_result(&out, result.meta),
+                    decision: Decision::Offloaded,
+                    estimated_tokens,
+                    records,
+                }
+            }
+            JobOutcome::Failed {
+                error,
+                truncated,
+                kept,
+                total,
+            } => {
+                if matches!(error, WriteError::Cancelled) {
+                    return Processed::unchanged(result, Decision::Inline, estimated_tokens);
+                }
+                event::emit(
+                    &*self.sink,
+                    LroEvent::OffloadWriteFailed(OffloadWriteFailed {
+                        tool: tool.to_owned(),
+                        operation: self.cfg.operation_for(tool),
+                        error: error.to_string(),
+                        reason: error.reason(),
+                        records_total: total,
+                        records_kept: kept,
+                    }),
+                );
+                let warning = truncation_warning(&error, kept, total);
+                let mut content = vec![ContentBlock::text(warning)];
+                content.extend(truncated.map(ContentBlock::text));
+                // Binary blocks were never counted against the threshold; keep them.
+                content.extend(
+                    result
+                        .content
+                        .iter()
+                        .filter(|b| matches!(b, ContentBlock::Image(_) | ContentBlock::Audio(_)))
+                        .cloned(),
+                );
+                let mut out = CallToolResult::success(content);
+                out.meta = result.meta;
+                Processed {
+                    result: out,
+                    decision: Decision::Truncated,
+                    estimated_tokens,
+                    records: total,
+                }
+            }
+        }
+    }
+
+    fn run_job(&self, job: Job, cancel: &AtomicBool) -> JobOutcome {
+        let text;
+        let records = match &job.payload {
+            Payload::Structured(v) => {
+                RecordSet::from_structured(v).expect("checked to hold an array before offloading")
+            }
+            Payload::Text(t) => {
+                text = t;
+                RecordSet::from_text(text)
+            }
+        };
+        let input = OffloadInput {
+            tool: &job.tool,
+            operation: &job.operation,
+            query: job.query.clone(),
+            detail: job.detail,
+            records: &records,
+            estimated_tokens: job.estimated_tokens,
+            score_range: job.score_range,
+        };
+        match self
+            .offloader
+            .offload(input, &|| cancel.load(Ordering::Relaxed))
+        {
+            Ok(out) => JobOutcome::Offloaded {
+                out,
+                records: records.len(),
+            },
+            Err(error) => {
+                let total = records.len();
+                // The warning itself costs tokens; keep it inside the threshold too.
+                let warning_budget = 80;
+                let budget = job.threshold.saturating_sub(warning_budget);
+                let kept = records_within_budget(&records, budget, &*self.estimator);
+                let truncated = rebuild_truncated(&job.payload, &records, kept);
+                JobOutcome::Failed {
+                    error,
+                    truncated: Some(truncated),
+                    kept,
+                    total,
+                }
+            }
+        }
+    }
+}
+
+enum Payload {
+    Structured(Value),
+    Text(String),
+}
+
+struct Job {
+    tool: String,
+    operation: String,
+    query: Option<String>,
+    detail: Option<Detail>,
+    score_range: Option<(f64, f64)>,
+    estimated_tokens: usize,
+    threshold: usize,
+    payload: Payload,
+}
+
+enum JobOutcome {
+    Offloaded {
+        out: OffloadOutput,
+        records: usize,
+    },
+    Failed {
+        error: WriteError,
+        truncated: Option<String>,
+        kept: usize,
+        total: usize,
+    },
+}
+
+/// The first `kept` records in the shape the tool returned them.
+fn rebuild_truncated(payload: &Payload, records: &RecordSet<'_>, kept: usize) -> String {
+    let head = || records.records[..kept].join(",");
+    match (&records.kind, payload) {
+        (RecordKind::JsonArray, _) => format!("[{}]", head()),
+        (RecordKind::ObjectField { field }, Payload::Text(text)) => {
+            // Keep the other fields (totals, cursors) as the tool wrote them.
+            match serde_json::from_str::<BTreeMap<Cow<'_, str>, &RawValue>>(text) {
+                Ok(map) => {
+                    let array = format!("[{}]", head());
+                    let fields: Vec<String> = map
+                        .iter()
+                        .map(|(k, v)| {
+                            let key = serde_json::to_string(k).expect("str serializes");
+                            if k == field {
+                                format!("{key}:{array}")
+                            } else {
+                                format!("{key}:{}", v.get())
+                            }
+                        })
+                        .collect();
+                    format!("{{{}}}", fields.join(","))
+                }
+                Err(_) => format!("[{}]", head()),
+            }
+        }
+        (RecordKind::ObjectField { field }, Payload::Structured(v)) => {
+            let mut v = v.clone();
+            let items: Vec<Value> = records.records[..kept]
+                .iter()
+                .filter_map(|r| serde_json::from_str(r).ok())
+                .collect();
+            v[field.as_str()] = Value::Array(items);
+            v.to_string()
+        }
+        (RecordKind::JsonLines, _) => records.records[..kept].join("\n"),
+        (RecordKind::TextLines, Payload::Text(text)) => {
+            text.lines().take(kept).collect::<Vec<_>>().join("\n")
+        }
+        (RecordKind::TextLines, Payload::Structured(_)) => String::new(),
+    }
+}
+
+/// The offloaded tool result: the descriptor as JSON text (what the model
+/// reads), the same object as structured content, and a link to the file.
+fn offloaded_result(out: &OffloadOutput, meta: Option<rmcp::model::MetaObject>) -> CallToolResult {
+    let path = &out.result.path;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let link = Resource::new(format!("file://{}", path.display()), name)
+        .with_mime_type(JSONL_MIME)
+        .with_size(out.bytes)
+        .with_description(format!(
+            "Offloaded result: {} records, header on line 1",
+            out.result.header.count
+        ));
+    let mut result = CallToolResult::success(vec![
+        ContentBlock::text(out.text.clone()),
+        ContentBlock::resource_link(link),
+    ]);
+    result.structured_content = serde_json::from_str(&out.text).ok();
+    result.meta = meta;
+    result
+}
+
+/// Records the metrics of one decision.
+pub(crate) fn count(tool: &str, processed: &Processed) {
+    metric::tool_result(
+        tool,
+        processed.decision.as_str(),
+        processed.estimated_tokens,
+    );
+}

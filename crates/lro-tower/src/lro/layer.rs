@@ -1,0 +1,100 @@
+//! [`LroLayer`]: builds [`Lro`] around any `rmcp::ServerHandler`.
+
+use std::sync::Arc;
+
+use lro_core::{EventSink, OffloadConfig, Offloader, ScriptAware, TokenEstimator};
+use tower_layer::Layer;
+
+use super::{Lro, error::Error, intercept::Shared};
+
+/// A tower layer that wraps a server handler with Large Result Offloading.
+///
+/// Setters take and return `self`. Clones share one configuration, estimator
+/// and event sink.
+#[derive(Clone)]
+pub struct LroLayer {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for LroLayer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LroLayer")
+            .field("cfg", &self.shared.cfg)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for LroLayer {
+    fn default() -> Self {
+        Self::new(OffloadConfig::default())
+    }
+}
+
+impl LroLayer {
+    /// A layer for `cfg`, with the script-aware estimator, no extra event
+    /// sink and shell guidance.
+    pub fn new(cfg: OffloadConfig) -> Self {
+        let offloader = Offloader::new(cfg.resolved_output_dir())
+            .ttl(std::time::Duration::from_secs(cfg.ttl_seconds))
+            .profile(cfg.profile);
+        Self {
+            shared: Arc::new(Shared {
+                cfg,
+                offloader,
+                estimator: Arc::new(ScriptAware),
+                sink: Arc::new(()),
+            }),
+        }
+    }
+
+    /// Like [`LroLayer::new`], but checks the configuration first.
+    pub fn try_new(cfg: OffloadConfig) -> Result<Self, Error> {
+        cfg.validate()?;
+        Ok(Self::new(cfg))
+    }
+
+    fn map(self, f: impl FnOnce(&mut Shared)) -> Self {
+        let mut shared = Arc::try_unwrap(self.shared).unwrap_or_else(|arc| Shared {
+            cfg: arc.cfg.clone(),
+            offloader: arc.offloader.clone(),
+            estimator: arc.estimator.clone(),
+            sink: arc.sink.clone(),
+        });
+        f(&mut shared);
+        Self {
+            shared: Arc::new(shared),
+        }
+    }
+
+    /// Sets the token estimator. Defaults to [`ScriptAware`] (characters / 4
+    /// for Latin text, one token per CJK character).
+    #[must_use]
+    pub fn estimator(self, estimator: impl TokenEstimator) -> Self {
+        self.map(|s| s.estimator = Arc::new(estimator))
+    }
+
+    /// Sets the sink that receives every event after tracing and metrics.
+    /// Defaults to `()` (none).
+    #[must_use]
+    pub fn event_sink(self, sink: impl EventSink) -> Self {
+        self.map(|s| s.sink = Arc::new(sink))
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> &OffloadConfig {
+        &self.shared.cfg
+    }
+
+    /// Wraps `inner`; the same as [`Layer::layer`].
+    pub fn wrap<H>(&self, inner: H) -> Lro<H> {
+        Lro::from_shared(inner, self.shared.clone())
+    }
+}
+
+impl<H> Layer<H> for LroLayer {
+    type Service = Lro<H>;
+
+    fn layer(&self, inner: H) -> Self::Service {
+        self.wrap(inner)
+    }
+}

@@ -1,0 +1,45 @@
+//! The LRO middleware: [`LroLayer`] and the [`Lro`] handler it produces.
+//!
+//! `Lro<H>` implements `rmcp::ServerHandler` for any `H: ServerHandler`. It
+//! forwards every method, and intercepts `tools/call` (and completed task
+//! results from `tasks/get`): at or under the threshold a result passes
+//! through unchanged; over it the full result set goes to a JSONL file and
+//! the tool returns the descriptor as JSON text, the same object as
+//! structured content, and a `resource_link` to the file. A failed write
+//! falls back to a truncated inline result with a warning. Clients that
+//! declare the [`PROXY_EXTENSION`] capability get full results inline.
+//!
+//! rmcp's handler methods return `impl Future`, so unlike most tower
+//! middleware there is no named response future here.
+//!
+//! ```
+//! use lro_core::OffloadConfig;
+//! use lro_tower::{Lro, LroLayer};
+//! use rmcp::{ServerHandler, model::ServerConfig};
+//! use tower::ServiceBuilder;
+//!
+//! #[derive(Clone)]
+//! struct MyServer;
+//! impl ServerHandler for MyServer {
+//!     fn get_info(&self) -> ServerConfig {
+//!         ServerConfig::default()
+//!     }
+//! }
+//!
+//! let cfg = OffloadConfig::default().with_threshold_tokens(800);
+//! let handler: Lro<MyServer> = ServiceBuilder::new()
+//!     .layer(LroLayer::new(cfg))
+//!     .service(MyServer);
+//! assert_eq!(handler.config().threshold_tokens, 800);
+//! // `handler` now serves like any rmcp handler: `handler.serve(rmcp::transport::stdio())`.
+//! ```
+
+mod error;
+mod intercept;
+mod layer;
+mod service;
+
+pub use error::Error;
+pub use intercept::JSONL_MIME;
+pub use layer::LroLayer;
+pub use service::{Lro, PROXY_EXTENSION};

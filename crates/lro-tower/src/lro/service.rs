@@ -1,0 +1,571 @@
+//! [`Lro<H>`]: an `rmcp::ServerHandler` that offloads large tool results.
+
+use std::{
+    borrow::Cow,
+    collections::{HashMap, VecDeque},
+    sync::{Arc, Mutex},
+};
+
+use lro_core::OffloadConfig;
+use rmcp::{
+    ErrorData as McpError, RoleServer, ServerHandler,
+    model::*,
+    service::{MaybeSendFuture, NotificationContext, RequestContext, SubscriptionContext},
+};
+use tracing::Instrument;
+
+use super::{
+    LroLayer,
+    intercept::{self, Shared},
+};
+use crate::scope::LroScope;
+
+/// Key of the client capability extension that marks an LRO proxy. A client
+/// that sends `capabilities.extensions["io.atlatl/lro"] = {"proxy": true}`
+/// in `initialize` gets full results inline: it offloads them itself.
+pub const PROXY_EXTENSION: &str = "io.atlatl/lro";
+
+/// Completed task results kept after offloading, so that repeated
+/// `tasks/get` polls return the same file instead of writing a new one.
+const TASK_CACHE: usize = 1024;
+
+/// Wraps a server handler `H` with Large Result Offloading.
+///
+/// Built by [`LroLayer`] or [`Lro::new`]. It implements
+/// [`ServerHandler`], so it serves over stdio and inside
+/// `StreamableHttpService` like the handler it wraps.
+pub struct Lro<H> {
+    inner: H,
+    pub(crate) shared: Arc<Shared>,
+    tasks: Arc<Mutex<TaskBook>>,
+}
+
+#[derive(Default)]
+struct TaskBook {
+    /// Tool that started each task, learned from `tools/call`.
+    tool_of: HashMap<String, String>,
+    /// Processed completed results by task id.
+    done: HashMap<String, JsonObject>,
+    order: VecDeque<String>,
+}
+
+impl TaskBook {
+    fn remember_tool(&mut self, task_id: &str, tool: &str) {
+        self.tool_of.insert(task_id.to_owned(), tool.to_owned());
+        self.order.push_back(task_id.to_owned());
+        while self.order.len() > TASK_CACHE {
+            if let Some(old) = self.order.pop_front() {
+                self.tool_of.remove(&old);
+                self.done.remove(&old);
+            }
+        }
+    }
+}
+
+impl<H: Clone> Clone for Lro<H> {
+    fn clone(&self) -> Self {
+        Self {
+            inner: self.inner.clone(),
+            shared: self.shared.clone(),
+            tasks: self.tasks.clone(),
+        }
+    }
+}
+
+impl<H> std::fmt::Debug for Lro<H> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lro")
+            .field("threshold_tokens", &self.shared.cfg.threshold_tokens)
+            .field("output_dir", &self.shared.offloader.dir())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<H> Lro<H> {
+    /// Wraps `inner` with the given configuration and default settings.
+    pub fn new(inner: H, cfg: OffloadConfig) -> Self {
+        LroLayer::new(cfg).wrap(inner)
+    }
+
+    pub(crate) fn from_shared(inner: H, shared: Arc<Shared>) -> Self {
+        Self {
+            inner,
+            shared,
+            tasks: Arc::default(),
+        }
+    }
+
+    /// A layer with the given configuration.
+    pub fn layer(cfg: OffloadConfig) -> LroLayer {
+        LroLayer::new(cfg)
+    }
+
+    /// The wrapped handler.
+    pub fn get_ref(&self) -> &H {
+        &self.inner
+    }
+
+    /// The wrapped handler, mutably.
+    pub fn get_mut(&mut self) -> &mut H {
+        &mut self.inner
+    }
+
+    /// Unwraps the handler.
+    pub fn into_inner(self) -> H {
+        self.inner
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> &OffloadConfig {
+        &self.shared.cfg
+    }
+}
+
+/// Whether the client declared itself an LRO proxy.
+fn is_proxy(cx: &RequestContext<RoleServer>) -> bool {
+    cx.client_capabilities()
+        .and_then(|caps| caps.extensions)
+        .and_then(|ext| ext.get(PROXY_EXTENSION).cloned())
+        .and_then(|settings| settings.get("proxy").and_then(serde_json::Value::as_bool))
+        .unwrap_or(false)
+}
+
+fn session_id(cx: &RequestContext<RoleServer>) -> Option<String> {
+    cx.extensions
+        .get::<http::request::Parts>()
+        .and_then(|parts| parts.headers.get("mcp-session-id"))
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
+}
+
+fn request_id(id: &RequestId) -> String {
+    match id {
+        NumberOrString::Number(n) => n.to_string(),
+        NumberOrString::String(s) => s.to_string(),
+    }
+}
+
+/// An output schema that also admits the offload descriptor, so clients that
+/// validate structured content accept an offloaded result.
+fn relax_output_schema(schema: &JsonObject) -> JsonObject {
+    let relaxed = serde_json::json!({
+        "type": "object",
+        "anyOf": [
+            serde_json::Value::Object(schema.clone()),
+            {
+                "type": "object",
+                "required": ["offloaded", "file_path"],
+                "properties": {
+                    "offloaded": {"const": true},
+                    "file_path": {"type": "string"}
+                }
+            }
+        ]
+    });
+    match relaxed {
+        serde_json::Value::Object(map) => map,
+        _ => unreachable!("json! object literal"),
+    }
+}
+
+impl<H: ServerHandler> Lro<H> {
+    async fn intercept_call(
+        &self,
+        request: CallToolRequestParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let tool = request.name.to_string();
+        let span = tracing::info_span!(
+            "tools/call",
+            otel.name = format!("tools/call {tool}"),
+            otel.kind = "server",
+            otel.status_code = tracing::field::Empty,
+            "mcp.method.name" = "tools/call",
+            "gen_ai.tool.name" = %tool,
+            "gen_ai.operation.name" = "execute_tool",
+            "jsonrpc.request.id" = %request_id(&cx.id),
+            "mcp.session.id" = tracing::field::Empty,
+            "error.type" = tracing::field::Empty,
+            "lro.decision" = tracing::field::Empty,
+            "lro.estimated_tokens" = tracing::field::Empty,
+            "lro.records" = tracing::field::Empty,
+        );
+        if let Some(session) = session_id(&cx) {
+            span.record("mcp.session.id", session.as_str());
+        }
+        async move {
+            let bypass = is_proxy(&cx) || !self.shared.enabled_for(&tool);
+            let scope = LroScope::new();
+            let mut cx = cx;
+            if !bypass {
+                cx.extensions.insert(scope.clone());
+            }
+            let ct = cx.ct.clone();
+            let arguments = request.arguments.clone();
+            let response = match self.inner.call_tool(request, cx).await {
+                Ok(r) => r,
+                Err(err) => {
+                    let span = tracing::Span::current();
+                    span.record("error.type", format!("{:?}", err.code).as_str());
+                    span.record("otel.status_code", "ERROR");
+                    return Err(err);
+                }
+            };
+            let result = match response {
+                CallToolResponse::Complete(result) => result,
+                CallToolResponse::Task(created) => {
+                    self.tasks
+                        .lock()
+                        .expect("task book poisoned")
+                        .remember_tool(&created.task.task_id, &tool);
+                    return Ok(CallToolResponse::Task(created));
+                }
+                other => return Ok(other),
+            };
+            if result.is_error == Some(true) {
+                tracing::Span::current().record("error.type", "tool_error");
+            }
+            let processed = if bypass {
+                let tokens = self.shared.estimator.estimate_parts(
+                    &result
+                        .content
+                        .iter()
+                        .filter_map(|b| b.as_text().map(|t| t.text.as_str()))
+                        .collect::<Vec<_>>(),
+                );
+                intercept::Processed {
+                    result,
+                    decision: intercept::Decision::Bypassed,
+                    estimated_tokens: tokens,
+                    records: 0,
+                }
+            } else {
+                self.shared
+                    .process(&tool, arguments.as_ref(), result, scope.take(), &ct)
+                    .await
+            };
+            let span = tracing::Span::current();
+            span.record("lro.decision", processed.decision.as_str());
+            span.record("lro.estimated_tokens", processed.estimated_tokens);
+            span.record("lro.records", processed.records);
+            intercept::count(&tool, &processed);
+            Ok(CallToolResponse::Complete(processed.result))
+        }
+        .instrument(span)
+        .await
+    }
+
+    async fn intercept_task(
+        &self,
+        request: GetTaskParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, McpError> {
+        let ct = cx.ct.clone();
+        let proxy = is_proxy(&cx);
+        let mut got = self.inner.get_task(request, cx).await?;
+        if proxy {
+            return Ok(got);
+        }
+        let task_id = got.task.task.task_id.clone();
+        let TaskPayload::Completed { result } = &got.task.payload else {
+            return Ok(got);
+        };
+        let (tool, cached) = {
+            let book = self.tasks.lock().expect("task book poisoned");
+            (
+                book.tool_of.get(&task_id).cloned(),
+                book.done.get(&task_id).cloned(),
+            )
+        };
+        if let Some(done) = cached {
+            got.task.payload = TaskPayload::Completed { result: done };
+            return Ok(got);
+        }
+        let Ok(call_result) =
+            serde_json::from_value::<CallToolResult>(serde_json::Value::Object(result.clone()))
+        else {
+            return Ok(got);
+        };
+        let tool = tool.unwrap_or_else(|| "task".to_owned());
+        if !self.shared.enabled_for(&tool) {
+            return Ok(got);
+        }
+        let processed = self
+            .shared
+            .process(&tool, None, call_result, Default::default(), &ct)
+            .await;
+        intercept::count(&tool, &processed);
+        if let Ok(serde_json::Value::Object(obj)) = serde_json::to_value(&processed.result) {
+            let mut book = self.tasks.lock().expect("task book poisoned");
+            book.done.insert(task_id, obj.clone());
+            got.task.payload = TaskPayload::Completed { result: obj };
+        }
+        Ok(got)
+    }
+
+    fn patch_tools(&self, mut list: ListToolsResult) -> ListToolsResult {
+        for tool in &mut list.tools {
+            lro_core::metric::register_tool(&tool.name);
+            if let Some(schema) = &tool.output_schema {
+                if self.shared.enabled_for(&tool.name) {
+                    tool.output_schema = Some(Arc::new(relax_output_schema(schema)));
+                }
+            }
+        }
+        list
+    }
+}
+
+// Every `ServerHandler` method is forwarded explicitly: a method left out
+// would silently fall back to the trait default and hide the inner handler's
+// behaviour. `tests/forwarding.rs` compares this list with rmcp's trait.
+#[allow(deprecated)]
+impl<H: ServerHandler> ServerHandler for Lro<H> {
+    fn ping(
+        &self,
+        context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<(), McpError>> + MaybeSendFuture + '_ {
+        self.inner.ping(context)
+    }
+
+    fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<InitializeResult, McpError>> + MaybeSendFuture + '_ {
+        self.inner.initialize(request, context)
+    }
+
+    fn negotiate_initialize(
+        &self,
+        request: &InitializeRequestParams,
+    ) -> Result<InitializeResult, McpError> {
+        self.inner.negotiate_initialize(request)
+    }
+
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        self.inner.supported_protocol_versions()
+    }
+
+    fn discover(
+        &self,
+        context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<DiscoverResult, McpError>> + MaybeSendFuture + '_ {
+        self.inner.discover(context)
+    }
+
+    fn complete(
+        &self,
+        request: CompleteRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<CompleteResult, McpError>> + MaybeSendFuture + '_ {
+        self.inner.complete(request, context)
+    }
+
+    fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<(), McpError>> + MaybeSendFuture + '_ {
+        self.inner.set_level(request, context)
+    }
+
+    fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<GetPromptResponse, McpError>> + MaybeSendFuture + '_ {
+        self.inner.get_prompt(request, context)
+    }
+
+    fn list_prompts(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<ListPromptsResult, McpError>> + MaybeSendFuture + '_ {
+        self.inner.list_prompts(request, context)
+    }
+
+    fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<ListResourcesResult, McpError>> + MaybeSendFuture + '_ {
+        self.inner.list_resources(request, context)
+    }
+
+    fn list_resource_templates(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<ListResourceTemplatesResult, McpError>> + MaybeSendFuture + '_
+    {
+        self.inner.list_resource_templates(request, context)
+    }
+
+    fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<ReadResourceResponse, McpError>> + MaybeSendFuture + '_ {
+        self.inner.read_resource(request, context)
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        self.inner.accepted_subscription_filter(requested)
+    }
+
+    fn listen(
+        &self,
+        context: SubscriptionContext,
+    ) -> impl Future<Output = Result<(), McpError>> + MaybeSendFuture + '_ {
+        self.inner.listen(context)
+    }
+
+    fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<(), McpError>> + MaybeSendFuture + '_ {
+        self.inner.subscribe(request, context)
+    }
+
+    fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<(), McpError>> + MaybeSendFuture + '_ {
+        self.inner.unsubscribe(request, context)
+    }
+
+    fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<CallToolResponse, McpError>> + MaybeSendFuture + '_ {
+        self.intercept_call(request, context)
+    }
+
+    fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<ListToolsResult, McpError>> + MaybeSendFuture + '_ {
+        async move {
+            let list = self.inner.list_tools(request, context).await?;
+            Ok(self.patch_tools(list))
+        }
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        let mut tool = self.inner.get_tool(name)?;
+        if let Some(schema) = &tool.output_schema {
+            if self.shared.enabled_for(name) {
+                tool.output_schema = Some(Arc::new(relax_output_schema(schema)));
+            }
+        }
+        Some(tool)
+    }
+
+    fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<CustomResult, McpError>> + MaybeSendFuture + '_ {
+        self.inner.on_custom_request(request, context)
+    }
+
+    fn on_cancelled(
+        &self,
+        notification: CancelledNotificationParam,
+        context: NotificationContext<RoleServer>,
+    ) -> impl Future<Output = ()> + MaybeSendFuture + '_ {
+        self.inner.on_cancelled(notification, context)
+    }
+
+    fn on_progress(
+        &self,
+        notification: ProgressNotificationParam,
+        context: NotificationContext<RoleServer>,
+    ) -> impl Future<Output = ()> + MaybeSendFuture + '_ {
+        self.inner.on_progress(notification, context)
+    }
+
+    fn on_initialized(
+        &self,
+        context: NotificationContext<RoleServer>,
+    ) -> impl Future<Output = ()> + MaybeSendFuture + '_ {
+        self.inner.on_initialized(context)
+    }
+
+    fn on_roots_list_changed(
+        &self,
+        context: NotificationContext<RoleServer>,
+    ) -> impl Future<Output = ()> + MaybeSendFuture + '_ {
+        self.inner.on_roots_list_changed(context)
+    }
+
+    fn on_custom_notification(
+        &self,
+        notification: CustomNotification,
+        context: NotificationContext<RoleServer>,
+    ) -> impl Future<Output = ()> + MaybeSendFuture + '_ {
+        self.inner.on_custom_notification(notification, context)
+    }
+
+    fn get_info(&self) -> ServerConfig {
+        self.inner.get_info()
+    }
+
+    fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<GetTaskResult, McpError>> + MaybeSendFuture + '_ {
+        self.intercept_task(request, context)
+    }
+
+    fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<(), McpError>> + MaybeSendFuture + '_ {
+        self.inner.update_task(request, context)
+    }
+
+    fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<(), McpError>> + MaybeSendFuture + '_ {
+        self.inner.cancel_task(request, context)
+    }
+
+    fn list_skills(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<ListSkillsResult, McpError>> + MaybeSendFuture + '_ {
+        self.inner.list_skills(request, context)
+    }
+
+    fn get_skill(
+        &self,
+        request: GetSkillRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<GetSkillResult, McpError>> + MaybeSendFuture + '_ {
+        self.inner.get_skill(request, context)
+    }
+
+    fn read_resource_directory(
+        &self,
+        request: ReadResourceDirectoryRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<ReadResourceDirectoryResult, McpError>> + MaybeSendFuture + '_
+    {
+        self.inner.read_resource_directory(request, context)
+    }
+}

@@ -1,0 +1,208 @@
+//! Shared helpers: a small tool server, clients over in-memory pipes and
+//! streamable HTTP, and file checks.
+#![allow(dead_code, unreachable_pub)]
+
+use std::{net::SocketAddr, path::Path};
+
+use lro_core::{OffloadConfig, file::OffloadFileName};
+use rmcp::{
+    ErrorData as McpError, RoleClient, ServerHandler, ServiceExt,
+    handler::server::{router::tool::ToolRouter, wrapper::Parameters},
+    model::{
+        CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ContentBlock,
+        ServerCapabilities, ServerConfig,
+    },
+    schemars,
+    service::RunningService,
+    tool, tool_handler, tool_router,
+    transport::{
+        StreamableHttpClientTransport,
+        streamable_http_client::StreamableHttpClientTransportConfig,
+        streamable_http_server::{
+            StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
+        },
+    },
+};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+/// Arguments of the `items` tool.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub struct ItemsArgs {
+    /// How many records.
+    pub n: usize,
+    /// Characters of filler per record.
+    #[serde(default)]
+    pub size: usize,
+}
+
+/// A tool server whose results have a chosen size.
+#[derive(Debug, Clone)]
+pub struct TestServer {
+    tool_router: ToolRouter<Self>,
+}
+
+impl Default for TestServer {
+    fn default() -> Self {
+        Self {
+            tool_router: Self::tool_router(),
+        }
+    }
+}
+
+pub fn item(i: usize, size: usize) -> Value {
+    let kind = ["alpha", "beta", "gamma"][i % 3];
+    json!({"id": format!("item-{i:05}"), "kind": kind, "rank": i % 7, "body": "x".repeat(size)})
+}
+
+#[tool_router]
+impl TestServer {
+    /// `n` records as a JSON array in one text block.
+    #[tool(description = "Return n records as a JSON array")]
+    fn items(&self, Parameters(ItemsArgs { n, size }): Parameters<ItemsArgs>) -> String {
+        let items: Vec<Value> = (0..n).map(|i| item(i, size)).collect();
+        serde_json::to_string(&items).unwrap()
+    }
+
+    /// `n` lines of plain text.
+    #[tool(description = "Return n lines of text")]
+    fn lines(&self, Parameters(ItemsArgs { n, size }): Parameters<ItemsArgs>) -> String {
+        (0..n)
+            .map(|i| format!("line {i} {}", "y".repeat(size)))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    /// Records as structured content, the object's only array field.
+    #[tool(description = "Return records as structured content")]
+    fn structured(
+        &self,
+        Parameters(ItemsArgs { n, size }): Parameters<ItemsArgs>,
+    ) -> Result<CallToolResult, McpError> {
+        let items: Vec<Value> = (0..n).map(|i| item(i, size)).collect();
+        Ok(CallToolResult::structured(
+            json!({"items": items, "total": n}),
+        ))
+    }
+
+    /// A large tool error.
+    #[tool(description = "Fail with a long message")]
+    fn fail(&self) -> Result<CallToolResult, McpError> {
+        Ok(CallToolResult::error(vec![ContentBlock::text(
+            "e".repeat(20_000),
+        )]))
+    }
+}
+
+#[tool_handler(router = self.tool_router)]
+impl ServerHandler for TestServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+    }
+}
+
+pub type Client = RunningService<RoleClient, ClientConfig>;
+
+/// Serves `handler` over an in-memory duplex pipe and connects a client.
+pub async fn connect<H: ServerHandler>(handler: H) -> Client {
+    connect_with(handler, ClientConfig::default()).await
+}
+
+pub async fn connect_with<H: ServerHandler>(handler: H, client: ClientConfig) -> Client {
+    let (server_io, client_io) = tokio::io::duplex(64 * 1024 * 1024);
+    tokio::spawn(async move {
+        let running = handler.serve(server_io).await.expect("server starts");
+        let _ = running.waiting().await;
+    });
+    client.serve(client_io).await.expect("client connects")
+}
+
+/// A client that declares itself an LRO proxy.
+pub fn proxy_client() -> ClientConfig {
+    let mut ext = rmcp::model::ExtensionCapabilities::new();
+    ext.insert(
+        lro_tower::PROXY_EXTENSION.to_owned(),
+        serde_json::from_value(json!({"proxy": true})).unwrap(),
+    );
+    let mut caps = ClientCapabilities::default();
+    caps.extensions = Some(ext);
+    ClientConfig::new(
+        caps,
+        rmcp::model::Implementation::new("lro-proxy-test", "0"),
+    )
+}
+
+/// Serves `make()` over streamable HTTP on 127.0.0.1 and returns the URL.
+pub async fn serve_http<H, F>(make: F, ct: CancellationToken) -> SocketAddr
+where
+    H: ServerHandler,
+    F: Fn() -> H + Send + Sync + 'static,
+{
+    let service: StreamableHttpService<H, LocalSessionManager> = StreamableHttpService::new(
+        move || Ok(make()),
+        Default::default(),
+        StreamableHttpServerConfig::default()
+            .with_sse_keep_alive(None)
+            .with_cancellation_token(ct.child_token()),
+    );
+    let router = axum::Router::new().nest_service("/mcp", service);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, router)
+            .with_graceful_shutdown(async move { ct.cancelled_owned().await })
+            .await;
+    });
+    addr
+}
+
+pub async fn connect_http(addr: SocketAddr) -> Client {
+    let transport = StreamableHttpClientTransport::from_config(
+        StreamableHttpClientTransportConfig::with_uri(format!("http://{addr}/mcp")),
+    );
+    ClientConfig::default()
+        .serve(transport)
+        .await
+        .expect("http client connects")
+}
+
+pub async fn call(client: &Client, tool: &str, args: Value) -> CallToolResult {
+    let params = CallToolRequestParams::new(tool.to_owned())
+        .with_arguments(args.as_object().cloned().unwrap_or_default());
+    client.call_tool(params).await.expect("tool call succeeds")
+}
+
+pub fn config(dir: &Path, threshold: u32) -> OffloadConfig {
+    OffloadConfig::default()
+        .with_output_dir(dir)
+        .with_threshold_tokens(threshold)
+}
+
+/// The first text block parsed as JSON.
+pub fn first_json(result: &CallToolResult) -> Value {
+    let text = &result.content[0].as_text().expect("text block").text;
+    serde_json::from_str(text).expect("first block is JSON")
+}
+
+/// Checks an offload file: name pattern, header, one JSON value per line,
+/// header count equal to record lines. Returns the records.
+pub fn check_file(path: &Path) -> Vec<Value> {
+    let name = path.file_name().unwrap().to_str().unwrap();
+    assert!(OffloadFileName::parse(name).is_some(), "bad name {name}");
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut lines = text.lines();
+    let header: Value = serde_json::from_str(lines.next().unwrap()).unwrap();
+    assert_eq!(header["type"], "lro_header");
+    let records: Vec<Value> = lines.map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(header["count"].as_u64().unwrap() as usize, records.len());
+    records
+}
+
+pub fn offload_files(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut v: Vec<_> = std::fs::read_dir(dir)
+        .map(|rd| rd.map(|e| e.unwrap().path()).collect())
+        .unwrap_or_default();
+    v.sort();
+    v
+}
