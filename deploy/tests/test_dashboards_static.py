@@ -1,0 +1,283 @@
+"""Structural checks of the Grafana dashboards and the alert rules.
+
+- provisionable: a `datasource` variable of type datasource, no __inputs;
+- every panel, rows' nested panels included, and every target uses
+  ${datasource}; every panel has a unit and a unique id;
+- every rate()/irate()/increase() uses [$__rate_interval];
+- every metric name in any expression, variable query or alert rule is one
+  crates/lro-core/src/metric.rs documents (histograms as _bucket/_sum/_count),
+  and every label used in a matcher belongs to that metric.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import pytest
+
+from lrolib import (
+    DASHBOARDS,
+    DS_REF,
+    RATE_INTERVAL,
+    REPO,
+    check_expr,
+    content_panels,
+    iter_panels,
+    load_dashboard,
+    load_metrics,
+    load_rules,
+    panel_exprs,
+    resolve_series,
+    rate_windows,
+    runbook_anchors,
+    scan,
+    split_label_values,
+    variable_query,
+)
+
+METRICS = load_metrics()
+
+
+@pytest.fixture(params=DASHBOARDS)
+def dash(request) -> dict:
+    return load_dashboard(request.param)
+
+
+# ---------------------------------------------------------------- the checker itself
+
+
+def test_metric_catalogue_parsed():
+    assert "lro_tool_results_total" in METRICS
+    assert METRICS["lro_tool_results_total"].labels == ("tool", "outcome")
+    assert METRICS["lro_offload_write_duration_seconds"].kind == "Histogram"
+    assert METRICS["lro_build_info"].labels == ("version", "conformance_level")
+    assert len(METRICS) >= 18
+
+
+@pytest.mark.parametrize(
+    "expr, complaint",
+    [
+        ('sum(rate(lro_bogus_total{job="x"}[$__rate_interval]))', "unknown metric 'lro_bogus_total'"),
+        ("lro_offload_write_duration_seconds", "unknown metric"),  # histogram without suffix
+        ('sum(lro_offload_write_failures_total{tool="x"})', "no label 'tool'"),
+        ("sum by (tool) (lro_cleanup_runs_total)", "grouping label 'tool'"),
+        ("lro_build_info_total", "unknown metric"),
+    ],
+)
+def test_checker_rejects(expr, complaint):
+    assert any(complaint in p for p in check_expr(expr, METRICS)), check_expr(expr, METRICS)
+
+
+@pytest.mark.parametrize(
+    "expr",
+    [
+        'histogram_quantile(0.99, sum by (le) (rate(lro_offload_write_duration_seconds_bucket{tool=~"$tool"}[$__rate_interval])))',
+        "time() - max by (job, instance) (lro_cleanup_last_success_timestamp_seconds) > 2 * 3600",
+        'up{job="memory-server"} == 0',
+        "absent(lro_build_info)",
+    ],
+)
+def test_checker_accepts(expr):
+    assert check_expr(expr, METRICS) == []
+
+
+def test_dashboards_are_generated_from_source():
+    """dashboards/*.json match deploy/tools/build_dashboards.py (no hand edits lost)."""
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "deploy" / "tools" / "build_dashboards.py"), "--check"],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+
+
+# ---------------------------------------------------------------- dashboards
+
+
+def test_provisionable(dash):
+    assert "__inputs" not in dash and "__requires" not in dash
+    assert dash.get("id") is None, "provisioned dashboards must not pin a database id"
+    assert re.fullmatch(r"[a-z0-9-]{1,40}", dash["uid"])
+    assert dash["schemaVersion"] >= 39
+    assert dash["title"]
+
+
+def test_template_variables(dash):
+    variables = {v["name"]: v for v in dash["templating"]["list"]}
+    ds = variables["datasource"]
+    assert ds["type"] == "datasource" and ds["query"] == "prometheus"
+    assert [v["name"] for v in dash["templating"]["list"] if v["type"] == "datasource"] == ["datasource"]
+    for name in ("job", "instance", "tool"):
+        v = variables[name]
+        assert v["type"] == "query"
+        assert v["multi"] is True and v["includeAll"] is True
+        assert v["datasource"] == DS_REF
+        selector, label = split_label_values(variable_query(v))
+        assert label == name
+        assert selector and scan(selector).metrics, f"{name}: label_values over an lro metric"
+        assert check_expr(selector, METRICS) == []
+        assert label in {l for m in scan(selector).metrics for l in resolve_series(m, METRICS)[1]}
+
+
+def test_every_datasource_reference_is_the_variable(dash):
+    """No hard-coded data source anywhere (the built-in annotation aside)."""
+    found = []
+
+    def walk(node, path):
+        if isinstance(node, dict):
+            if "datasource" in node:
+                found.append((path, node["datasource"]))
+            for k, v in node.items():
+                walk(v, f"{path}.{k}")
+        elif isinstance(node, list):
+            for i, v in enumerate(node):
+                walk(v, f"{path}[{i}]")
+
+    walk({k: v for k, v in dash.items() if k != "annotations"}, "")
+    assert found, "no datasource references at all"
+    assert [(p, d) for p, d in found if d != DS_REF] == []
+
+
+def test_panels(dash):
+    panels = content_panels(dash)
+    assert len(panels) >= 6
+    for p in panels:
+        where = f"panel {p.get('id')} {p.get('title')!r}"
+        assert p.get("title"), where
+        assert p.get("datasource") == DS_REF, where
+        assert p.get("fieldConfig", {}).get("defaults", {}).get("unit"), f"{where}: no unit"
+        assert p.get("targets"), f"{where}: no targets"
+        for t in p["targets"]:
+            assert t.get("datasource") == DS_REF, f"{where} target {t.get('refId')}"
+            assert t.get("expr", "").strip(), f"{where} target {t.get('refId')}: no expr"
+        refs = [t["refId"] for t in p["targets"]]
+        assert len(refs) == len(set(refs)), f"{where}: duplicate refIds"
+
+
+def test_unique_ids_and_layout(dash):
+    every = list(iter_panels(dash))
+    ids = [p["id"] for p in every]
+    assert all(isinstance(i, int) for i in ids)
+    assert len(ids) == len(set(ids)), "panel ids must be unique"
+    cells = set()
+    for p in every:
+        g = p["gridPos"]
+        assert 0 <= g["x"] and g["x"] + g["w"] <= 24, p["title"]
+        for x in range(g["x"], g["x"] + g["w"]):
+            for y in range(g["y"], g["y"] + g["h"]):
+                assert (x, y) not in cells, f"{p['title']!r} overlaps another panel"
+                cells.add((x, y))
+
+
+def test_rate_interval(dash):
+    for title, ref, expr in panel_exprs(dash):
+        for arg in rate_windows(expr):
+            windows = re.findall(r"\[[^\]]*\]", arg)
+            assert windows == [RATE_INTERVAL], f"{title} {ref}: {expr}"
+        # No fixed range anywhere else either (subqueries, *_over_time).
+        assert set(re.findall(r"\[[^\]]*\]", expr)) <= {RATE_INTERVAL}, f"{title} {ref}: {expr}"
+
+
+def test_metric_names_are_emitted_by_the_code(dash):
+    problems = []
+    for title, ref, expr in panel_exprs(dash):
+        for p in check_expr(expr, METRICS):
+            problems.append(f"{title} [{ref}]: {p}")
+    assert problems == []
+
+
+def test_overview_covers_the_brief():
+    dash = load_dashboard("lro-overview.json")
+    exprs = " ".join(e for _, _, e in panel_exprs(dash))
+    for needed in [
+        'outcome="offloaded"',
+        "sum by (outcome) (rate(lro_tool_results_total",
+        "lro_estimated_tokens_saved_total",
+        "lro_offloaded_bytes_total",
+        "lro_offload_write_failures_total",
+        "lro_result_estimated_tokens_bucket",
+        "lro_offload_files{",
+        "lro_offload_disk_bytes{",
+        "lro_cleanup_runs_total",
+        "lro_offload_files_expired_total",
+        "time() - max by (instance) (lro_cleanup_last_success_timestamp_seconds",
+        "lro_extract_requests_total",
+    ]:
+        assert needed in exprs, needed
+    for q in ("0.5", "0.95", "0.99"):
+        assert f"histogram_quantile({q}, sum by (le) (rate(lro_offload_write_duration_seconds_bucket" in exprs
+    types = {p["type"] for p in content_panels(dash)}
+    assert {"timeseries", "stat", "heatmap", "table"} <= types
+    table = next(p for p in content_panels(dash) if p["type"] == "table")
+    assert all(t["instant"] and t["format"] == "table" and "by (tool" in t["expr"] for t in table["targets"])
+
+
+def test_conformance_covers_level_3():
+    dash = load_dashboard("lro-conformance.json")
+    by_title = {p["title"]: p for p in content_panels(dash)}
+    level = by_title["Declared conformance level"]["targets"][0]["expr"]
+    assert "lro_build_info" in level and "conformance_level" in level
+    requirements = {
+        "Threshold detection": ['outcome="inline"', 'outcome="offloaded"'],
+        "JSONL output": ["lro_offloaded_records_total"],
+        "Custodial cleanup on schedule": ["lro_cleanup_last_success_timestamp_seconds"],
+        "Fallback to inline truncation": ['outcome="truncated"', "lro_offload_write_failures_total"],
+        "Observability events": ["lro_cleanup_runs_total"],
+    }
+    for title, needles in requirements.items():
+        panel = by_title[title]
+        assert panel["type"] == "stat"
+        expr = panel["targets"][0]["expr"]
+        for n in needles:
+            assert n in expr, (title, n)
+        mapped = {o["text"] for m in panel["fieldConfig"]["defaults"]["mappings"] for o in (m["options"].values() if m["type"] == "value" else [m["options"]["result"]])}
+        assert {"PASS", "NOT OBSERVED"} <= mapped
+
+
+# ---------------------------------------------------------------- alert rules
+
+
+def test_alert_rules_use_emitted_metrics():
+    problems = []
+    for rule in load_rules():
+        for p in check_expr(rule["expr"], METRICS):
+            problems.append(f"{rule.get('alert') or rule.get('record')}: {p}")
+    assert problems == []
+
+
+def test_alert_rules_are_documented():
+    anchors = runbook_anchors()
+    names = set()
+    for rule in load_rules():
+        name = rule["alert"]
+        names.add(name)
+        ann = rule.get("annotations", {})
+        assert ann.get("summary") and ann.get("description"), name
+        assert rule["labels"]["severity"] in {"warning", "critical"}, name
+        url = ann["runbook_url"]
+        assert url.startswith("deploy/RUNBOOK.md#"), url
+        assert url.split("#", 1)[1] in anchors, f"{name}: no heading for {url} in deploy/RUNBOOK.md"
+        assert url.split("#", 1)[1] == name.lower(), f"{name}: anchor should be #{name.lower()}"
+    assert names == {
+        "LroOffloadWriteFailures",
+        "LroOffloadWriteFailureRatioHigh",
+        "LroCleanupStalled",
+        "LroOffloadDiskUsageHigh",
+        "LroTargetDown",
+        "LroMetricsAbsent",
+    }
+
+
+def test_alert_thresholds():
+    rules = {}
+    for r in load_rules():
+        rules.setdefault(r["alert"], []).append(r)
+    assert "> 0.05" in rules["LroOffloadWriteFailureRatioHigh"][0]["expr"]
+    assert rules["LroOffloadWriteFailureRatioHigh"][0]["labels"]["severity"] == "critical"
+    assert rules["LroOffloadWriteFailures"][0]["labels"]["severity"] == "warning"
+    assert "[5m]" in rules["LroOffloadWriteFailures"][0]["expr"]
+    stalled = " ".join(r["expr"] for r in rules["LroCleanupStalled"])
+    assert "time() - " in stalled and "> 2 * 3600" in stalled
+    assert "absent(lro_build_info" in rules["LroMetricsAbsent"][0]["expr"]
+    assert "up{" in rules["LroTargetDown"][0]["expr"] and "== 0" in rules["LroTargetDown"][0]["expr"]
