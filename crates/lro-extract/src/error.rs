@@ -1,0 +1,171 @@
+//! Everything that can go wrong in an extraction, each with a message a
+//! model can act on.
+//!
+//! ```
+//! use lro_extract::ExtractError;
+//!
+//! let err = ExtractError::InvalidRequest("recipe must be 1..=10, got 11".into());
+//! assert_eq!(err.to_string(), "invalid request: recipe must be 1..=10, got 11");
+//! assert_eq!(err.outcome(), "error");
+//! ```
+
+use std::{path::PathBuf, time::Duration};
+
+/// Why an extraction failed.
+///
+/// Guard errors (`OutsideRoot`, `NotOffloadFile`, `SymlinkEscape`,
+/// `NotFound`) are raised before a single byte of the file is read.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ExtractError {
+    /// The path (after resolving `..` and symlinks) is not directly inside
+    /// the configured offload directory.
+    #[error(
+        "{path} is outside the offload directory {root}; pass a file_path from an offload descriptor"
+    )]
+    OutsideRoot {
+        /// The path as given.
+        path: String,
+        /// The configured offload directory.
+        root: PathBuf,
+    },
+    /// The file name is not `atlatl-{operation}-{ULID}.jsonl`, or the path is
+    /// not a regular file.
+    #[error(
+        "{path} is not an offload file (expected a regular file named atlatl-<operation>-<ULID>.jsonl)"
+    )]
+    NotOffloadFile {
+        /// The path as given.
+        path: String,
+    },
+    /// The path is a symlink whose target lies outside the offload directory
+    /// or whose target is not an offload file.
+    #[error(
+        "{path} is a symlink to {target}, which is not an offload file in the offload directory"
+    )]
+    SymlinkEscape {
+        /// The path as given.
+        path: String,
+        /// Where the symlink points.
+        target: PathBuf,
+    },
+    /// No file at that path (it may have expired and been cleaned up).
+    #[error("{path} does not exist (offload files expire; re-run the tool to get a fresh one)")]
+    NotFound {
+        /// The path as given.
+        path: String,
+    },
+    /// The offload directory itself cannot be resolved.
+    #[error("offload directory {root} is not usable: {source}")]
+    BadRoot {
+        /// The configured offload directory.
+        root: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The first line is not a valid `lro_header`.
+    #[error("bad offload file header: {0}")]
+    BadHeader(String),
+    /// A record line is not valid JSON.
+    #[error("record on line {line} is not valid JSON: {message}")]
+    BadRecord {
+        /// 1-based line number in the file (the header is line 1).
+        line: usize,
+        /// The parser's message.
+        message: String,
+    },
+    /// Reading the file failed.
+    #[error("cannot read {path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The request is malformed: wrong combination of fields, value out of
+    /// range, unknown parameter, invalid regex, and so on.
+    #[error("invalid request: {0}")]
+    InvalidRequest(String),
+    /// The jq filter does not parse or uses an undefined name; the message is
+    /// jaq's, with the offending position.
+    #[error("jq filter does not compile: {0}")]
+    Compile(String),
+    /// The jq filter failed while running (type error, `error(...)`, ...).
+    #[error("jq error{}: {message}", .line.map(|l| format!(" at record line {l}")).unwrap_or_default())]
+    Runtime {
+        /// 1-based file line of the record being processed, when per-record.
+        line: Option<usize>,
+        /// jaq's message, shortened.
+        message: String,
+    },
+    /// The query did not finish within the configured timeout; it was
+    /// stopped.
+    #[error("query stopped after {}ms timeout (it may loop forever or the file is too large); narrow it, e.g. with select(...) or limit(n; ...)", .limit.as_millis())]
+    Timeout {
+        /// The configured timeout.
+        limit: Duration,
+    },
+    /// The first result alone is larger than `max_output_bytes` and is not an
+    /// array or string that could be shortened.
+    #[error(
+        "the first result is larger than the {limit}-byte output limit; select fewer fields (e.g. {{id, title}}) or smaller parts"
+    )]
+    OutputLimit {
+        /// The configured `max_output_bytes`.
+        limit: usize,
+    },
+}
+
+impl ExtractError {
+    /// A bounded label for events and metrics: `timeout` or `error`.
+    pub fn outcome(&self) -> &'static str {
+        match self {
+            ExtractError::Timeout { .. } => "timeout",
+            _ => "error",
+        }
+    }
+
+    /// Whether the error comes from a path guard (nothing was read).
+    pub fn is_guard(&self) -> bool {
+        matches!(
+            self,
+            ExtractError::OutsideRoot { .. }
+                | ExtractError::NotOffloadFile { .. }
+                | ExtractError::SymlinkEscape { .. }
+                | ExtractError::NotFound { .. }
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runtime_message_names_the_line_when_known() {
+        let e = ExtractError::Runtime {
+            line: Some(7),
+            message: "cannot index string".into(),
+        };
+        assert_eq!(
+            e.to_string(),
+            "jq error at record line 7: cannot index string"
+        );
+        let e = ExtractError::Runtime {
+            line: None,
+            message: "x".into(),
+        };
+        assert_eq!(e.to_string(), "jq error: x");
+    }
+
+    #[test]
+    fn outcomes_and_guard_flags() {
+        let t = ExtractError::Timeout {
+            limit: Duration::from_millis(300),
+        };
+        assert_eq!(t.outcome(), "timeout");
+        assert!(t.to_string().contains("300ms"));
+        assert!(!t.is_guard());
+        assert!(ExtractError::NotFound { path: "x".into() }.is_guard());
+    }
+}

@@ -1,0 +1,921 @@
+//! jq filters over offload files, run by jaq, stoppable at any step.
+//!
+//! # How a runaway query is stopped
+//!
+//! jaq evaluates a filter as a tree of iterators on the calling thread; it
+//! has no cancellation hook. Two facts make one:
+//!
+//! * jaq looks up every term it evaluates through the context's data
+//!   ([`jaq_core::data::HasLut::lut`]), which is ours ([`GuardedData`]). That
+//!   lookup checks a cancel flag (one relaxed atomic load) and the stack
+//!   depth (one address comparison). When the flag is set, it unwinds the
+//!   evaluation with [`std::panic::resume_unwind`] (which skips the panic
+//!   hook, so nothing is printed); the worker catches the unwind, every
+//!   value is dropped, and the thread ends. `repeat(.)`,
+//!   `last(range(infinite))` via `reduce`-like natives calling back into
+//!   terms, `def f: f; f`, `[limit(1e8; repeat(1))]`: all evaluate terms at
+//!   every step, so all stop within microseconds of the flag.
+//! * The one native generator that yields without evaluating terms is
+//!   `range/3` (a Rust loop in jaq-core): it is replaced by our own `range`
+//!   that checks the flag before every number, so `[range(1e9)]` and
+//!   `last(range(infinite))` stop too.
+//!
+//! The limits: a single native operation on a huge value (sorting a
+//! 10-million-element array, `"x" * 1e9`) runs to its end before the next
+//! check, and dropping a value nested millions of levels deep recurses on
+//! the worker's [`WORKER_STACK`] stack. Both are bounded by what a query can
+//! build before its timeout. Unwinding needs `panic = "unwind"` (the
+//! default); under `panic = "abort"` a timed-out worker is abandoned instead
+//! and finishes on its own.
+//!
+//! Deep recursion (`def f: [f]; f`) is caught by the stack check and
+//! reported as a runtime error instead of overflowing the stack.
+//!
+//! Not available to queries: `env`/`$ENV` (would leak the server's
+//! environment), `input`/`inputs`, `halt`, module imports.
+//!
+//! ```
+//! use lro_extract::jq::{compile, eval_values};
+//! use serde_json::json;
+//!
+//! let out = eval_values("map(.a) | add", &[json!([{"a": 1}, {"a": 2}])]).unwrap();
+//! assert_eq!(out, [json!(3)]);
+//! assert!(compile("map(").is_err());
+//! ```
+
+use std::{
+    io::{BufRead, BufReader, Read},
+    rc::Rc,
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    },
+};
+
+use jaq_core::{
+    Ctx, DataT, Exn, Native, Vars,
+    box_iter::box_once,
+    data::HasLut,
+    load::{Arena, File, Loader, lex, parse},
+    native::v,
+};
+use jaq_json::Val;
+use serde_json::Value;
+
+use crate::{
+    ExtractError,
+    output::{Collector, Flow, floor_char_boundary},
+};
+
+/// Stack size of a worker thread. It is reserved address space; only the
+/// pages a query touches are ever backed by memory.
+pub const WORKER_STACK: usize = 256 * 1024 * 1024;
+/// Stack a query may use before it is stopped as too deeply recursive; the
+/// rest is headroom for natives and for dropping values.
+pub const STACK_BUDGET: usize = 128 * 1024 * 1024;
+/// Deepest value nesting rendered or converted.
+pub const MAX_DEPTH: usize = 10_000;
+/// Longest error message kept from jaq (its messages embed values).
+const MAX_MESSAGE: usize = 400;
+
+/// Why an evaluation unwound.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Stop {
+    /// The cancel flag was set (timeout).
+    Cancelled,
+    /// The stack budget was exceeded.
+    TooDeep,
+}
+
+/// The cancel flag and stack budget of one evaluation.
+#[derive(Debug)]
+pub struct Guard {
+    cancel: Arc<AtomicBool>,
+    stack_base: usize,
+}
+
+fn stack_address() -> usize {
+    let marker = 0u8;
+    // The address of a local is the current stack position; black_box keeps
+    // the local from being optimized away.
+    std::hint::black_box(&marker) as *const u8 as usize
+}
+
+impl Guard {
+    /// A guard for the current thread, stopping when `cancel` is set.
+    pub fn new(cancel: Arc<AtomicBool>) -> Self {
+        Self {
+            cancel,
+            stack_base: stack_address(),
+        }
+    }
+
+    /// A guard that is never cancelled (for tests and doc examples).
+    pub fn unbounded() -> Self {
+        Self::new(Arc::new(AtomicBool::new(false)))
+    }
+
+    /// Whether cancellation was requested.
+    pub fn cancelled(&self) -> bool {
+        self.cancel.load(Ordering::Relaxed)
+    }
+
+    /// Unwinds the evaluation when cancelled or too deep. Called by jaq for
+    /// every term it evaluates.
+    #[inline]
+    fn check(&self) {
+        if self.cancel.load(Ordering::Relaxed) {
+            std::panic::resume_unwind(Box::new(Stop::Cancelled));
+        }
+        if self.stack_base.abs_diff(stack_address()) > STACK_BUDGET {
+            std::panic::resume_unwind(Box::new(Stop::TooDeep));
+        }
+    }
+}
+
+/// The jaq data kind of our evaluations: JSON values, plus a guard reached
+/// on every term lookup.
+pub struct Lro;
+
+impl DataT for Lro {
+    type V<'a> = Val;
+    type Data<'a> = GuardedData<'a>;
+}
+
+/// The run-time data: the program's look-up table and the guard.
+#[derive(Clone)]
+pub struct GuardedData<'a> {
+    lut: &'a jaq_core::Lut<Lro>,
+    guard: &'a Guard,
+}
+
+impl<'a> HasLut<'a, Lro> for GuardedData<'a> {
+    fn lut(&self) -> &'a jaq_core::Lut<Lro> {
+        self.guard.check();
+        self.lut
+    }
+}
+
+/// A compiled filter.
+pub type Program = jaq_core::Filter<Lro>;
+
+/// Our natives: jaq-core's, jaq-std's and jaq-json's, minus the ones a query
+/// must not reach, with a cancellable `range`.
+fn natives() -> Vec<jaq_core::native::Fun<Lro>> {
+    const BLOCKED: &[&str] = &["range", "env", "halt", "input", "inputs"];
+    let ours: [jaq_core::native::Fun<Lro>; 4] = [
+        ("range", v(3), Native::<Lro>::new(range_native)),
+        ("halt", v(1), Native::<Lro>::new(halt_native)),
+        ("@tsv", v(0), Native::<Lro>::new(tsv_native)),
+        ("@csv", v(0), Native::<Lro>::new(csv_native)),
+    ];
+    ours.into_iter()
+        .chain(
+            jaq_core::funs::<Lro>()
+                .chain(jaq_std::funs())
+                .chain(jaq_json::funs())
+                .filter(|(name, _, _)| !BLOCKED.contains(name)),
+        )
+        .collect()
+}
+
+fn range_native<'a>(mut cv: jaq_core::Cv<'a, Lro>) -> jaq_core::ValXs<'a, <Lro as DataT>::V<'a>> {
+    let by = cv.0.pop_var();
+    let to = cv.0.pop_var();
+    let from = cv.0.pop_var();
+    let guard = cv.0.data().guard;
+    Box::new(range(from, to, by).inspect(move |_| guard.check()))
+}
+
+fn halt_native<'a>(_cv: jaq_core::Cv<'a, Lro>) -> jaq_core::ValXs<'a, <Lro as DataT>::V<'a>> {
+    box_once(Err(Exn::from(jaq_core::Error::str(
+        "halt is not available in lro_extract",
+    ))))
+}
+
+fn tsv_native<'a>(cv: jaq_core::Cv<'a, Lro>) -> jaq_core::ValXs<'a, <Lro as DataT>::V<'a>> {
+    box_once(format_row(&cv.1, "tsv").map_err(Exn::from))
+}
+
+fn csv_native<'a>(cv: jaq_core::Cv<'a, Lro>) -> jaq_core::ValXs<'a, <Lro as DataT>::V<'a>> {
+    box_once(format_row(&cv.1, "csv").map_err(Exn::from))
+}
+
+/// jq's `@tsv` / `@csv` (not provided by jaq's libraries): an array of
+/// scalars to one row. `@tsv` escapes `\\`, tab, newline and CR; `@csv`
+/// quotes strings, doubling quotes; null is empty.
+fn format_row(v: &Val, kind: &str) -> Result<Val, jaq_core::Error<Val>> {
+    let Val::Arr(items) = v else {
+        return Err(jaq_core::Error::str(format_args!(
+            "cannot {kind}-format {v}, only an array can be"
+        )));
+    };
+    let mut row = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            row.push(if kind == "tsv" { b'\t' } else { b',' });
+        }
+        match item {
+            Val::Null => {}
+            Val::Bool(b) => row.extend_from_slice(if *b { b"true" } else { b"false" }),
+            Val::Num(n) => write_num(&mut row, n),
+            Val::TStr(s) | Val::BStr(s) if kind == "tsv" => {
+                for &b in s.iter() {
+                    match b {
+                        b'\\' => row.extend_from_slice(b"\\\\"),
+                        b'\t' => row.extend_from_slice(b"\\t"),
+                        b'\n' => row.extend_from_slice(b"\\n"),
+                        b'\r' => row.extend_from_slice(b"\\r"),
+                        b => row.push(b),
+                    }
+                }
+            }
+            Val::TStr(s) | Val::BStr(s) => {
+                row.push(b'"');
+                for &b in s.iter() {
+                    if b == b'"' {
+                        row.push(b'"');
+                    }
+                    row.push(b);
+                }
+                row.push(b'"');
+            }
+            other => {
+                return Err(jaq_core::Error::str(format_args!(
+                    "{other} is not valid in a {kind} row"
+                )));
+            }
+        }
+    }
+    Ok(Val::utf8_str(row))
+}
+
+/// `range($from; $to; $by)` as in jq: numbers from `from` stepping by `by`
+/// while before `to` (or after it, for a negative step).
+fn range<'a>(from: Val, to: Val, by: Val) -> impl Iterator<Item = Result<Val, Exn<'a, Val>>> + 'a {
+    use std::cmp::Ordering::{Equal, Greater, Less};
+    let dir = by.partial_cmp(&Val::from(0isize)).unwrap_or(Equal);
+    let mut next = Some(from);
+    std::iter::from_fn(move || {
+        let x = next.take()?;
+        let go_on = match dir {
+            Greater => x < to,
+            Less => x > to,
+            Equal => x != to,
+        };
+        if !go_on {
+            return None;
+        }
+        match x.clone() + by.clone() {
+            Ok(n) => next = Some(n),
+            Err(e) => return Some(Err(Exn::from(e))),
+        }
+        Some(Ok(x))
+    })
+}
+
+/// Compiles `code` with the given global variables (names without `$`).
+pub fn compile_with_vars(code: &str, vars: &[&str]) -> Result<Program, ExtractError> {
+    let defs = jaq_core::defs()
+        .chain(jaq_std::defs())
+        .chain(jaq_json::defs());
+    let loader = Loader::new(defs);
+    let arena = Arena::default();
+    let modules = loader
+        .load(&arena, File { code, path: () })
+        .map_err(|errs| ExtractError::Compile(load_errors(code, errs)))?;
+    let dollar: Vec<String> = vars.iter().map(|v| format!("${v}")).collect();
+    jaq_core::Compiler::default()
+        .with_funs(natives())
+        .with_global_vars(dollar.iter().map(String::as_str))
+        .compile(modules)
+        .map_err(|errs| {
+            let msgs: Vec<String> = errs
+                .into_iter()
+                .flat_map(|(_, es)| es)
+                .map(|(name, undefined)| match undefined {
+                    jaq_core::compile::Undefined::Filter(arity) => {
+                        format!("undefined filter {name}/{arity}")
+                    }
+                    other => format!("undefined {} {name}", other.as_str()),
+                })
+                .collect();
+            ExtractError::Compile(msgs.join("; "))
+        })
+}
+
+/// Compiles `code` with no variables.
+pub fn compile(code: &str) -> Result<Program, ExtractError> {
+    compile_with_vars(code, &[])
+}
+
+fn load_errors(code: &str, errs: jaq_core::load::Errors<&str, ()>) -> String {
+    let at = |part: &str| {
+        // `part` is a slice of `code` (the rest of the input at the error).
+        let start = (part.as_ptr() as usize).saturating_sub(code.as_ptr() as usize);
+        let snippet: String = part.chars().take(20).collect();
+        if snippet.is_empty() {
+            format!("at end of filter (offset {start})")
+        } else {
+            format!("at offset {start} near {snippet:?}")
+        }
+    };
+    let mut msgs = Vec::new();
+    for (_, err) in errs {
+        match err {
+            jaq_core::load::Error::Io(es) => {
+                msgs.extend(
+                    es.into_iter()
+                        .map(|(p, e)| format!("cannot import {p}: {e}")),
+                );
+            }
+            jaq_core::load::Error::Lex(es) => msgs.extend(es.into_iter().map(
+                |(expect, part): (lex::Expect<&str>, &str)| {
+                    format!("expected {} {}", expect.as_str(), at(part))
+                },
+            )),
+            jaq_core::load::Error::Parse(es) => msgs.extend(es.into_iter().map(
+                |(expect, part): (parse::Expect<&str>, &str)| {
+                    format!("expected {} {}", expect.as_str(), at(part))
+                },
+            )),
+        }
+    }
+    msgs.join("; ")
+}
+
+fn short(mut s: String) -> String {
+    if s.len() > MAX_MESSAGE {
+        let cut = floor_char_boundary(&s, MAX_MESSAGE).len();
+        s.truncate(cut);
+        s.push('…');
+    }
+    s
+}
+
+fn exn_message(e: Exn<'_, Val>) -> String {
+    match e.get_err() {
+        Ok(err) => short(err.to_string()),
+        Err(other) => match other.get_halt() {
+            Ok(code) => format!("halt({code}) is not available in lro_extract"),
+            Err(_) => "internal jaq control flow escaped".to_owned(),
+        },
+    }
+}
+
+/// How to print results.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Render {
+    /// Print strings raw (`jq -r`).
+    pub raw: bool,
+}
+
+/// A jq job over one file.
+pub(crate) struct Job<'g> {
+    pub(crate) program: &'g Program,
+    pub(crate) vars: Vec<String>,
+    pub(crate) slurp: bool,
+    pub(crate) render: Render,
+    pub(crate) guard: &'g Guard,
+}
+
+impl Job<'_> {
+    /// Runs over the records of `reader`, which is positioned after the
+    /// header; `first_line` is the file line number of the first record.
+    pub(crate) fn run(
+        &self,
+        reader: impl Read,
+        first_line: usize,
+        out: &mut Collector,
+    ) -> Result<(), ExtractError> {
+        let data = GuardedData {
+            lut: &self.program.lut,
+            guard: self.guard,
+        };
+        let vars = Vars::new(self.vars.iter().map(|s| Val::from(s.clone())));
+        let ctx = Ctx::<Lro>::new(data, vars);
+        let mut lines = Lines::new(reader, first_line);
+        if self.slurp {
+            let mut all = Vec::new();
+            while let Some((line_no, line)) = lines.next_line()? {
+                if self.guard.cancelled() {
+                    return Err(cancelled());
+                }
+                all.push(parse_record(line, line_no)?);
+            }
+            let input = Val::Arr(Rc::new(all));
+            for y in self.program.id.run((ctx.clone(), input)) {
+                let y = y.map_err(|e| ExtractError::Runtime {
+                    line: None,
+                    message: exn_message(e),
+                })?;
+                if emit(&y, self.render, out)? == Flow::Stop {
+                    break;
+                }
+            }
+            return Ok(());
+        }
+        'records: while let Some((line_no, line)) = lines.next_line()? {
+            if self.guard.cancelled() {
+                return Err(cancelled());
+            }
+            let input = parse_record(line, line_no)?;
+            for y in self.program.id.run((ctx.clone(), input.clone())) {
+                let y = y.map_err(|e| ExtractError::Runtime {
+                    line: Some(line_no),
+                    message: exn_message(e),
+                })?;
+                let flow = if same_value(&y, &input) {
+                    // The filter passed the record through (`select`): its
+                    // line is already compact JSON, no need to re-render.
+                    emit_raw_json(line, &y, out)
+                } else {
+                    emit(&y, self.render, out)?
+                };
+                if flow == Flow::Stop {
+                    break 'records;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn cancelled() -> ExtractError {
+    ExtractError::Timeout {
+        limit: std::time::Duration::ZERO,
+    }
+}
+
+fn same_value(a: &Val, b: &Val) -> bool {
+    match (a, b) {
+        (Val::Obj(x), Val::Obj(y)) => Rc::ptr_eq(x, y),
+        (Val::Arr(x), Val::Arr(y)) => Rc::ptr_eq(x, y),
+        _ => false,
+    }
+}
+
+fn parse_record(line: &[u8], line_no: usize) -> Result<Val, ExtractError> {
+    jaq_json::read::parse_single(line).map_err(|e| ExtractError::BadRecord {
+        line: line_no,
+        message: e.to_string(),
+    })
+}
+
+/// Record lines of a reader: trailing `\r\n` trimmed, blank lines skipped.
+pub(crate) struct Lines<R> {
+    reader: BufReader<R>,
+    buf: Vec<u8>,
+    line_no: usize,
+}
+
+impl<R: Read> Lines<R> {
+    pub(crate) fn new(reader: R, first_line: usize) -> Self {
+        Self {
+            reader: BufReader::with_capacity(256 * 1024, reader),
+            buf: Vec::new(),
+            line_no: first_line.saturating_sub(1),
+        }
+    }
+
+    /// The next non-blank line and its 1-based file line number.
+    pub(crate) fn next_line(&mut self) -> Result<Option<(usize, &[u8])>, ExtractError> {
+        loop {
+            self.buf.clear();
+            let n = self
+                .reader
+                .read_until(b'\n', &mut self.buf)
+                .map_err(|source| ExtractError::Io {
+                    path: Default::default(),
+                    source,
+                })?;
+            if n == 0 {
+                return Ok(None);
+            }
+            self.line_no += 1;
+            let mut end = self.buf.len();
+            while end > 0 && matches!(self.buf[end - 1], b'\n' | b'\r') {
+                end -= 1;
+            }
+            if self.buf[..end].iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            return Ok(Some((self.line_no, &self.buf[..end])));
+        }
+    }
+}
+
+fn emit_raw_json(line: &[u8], y: &Val, out: &mut Collector) -> Flow {
+    if out.admit() == Flow::Stop {
+        return Flow::Stop;
+    }
+    if !out.fits(line.len()) {
+        return if out.count() == 0 {
+            // Too big on its own: fall back to the shortening path.
+            emit(y, Render { raw: false }, out).unwrap_or(Flow::Stop)
+        } else {
+            out.cut_bytes();
+            Flow::Stop
+        };
+    }
+    let keep = out.keeps_values();
+    out.push(line, || {
+        if keep {
+            serde_json::from_slice(line).unwrap_or_else(|_| to_value(y, 0).unwrap_or(Value::Null))
+        } else {
+            Value::Null
+        }
+    })
+}
+
+/// Renders one result and hands it to the collector. A first result that
+/// is too big on its own is shortened (arrays to their first elements,
+/// strings to a prefix); other oversized first results are an error.
+fn emit(y: &Val, render: Render, out: &mut Collector) -> Result<Flow, ExtractError> {
+    if out.admit() == Flow::Stop {
+        return Ok(Flow::Stop);
+    }
+    let cap = out.remaining_bytes();
+    let mut buf = Vec::new();
+    let raw_str = match (render.raw, y) {
+        (true, Val::TStr(s) | Val::BStr(s)) => Some(s),
+        _ => None,
+    };
+    let rendered = match raw_str {
+        Some(s) => {
+            buf.extend_from_slice(s);
+            buf.len() < cap
+        }
+        None => write_json(&mut buf, y, 0, cap)?,
+    };
+    if rendered && out.fits(buf.len()) {
+        let keep = out.keeps_values();
+        let value = if keep { to_value(y, 0)? } else { Value::Null };
+        return Ok(out.push(&buf, || value));
+    }
+    if out.count() > 0 {
+        out.cut_bytes();
+        return Ok(Flow::Stop);
+    }
+    shorten(y, render, out)
+}
+
+fn shorten(y: &Val, render: Render, out: &mut Collector) -> Result<Flow, ExtractError> {
+    let budget = out.remaining_bytes().saturating_sub(1);
+    match y {
+        Val::Arr(items) => {
+            let mut buf = vec![b'['];
+            let mut kept = 0;
+            for item in items.iter() {
+                let mut elem = Vec::new();
+                let room = budget.saturating_sub(buf.len() + 2);
+                if !write_json(&mut elem, item, 1, room)? || buf.len() + elem.len() + 2 > budget {
+                    break;
+                }
+                if kept > 0 {
+                    buf.push(b',');
+                }
+                buf.extend_from_slice(&elem);
+                kept += 1;
+            }
+            buf.push(b']');
+            let value = if out.keeps_values() {
+                Value::Array(
+                    items
+                        .iter()
+                        .take(kept)
+                        .map(|v| to_value(v, 1))
+                        .collect::<Result<_, _>>()?,
+                )
+            } else {
+                Value::Null
+            };
+            out.push(&buf, || value);
+            out.cut(format!(
+                "the result is an array of {} elements; only the first {kept} fit in max_output_bytes. Narrow it (e.g. map({{id, title}}), .[:{kept}]) or page with .[N:M]",
+                items.len()
+            ));
+            Ok(Flow::Stop)
+        }
+        Val::TStr(s) | Val::BStr(s) => {
+            let text = String::from_utf8_lossy(s);
+            let quoted = !render.raw;
+            let room = if quoted {
+                // Escapes can double the size; keep well inside the budget.
+                budget / 2
+            } else {
+                budget
+            };
+            let prefix = floor_char_boundary(&text, room.saturating_sub(2));
+            let line = if quoted {
+                serde_json::to_string(prefix).unwrap_or_default()
+            } else {
+                prefix.to_owned()
+            };
+            out.push(line.as_bytes(), || Value::String(prefix.to_owned()));
+            out.cut(format!(
+                "the result is a string of {} bytes; only the first {} fit in max_output_bytes",
+                s.len(),
+                prefix.len()
+            ));
+            Ok(Flow::Stop)
+        }
+        _ => Err(ExtractError::OutputLimit {
+            limit: out.remaining_bytes(),
+        }),
+    }
+}
+
+fn too_deep() -> ExtractError {
+    ExtractError::Runtime {
+        line: None,
+        message: format!("result nested deeper than {MAX_DEPTH} levels"),
+    }
+}
+
+/// Writes `v` as compact JSON, the way `jq -c` does (NaN as `null`,
+/// infinities as ±1.7976931348623157e+308). Returns `Ok(false)` as soon as
+/// more than `cap` bytes were written.
+pub(crate) fn write_json(
+    out: &mut Vec<u8>,
+    v: &Val,
+    depth: usize,
+    cap: usize,
+) -> Result<bool, ExtractError> {
+    if depth > MAX_DEPTH {
+        return Err(too_deep());
+    }
+    match v {
+        Val::Null => out.extend_from_slice(b"null"),
+        Val::Bool(true) => out.extend_from_slice(b"true"),
+        Val::Bool(false) => out.extend_from_slice(b"false"),
+        Val::Num(n) => write_num(out, n),
+        Val::TStr(s) | Val::BStr(s) => write_str(out, s),
+        Val::Arr(items) => {
+            out.push(b'[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                if !write_json(out, item, depth + 1, cap)? {
+                    return Ok(false);
+                }
+            }
+            out.push(b']');
+        }
+        Val::Obj(map) => {
+            out.push(b'{');
+            for (i, (k, item)) in map.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                match k {
+                    Val::TStr(s) | Val::BStr(s) => write_str(out, s),
+                    other => {
+                        // jaq allows non-string keys; JSON does not.
+                        let mut key = Vec::new();
+                        write_json(&mut key, other, depth + 1, cap)?;
+                        write_str(out, &key);
+                    }
+                }
+                out.push(b':');
+                if !write_json(out, item, depth + 1, cap)? {
+                    return Ok(false);
+                }
+            }
+            out.push(b'}');
+        }
+    }
+    Ok(out.len() <= cap)
+}
+
+fn write_num(out: &mut Vec<u8>, n: &jaq_json::Num) {
+    use jaq_json::Num;
+    match n {
+        Num::Int(i) => out.extend_from_slice(i.to_string().as_bytes()),
+        Num::Float(f) if f.is_nan() => out.extend_from_slice(b"null"),
+        Num::Float(f) if f.is_infinite() => {
+            let s = if *f > 0.0 {
+                "1.7976931348623157e+308"
+            } else {
+                "-1.7976931348623157e+308"
+            };
+            out.extend_from_slice(s.as_bytes());
+        }
+        Num::Float(f) => {
+            let s = serde_json::Number::from_f64(*f)
+                .map(|n| n.to_string())
+                .unwrap_or_else(|| "null".into());
+            out.extend_from_slice(s.as_bytes());
+        }
+        // Decimal literals keep their text (valid JSON as parsed); big
+        // integers print in full.
+        other => out.extend_from_slice(other.to_string().as_bytes()),
+    }
+}
+
+fn write_str(out: &mut Vec<u8>, s: &[u8]) {
+    out.push(b'"');
+    let text = String::from_utf8_lossy(s);
+    let mut start = 0;
+    let bytes = text.as_bytes();
+    for (i, &b) in bytes.iter().enumerate() {
+        let esc: &[u8] = match b {
+            b'"' => b"\\\"",
+            b'\\' => b"\\\\",
+            b'\n' => b"\\n",
+            b'\r' => b"\\r",
+            b'\t' => b"\\t",
+            0x08 => b"\\b",
+            0x0c => b"\\f",
+            0..=0x1f | 0x7f => {
+                out.extend_from_slice(&bytes[start..i]);
+                out.extend_from_slice(format!("\\u{b:04x}").as_bytes());
+                start = i + 1;
+                continue;
+            }
+            _ => continue,
+        };
+        out.extend_from_slice(&bytes[start..i]);
+        out.extend_from_slice(esc);
+        start = i + 1;
+    }
+    out.extend_from_slice(&bytes[start..]);
+    out.push(b'"');
+}
+
+/// Converts a jaq value into a `serde_json` value.
+pub(crate) fn to_value(v: &Val, depth: usize) -> Result<Value, ExtractError> {
+    use jaq_json::Num;
+    if depth > MAX_DEPTH {
+        return Err(too_deep());
+    }
+    Ok(match v {
+        Val::Null => Value::Null,
+        Val::Bool(b) => Value::Bool(*b),
+        Val::Num(Num::Int(i)) => Value::from(*i as i64),
+        Val::Num(Num::Float(f)) => serde_json::Number::from_f64(*f)
+            .map(Value::Number)
+            .unwrap_or(Value::Null),
+        Val::Num(n) => {
+            let text = n.to_string();
+            serde_json::from_str(&text)
+                .ok()
+                .filter(Value::is_number)
+                .unwrap_or_else(|| {
+                    text.parse::<f64>()
+                        .ok()
+                        .and_then(serde_json::Number::from_f64)
+                        .map(Value::Number)
+                        .unwrap_or(Value::Null)
+                })
+        }
+        Val::TStr(s) | Val::BStr(s) => Value::String(String::from_utf8_lossy(s).into_owned()),
+        Val::Arr(items) => Value::Array(
+            items
+                .iter()
+                .map(|i| to_value(i, depth + 1))
+                .collect::<Result<_, _>>()?,
+        ),
+        Val::Obj(map) => {
+            let mut obj = serde_json::Map::new();
+            for (k, item) in map.iter() {
+                let key = match k {
+                    Val::TStr(s) | Val::BStr(s) => String::from_utf8_lossy(s).into_owned(),
+                    other => other.to_string(),
+                };
+                obj.insert(key, to_value(item, depth + 1)?);
+            }
+            Value::Object(obj)
+        }
+    })
+}
+
+/// Converts a `serde_json` value into a jaq value.
+pub fn from_value(v: &Value) -> Val {
+    match v {
+        Value::Null => Val::Null,
+        Value::Bool(b) => Val::Bool(*b),
+        Value::Number(n) => {
+            jaq_json::read::parse_single(n.to_string().as_bytes()).unwrap_or(Val::Null)
+        }
+        Value::String(s) => Val::from(s.clone()),
+        Value::Array(a) => a.iter().map(from_value).collect(),
+        Value::Object(o) => Val::obj(
+            o.iter()
+                .map(|(k, v)| (Val::from(k.clone()), from_value(v)))
+                .collect(),
+        ),
+    }
+}
+
+/// Runs `code` on each of `inputs` with no bounds and returns every output:
+/// a convenience for tests and examples, not for untrusted filters.
+pub fn eval_values(code: &str, inputs: &[Value]) -> Result<Vec<Value>, ExtractError> {
+    let program = compile(code)?;
+    let guard = Guard::unbounded();
+    let data = GuardedData {
+        lut: &program.lut,
+        guard: &guard,
+    };
+    let ctx = Ctx::<Lro>::new(data, Vars::new([]));
+    let mut out = Vec::new();
+    for input in inputs {
+        for y in program.id.run((ctx.clone(), from_value(input))) {
+            let y = y.map_err(|e| ExtractError::Runtime {
+                line: None,
+                message: exn_message(e),
+            })?;
+            out.push(to_value(&y, 0)?);
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn std_filters_work() {
+        let out = eval_values(
+            "[.[] | select(.n > 1)] | sort_by(-.n) | map(.n)",
+            &[json!([{"n": 1}, {"n": 3}, {"n": 2}])],
+        )
+        .unwrap();
+        assert_eq!(out, [json!([3, 2])]);
+        let out = eval_values(
+            "[.t, .u, null, 1] | @tsv",
+            &[json!({"t": "a\tb\\", "u": "c"})],
+        )
+        .unwrap();
+        assert_eq!(out, [json!("a\\tb\\\\\tc\t\t1")]);
+        let out = eval_values("[.t, 2, true] | @csv", &[json!({"t": "say \"hi\""})]).unwrap();
+        assert_eq!(out, [json!("\"say \"\"hi\"\"\",2,true")]);
+        assert!(eval_values("[{}] | @tsv", &[json!(null)]).is_err());
+        let out = eval_values(
+            "select(.s | test(\"CACHE\"; \"i\"))",
+            &[json!({"s": "cache hit"}), json!({"s": "miss"})],
+        )
+        .unwrap();
+        assert_eq!(out.len(), 1);
+        let out = eval_values("[range(0; 10; 3)]", &[json!(null)]).unwrap();
+        assert_eq!(out, [json!([0, 3, 6, 9])]);
+        let out = eval_values("[range(5; 0; -2)]", &[json!(null)]).unwrap();
+        assert_eq!(out, [json!([5, 3, 1])]);
+    }
+
+    #[test]
+    fn compile_errors_are_readable() {
+        let e = compile("map(").err().unwrap().to_string();
+        assert!(e.contains("expected"), "{e}");
+        let e = compile("nosuchfilter(1)").err().unwrap().to_string();
+        assert!(e.contains("undefined filter nosuchfilter/1"), "{e}");
+        let e = compile("$nope").err().unwrap().to_string();
+        assert!(e.contains("undefined variable"), "{e}");
+        for blocked in ["env", "$ENV", "input", "inputs", "import \"x\" as x; ."] {
+            assert!(compile(blocked).is_err(), "{blocked} must not compile");
+        }
+    }
+
+    #[test]
+    fn halt_is_an_error_not_an_exit() {
+        let e = eval_values("halt_error", &[json!("bye")]).unwrap_err();
+        assert!(e.to_string().contains("halt"), "{e}");
+    }
+
+    #[test]
+    fn writes_jq_compatible_json() {
+        let mut out = Vec::new();
+        let v = from_value(&json!({"a": [1, 2.5, "x\"y\n\u{1}"], "b": null, "é": true}));
+        assert!(write_json(&mut out, &v, 0, usize::MAX).unwrap());
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            r#"{"a":[1,2.5,"x\"y\n\u0001"],"b":null,"é":true}"#
+        );
+        let mut out = Vec::new();
+        let nan = eval_values("[nan, infinite]", &[json!(null)]).unwrap();
+        assert_eq!(nan, [json!([null, null])]);
+        let v = jaq_json::read::parse_single(b"[1e1000]").unwrap();
+        write_json(&mut out, &v, 0, usize::MAX).unwrap();
+        assert!(!out.is_empty());
+    }
+
+    #[test]
+    fn cap_stops_rendering_early() {
+        let v = from_value(&json!((0..1000).collect::<Vec<_>>()));
+        let mut out = Vec::new();
+        assert!(!write_json(&mut out, &v, 0, 50).unwrap());
+        assert!(out.len() < 100, "{}", out.len());
+    }
+
+    #[test]
+    fn cancelled_guard_unwinds_with_stop() {
+        let cancel = Arc::new(AtomicBool::new(true));
+        let guard = Guard::new(cancel);
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| guard.check()));
+        let payload = r.unwrap_err();
+        assert_eq!(payload.downcast_ref::<Stop>(), Some(&Stop::Cancelled));
+    }
+}

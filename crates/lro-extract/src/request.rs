@@ -1,0 +1,434 @@
+//! The `lro_extract` request: what a model sends, and its validation.
+//!
+//! The JSON schema of [`ExtractRequest`] (via `schemars`) is the tool's input
+//! schema, so every doc comment here is written for the model that reads it.
+//!
+//! ```
+//! use lro_extract::ExtractRequest;
+//!
+//! let req: ExtractRequest = serde_json::from_value(serde_json::json!({
+//!     "file_path": "/tmp/atlatl-list-01ARZ3NDEKTSV4RRFFQ69G5FAV.jsonl",
+//!     "where": [{"field": "namespace", "op": "prefix", "value": "_semantic"}],
+//!     "count": true
+//! })).unwrap();
+//! assert_eq!(req.mode().unwrap(), "structured");
+//! let schema = schemars::schema_for!(ExtractRequest);
+//! assert!(schema.as_value()["properties"]["recipe"].is_object());
+//! ```
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::ExtractError;
+
+/// One `lro_extract` call. Give `file_path` and exactly one of: `recipe`;
+/// `query`; the structured form (`where`, `match`, `fields`, `sort_by`,
+/// `offset`, `limit`, `count`, `group_by`, in any combination); `lines`; or
+/// `grep`. Results come back one compact JSON value per line.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExtractRequest {
+    /// Path of the offloaded JSONL file, exactly as given in the offload
+    /// descriptor's `file_path` (a bare file name is resolved against the
+    /// offload directory). Only offload files in the offload directory can be
+    /// read.
+    pub file_path: String,
+
+    /// Run one of the descriptor's ten recipes (1-10), e.g. `1` = titles with
+    /// namespaces, `6` = count by namespace. Exclusive with every other mode.
+    /// Use `params` to change a recipe's parameters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recipe: Option<u8>,
+
+    /// A jq filter applied to each record on its own, like `jq -c FILTER`
+    /// (e.g. `select(.priority >= 4) | {id, title}`). With `slurp: true` it is
+    /// applied once to the array of all records, like `jq -s` (e.g.
+    /// `map(.namespace) | unique`). `params` become `$name` variables.
+    /// Exclusive with every other mode.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub query: Option<String>,
+
+    /// Only with `query`: run it once over the array of all records
+    /// (`jq -s`) instead of once per record. Defaults to false.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slurp: Option<bool>,
+
+    /// Parameters for `recipe` or `query`, passed as jq string variables
+    /// (`$name` in the filter), e.g. `{"namespace": "_semantic"}` for recipe
+    /// 2, `{"keyword": "cache"}` for recipe 3. Numbers and booleans are
+    /// turned into strings. A recipe accepts only its own parameter names;
+    /// omitted ones keep the descriptor's defaults.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub params: Option<BTreeMap<String, Value>>,
+
+    /// Structured form: keep records matching these conditions, e.g.
+    /// `[{"field": "id", "op": "in", "value": ["m1", "m2"]}]` or
+    /// `[{"field": "provenance.confidence", "op": "gte", "value": 0.8}]`.
+    /// Combine with `match` (all by default).
+    #[serde(default, rename = "where", skip_serializing_if = "Option::is_none")]
+    pub r#where: Option<Vec<Condition>>,
+
+    /// Structured form: whether a record must match `all` conditions in
+    /// `where` (default) or `any` of them.
+    #[serde(default, rename = "match", skip_serializing_if = "Option::is_none")]
+    pub r#match: Option<Match>,
+
+    /// Structured form: return only these fields of each record (dotted
+    /// paths like `provenance.confidence` keep their nesting; missing fields
+    /// are left out), e.g. `["id", "title"]`. Default: whole records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fields: Option<Vec<String>>,
+
+    /// Structured form: sort matching records by this dotted path,
+    /// ascending; prefix with `-` for descending, e.g. `-priority` or
+    /// `created`. Missing values sort first (ascending). Default: file order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sort_by: Option<String>,
+
+    /// Structured form: skip this many matching records (after sorting).
+    /// Default 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offset: Option<usize>,
+
+    /// Structured form: return at most this many records (after `offset`),
+    /// or at most this many groups with `group_by`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<usize>,
+
+    /// Structured form: return only `{"count": N}`, the number of records
+    /// matching `where` (all records without `where`). Exclusive with
+    /// `fields`, `sort_by`, `offset`, `limit` and `group_by`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub count: Option<bool>,
+
+    /// Structured form: count matching records per value of this dotted
+    /// path; returns `{"key": ..., "count": N}` lines, largest count first
+    /// (ties by key). When the field is an array (e.g. `tags`), each element
+    /// counts once. Exclusive with `fields`, `sort_by` and `count`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group_by: Option<String>,
+
+    /// Text mode: a window of records shown as text lines, `N:text` (N = 1
+    /// for the first record after the header). Plain-text offloads show the
+    /// original text; JSON records show their JSON line. Exclusive with every
+    /// other mode.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lines: Option<LineWindow>,
+
+    /// Text mode: search records as text lines with a regular expression,
+    /// like `grep -n`: matches as `N:text`, context lines as `N-text`, `--`
+    /// between separate groups. Exclusive with every other mode.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grep: Option<Grep>,
+}
+
+/// How `where` conditions combine.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Match {
+    /// Every condition must hold (default).
+    #[default]
+    All,
+    /// At least one condition must hold.
+    Any,
+}
+
+/// One condition on a record field.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Condition {
+    /// Dotted path of the field, e.g. `namespace`, `provenance.confidence`,
+    /// `entities.0` (array index). A missing field is `null`.
+    pub field: String,
+    /// The comparison.
+    pub op: Op,
+    /// The operand: a string, number, boolean or null (`eq`, `ne`, `gt`,
+    /// `gte`, `lt`, `lte`), a string (`prefix`, `contains`, `regex`), an
+    /// array (`in`), or for `exists` optionally `false` to require absence.
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub value: Option<Value>,
+}
+
+/// Keeps an explicit `null` as `Some(Value::Null)` (serde's default maps it
+/// to `None`), so `{"op": "eq", "value": null}` means "is null".
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(d).map(Some)
+}
+
+/// A comparison operator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Op {
+    /// Equal (numbers compare by value: 1 equals 1.0).
+    Eq,
+    /// Not equal.
+    Ne,
+    /// String starts with `value` (case-sensitive).
+    Prefix,
+    /// Strings: case-insensitive substring. Arrays: has an element equal to
+    /// `value` (e.g. `{"field": "tags", "op": "contains", "value": "perf"}`).
+    Contains,
+    /// String matches the regular expression `value` (Rust regex syntax;
+    /// `(?i)` for case-insensitive).
+    Regex,
+    /// Greater than: numbers by value, strings lexicographically (ISO dates
+    /// compare correctly).
+    Gt,
+    /// Greater than or equal.
+    Gte,
+    /// Less than.
+    Lt,
+    /// Less than or equal.
+    Lte,
+    /// Equal to one of the elements of the array `value`.
+    In,
+    /// The field is present and not null (`value: false`: absent or null).
+    Exists,
+}
+
+impl Op {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Op::Eq => "eq",
+            Op::Ne => "ne",
+            Op::Prefix => "prefix",
+            Op::Contains => "contains",
+            Op::Regex => "regex",
+            Op::Gt => "gt",
+            Op::Gte => "gte",
+            Op::Lt => "lt",
+            Op::Lte => "lte",
+            Op::In => "in",
+            Op::Exists => "exists",
+        }
+    }
+}
+
+/// A window of record lines.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LineWindow {
+    /// Records to skip first. Default 0 (start at line 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offset: Option<usize>,
+    /// Most lines to return. Default 100.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<usize>,
+    /// Longest line returned, in characters; longer lines are cut with a
+    /// marker. Default 2000.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_chars: Option<usize>,
+}
+
+/// A regular-expression search over record lines.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Grep {
+    /// Regular expression (Rust regex syntax), e.g. `timeout|refused`.
+    /// Escape special characters (`\.`, `\(`) to match them literally.
+    pub pattern: String,
+    /// Lines of context to show before and after each match (like
+    /// `grep -C`). Default 0, at most 50.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<usize>,
+    /// Match case-insensitively. Default false.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ignore_case: Option<bool>,
+    /// Stop after this many matching lines. Default 100.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_matches: Option<usize>,
+}
+
+/// Default [`LineWindow::limit`].
+pub const DEFAULT_LINE_LIMIT: usize = 100;
+/// Default [`LineWindow::max_chars`], also the cap on grep lines.
+pub const DEFAULT_MAX_CHARS: usize = 2000;
+/// Default [`Grep::max_matches`].
+pub const DEFAULT_MAX_MATCHES: usize = 100;
+/// Largest [`Grep::context`].
+pub const MAX_CONTEXT: usize = 50;
+
+const EXCLUSIVE: &str = "give exactly one of recipe, query, where/fields/sort_by/offset/limit/count/group_by, lines, grep";
+
+impl ExtractRequest {
+    /// A request for `file_path` with no mode chosen yet.
+    pub fn new(file_path: impl Into<String>) -> Self {
+        Self {
+            file_path: file_path.into(),
+            ..Self::default()
+        }
+    }
+
+    fn structured_set(&self) -> bool {
+        self.r#where.is_some()
+            || self.r#match.is_some()
+            || self.fields.is_some()
+            || self.sort_by.is_some()
+            || self.offset.is_some()
+            || self.limit.is_some()
+            || self.count.is_some()
+            || self.group_by.is_some()
+    }
+
+    /// The mode this request selects — `recipe`, `query`, `structured`,
+    /// `lines` or `grep` — after checking that exactly one is given and that
+    /// the mode-specific options fit it.
+    pub fn mode(&self) -> Result<&'static str, ExtractError> {
+        let invalid = |m: String| Err(ExtractError::InvalidRequest(m));
+        let modes: Vec<&'static str> = [
+            (self.recipe.is_some(), "recipe"),
+            (self.query.is_some(), "query"),
+            (self.structured_set(), "structured"),
+            (self.lines.is_some(), "lines"),
+            (self.grep.is_some(), "grep"),
+        ]
+        .into_iter()
+        .filter_map(|(set, name)| set.then_some(name))
+        .collect();
+        let mode = match modes.as_slice() {
+            [one] => *one,
+            [] => return invalid(format!("{EXCLUSIVE}; none was given")),
+            many => return invalid(format!("{EXCLUSIVE}; got {}", many.join(" and "))),
+        };
+        if self.slurp.is_some() && mode != "query" {
+            return invalid("slurp only applies to query".into());
+        }
+        if self.params.is_some() && !matches!(mode, "recipe" | "query") {
+            return invalid("params only apply to recipe or query".into());
+        }
+        Ok(mode)
+    }
+
+    /// The parameters as jq string variables; numbers and booleans are
+    /// stringified, other values rejected.
+    pub fn string_params(&self) -> Result<BTreeMap<String, String>, ExtractError> {
+        let mut out = BTreeMap::new();
+        for (name, value) in self.params.iter().flatten() {
+            if !is_ident(name) {
+                return Err(ExtractError::InvalidRequest(format!(
+                    "param name {name:?} is not a valid jq variable name (letters, digits, _)"
+                )));
+            }
+            let text = match value {
+                Value::String(s) => s.clone(),
+                Value::Number(n) => n.to_string(),
+                Value::Bool(b) => b.to_string(),
+                other => {
+                    return Err(ExtractError::InvalidRequest(format!(
+                        "param {name:?} must be a string, number or boolean, got {other}"
+                    )));
+                }
+            };
+            out.insert(name.clone(), text);
+        }
+        Ok(out)
+    }
+}
+
+pub(crate) fn is_ident(s: &str) -> bool {
+    let mut chars = s.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn req(v: Value) -> Result<ExtractRequest, serde_json::Error> {
+        serde_json::from_value(v)
+    }
+
+    #[test]
+    fn exactly_one_mode() {
+        let r = req(json!({"file_path": "f"})).unwrap();
+        let e = r.mode().unwrap_err().to_string();
+        assert!(e.contains("give exactly one of"), "{e}");
+        let r = req(json!({"file_path": "f", "recipe": 1, "query": "."})).unwrap();
+        let e = r.mode().unwrap_err().to_string();
+        assert!(e.contains("recipe and query"), "{e}");
+        let r = req(json!({"file_path": "f", "limit": 3, "count": true})).unwrap();
+        assert_eq!(r.mode().unwrap(), "structured");
+        let r = req(json!({"file_path": "f", "lines": {}})).unwrap();
+        assert_eq!(r.mode().unwrap(), "lines");
+        let r = req(json!({"file_path": "f", "recipe": 1, "slurp": true})).unwrap();
+        assert!(r.mode().is_err());
+        let r = req(json!({"file_path": "f", "grep": {"pattern": "x"}, "params": {}})).unwrap();
+        assert!(r.mode().is_err());
+    }
+
+    #[test]
+    fn unknown_fields_are_rejected() {
+        assert!(req(json!({"file_path": "f", "recipes": 1})).is_err());
+        assert!(
+            req(json!({"file_path": "f", "where": [{"field": "a", "op": "eq", "x": 1}]})).is_err()
+        );
+        assert!(req(json!({"file_path": "f", "where": [{"field": "a", "op": "like"}]})).is_err());
+    }
+
+    #[test]
+    fn params_are_stringified() {
+        let r =
+            req(json!({"file_path": "f", "recipe": 2, "params": {"a": "x", "b": 3, "c": true}}))
+                .unwrap();
+        let p = r.string_params().unwrap();
+        assert_eq!(p["a"], "x");
+        assert_eq!(p["b"], "3");
+        assert_eq!(p["c"], "true");
+        let r = req(json!({"file_path": "f", "recipe": 2, "params": {"a": [1]}})).unwrap();
+        assert!(r.string_params().is_err());
+        let r = req(json!({"file_path": "f", "recipe": 2, "params": {"a b": "x"}})).unwrap();
+        assert!(r.string_params().is_err());
+    }
+
+    #[test]
+    fn schema_documents_every_property() {
+        let schema = schemars::schema_for!(ExtractRequest);
+        let props = schema.as_value()["properties"].as_object().unwrap().clone();
+        for key in [
+            "file_path",
+            "recipe",
+            "query",
+            "slurp",
+            "params",
+            "where",
+            "match",
+            "fields",
+            "sort_by",
+            "offset",
+            "limit",
+            "count",
+            "group_by",
+            "lines",
+            "grep",
+        ] {
+            let p = &props[key];
+            assert!(
+                p["description"].as_str().is_some_and(|d| d.len() > 20),
+                "{key} has no description: {p}"
+            );
+        }
+        assert_eq!(schema.as_value()["additionalProperties"], json!(false));
+    }
+
+    #[test]
+    fn round_trips_keyword_fields() {
+        let r = req(json!({"file_path": "f", "where": [{"field": "a", "op": "in", "value": [1]}], "match": "any"}))
+            .unwrap();
+        assert_eq!(r.r#match, Some(Match::Any));
+        let back = serde_json::to_value(&r).unwrap();
+        assert_eq!(back["where"][0]["op"], "in");
+        assert_eq!(back["match"], "any");
+    }
+}
