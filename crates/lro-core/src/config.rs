@@ -90,6 +90,9 @@ pub struct OffloadConfig {
     pub max_total_bytes: Option<u64>,
     /// Descriptor profile. Defaults to [`DescriptorProfile::Full`].
     pub profile: DescriptorProfile,
+    /// Offers the native `lro_extract` tool and points the guidance at it
+    /// (the descriptor keeps its jq recipes). Defaults to `true`.
+    pub extract: bool,
     /// Per-tool overrides, keyed by tool name. Defaults to none.
     pub tools: BTreeMap<String, ToolConfig>,
 }
@@ -104,6 +107,7 @@ impl Default for OffloadConfig {
             cleanup_schedule: DEFAULT_CLEANUP_SCHEDULE.to_owned(),
             max_total_bytes: None,
             profile: DescriptorProfile::Full,
+            extract: true,
             tools: BTreeMap::new(),
         }
     }
@@ -336,6 +340,13 @@ impl OffloadConfig {
     #[must_use]
     pub fn with_max_total_bytes(mut self, bytes: Option<u64>) -> Self {
         self.max_total_bytes = bytes;
+        self
+    }
+
+    /// Turns the `lro_extract` tool on or off. Defaults to `true`.
+    #[must_use]
+    pub fn with_extract(mut self, on: bool) -> Self {
+        self.extract = on;
         self
     }
 

@@ -32,6 +32,8 @@ pub(crate) struct Shared {
     pub(crate) offloader: Offloader,
     pub(crate) estimator: Arc<dyn TokenEstimator>,
     pub(crate) sink: Arc<dyn EventSink>,
+    /// The `lro_extract` engine, when the tool is on.
+    pub(crate) extractor: Option<lro_extract::Extractor>,
 }
 
 /// What happened to a result, for the span and the metrics.
@@ -423,4 +425,77 @@ pub(crate) fn count(tool: &str, processed: &Processed) {
         processed.decision.as_str(),
         processed.estimated_tokens,
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lro_core::OffloadConfig;
+
+    fn shared(dir: &std::path::Path) -> Arc<Shared> {
+        Arc::new(Shared {
+            cfg: OffloadConfig::default().with_threshold_tokens(100),
+            offloader: Offloader::new(dir),
+            estimator: Arc::new(()),
+            sink: Arc::new(()),
+            extractor: None,
+        })
+    }
+
+    fn big_result() -> CallToolResult {
+        let items: Vec<Value> = (0..5000)
+            .map(|i| serde_json::json!({"i": i, "pad": "p".repeat(50)}))
+            .collect();
+        CallToolResult::success(vec![ContentBlock::text(
+            serde_json::to_string(&items).unwrap(),
+        )])
+    }
+
+    #[tokio::test]
+    async fn a_cancelled_request_leaves_no_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let ct = CancellationToken::new();
+        ct.cancel();
+        let p = shared(dir.path())
+            .process("t", None, big_result(), ScopeHints::default(), &ct)
+            .await;
+        assert_eq!(p.decision, Decision::Inline);
+        assert_eq!(
+            std::fs::read_dir(dir.path())
+                .map(|d| d.count())
+                .unwrap_or(0),
+            0
+        );
+    }
+
+    #[tokio::test]
+    async fn scope_hints_decide_what_is_offloaded() {
+        let dir = tempfile::tempdir().unwrap();
+        // The tool returned a small, budgeted text, but handed over 5000 records.
+        let small = CallToolResult::success(vec![ContentBlock::text("budgeted summary")]);
+        let items: Vec<Value> = (0..5000).map(|i| serde_json::json!({"i": i})).collect();
+        let hints = ScopeHints {
+            full_result: Some(serde_json::to_string(&items).unwrap()),
+            detail: Some(Detail::Medium),
+            query: Some("q".into()),
+            operation: Some("inject".into()),
+            score_range: Some((0.1, 0.9)),
+        };
+        let p = shared(dir.path())
+            .process(
+                "inject_context",
+                None,
+                small,
+                hints,
+                &CancellationToken::new(),
+            )
+            .await;
+        assert_eq!(p.decision, Decision::Offloaded);
+        let d: Value = serde_json::from_str(&p.result.content[0].as_text().unwrap().text).unwrap();
+        assert_eq!(d["summary"]["count"], 5000);
+        assert_eq!(d["summary"]["operation"], "inject");
+        assert_eq!(d["summary"]["detail"], "medium");
+        assert_eq!(d["summary"]["score_range"], serde_json::json!([0.1, 0.9]));
+        assert!(d["file_path"].as_str().unwrap().contains("atlatl-inject-"));
+    }
 }

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use lro_core::{EventSink, OffloadConfig, Offloader, ScriptAware, TokenEstimator};
+use lro_extract::{ExtractConfig, Extractor};
 use tower_layer::Layer;
 
 use super::{Lro, error::Error, intercept::Shared};
@@ -34,15 +35,19 @@ impl LroLayer {
     /// A layer for `cfg`, with the script-aware estimator, no extra event
     /// sink and shell guidance.
     pub fn new(cfg: OffloadConfig) -> Self {
-        let offloader = Offloader::new(cfg.resolved_output_dir())
+        let dir = cfg.resolved_output_dir();
+        let offloader = Offloader::new(&dir)
             .ttl(std::time::Duration::from_secs(cfg.ttl_seconds))
-            .profile(cfg.profile);
+            .profile(cfg.profile)
+            .native_extract(cfg.extract);
+        let extractor = cfg.extract.then(|| Extractor::new(ExtractConfig::new(dir)));
         Self {
             shared: Arc::new(Shared {
                 cfg,
                 offloader,
                 estimator: Arc::new(ScriptAware),
                 sink: Arc::new(()),
+                extractor,
             }),
         }
     }
@@ -59,6 +64,7 @@ impl LroLayer {
             offloader: arc.offloader.clone(),
             estimator: arc.estimator.clone(),
             sink: arc.sink.clone(),
+            extractor: arc.extractor.clone(),
         });
         f(&mut shared);
         Self {
@@ -78,6 +84,19 @@ impl LroLayer {
     #[must_use]
     pub fn event_sink(self, sink: impl EventSink) -> Self {
         self.map(|s| s.sink = Arc::new(sink))
+    }
+
+    /// Sets the limits of `lro_extract` (time, output size). Its root
+    /// directory is always the output directory. Defaults to 5 s and 256 KiB.
+    /// Has no effect when `extract` is off in the configuration.
+    #[must_use]
+    pub fn extract_config(self, cfg: ExtractConfig) -> Self {
+        self.map(|s| {
+            if s.extractor.is_some() {
+                let cfg = cfg.root_dir(s.offloader.dir().to_owned());
+                s.extractor = Some(Extractor::new(cfg));
+            }
+        })
     }
 
     /// The configuration in force.

@@ -35,11 +35,13 @@
 //! ```
 
 mod error;
+mod extract;
 mod intercept;
 mod layer;
 mod service;
 
 pub use error::Error;
+pub use extract::EXTRACT_TOOL;
 pub use intercept::JSONL_MIME;
 pub use layer::LroLayer;
 pub use service::{Lro, PROXY_EXTENSION};

@@ -15,7 +15,7 @@ use rmcp::{
 use tracing::Instrument;
 
 use super::{
-    LroLayer,
+    LroLayer, extract,
     intercept::{self, Shared},
 };
 use crate::scope::LroScope;
@@ -175,6 +175,20 @@ impl<H: ServerHandler> Lro<H> {
         cx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let tool = request.name.to_string();
+        if tool == extract::EXTRACT_TOOL && self.shared.extractor.is_some() {
+            let span = tracing::info_span!(
+                "tools/call",
+                otel.name = format!("tools/call {tool}"),
+                otel.kind = "server",
+                "mcp.method.name" = "tools/call",
+                "gen_ai.tool.name" = %tool,
+                "jsonrpc.request.id" = %request_id(&cx.id),
+            );
+            let result = extract::call(&self.shared, request.arguments)
+                .instrument(span)
+                .await;
+            return Ok(CallToolResponse::Complete(result));
+        }
         let span = tracing::info_span!(
             "tools/call",
             otel.name = format!("tools/call {tool}"),
@@ -304,6 +318,10 @@ impl<H: ServerHandler> Lro<H> {
     }
 
     fn patch_tools(&self, mut list: ListToolsResult) -> ListToolsResult {
+        // The extraction tool is added once, on the last page.
+        if self.shared.extractor.is_some() && list.next_cursor.is_none() {
+            list.tools.push(extract::tool());
+        }
         for tool in &mut list.tools {
             lro_core::metric::register_tool(&tool.name);
             if let Some(schema) = &tool.output_schema {
@@ -461,6 +479,9 @@ impl<H: ServerHandler> ServerHandler for Lro<H> {
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
+        if name == extract::EXTRACT_TOOL && self.shared.extractor.is_some() {
+            return Some(extract::tool());
+        }
         let mut tool = self.inner.get_tool(name)?;
         if let Some(schema) = &tool.output_schema {
             if self.shared.enabled_for(name) {

@@ -1,0 +1,163 @@
+//! Offload path vs a raw write, and the inline path through the layer vs the
+//! unwrapped server, measured side by side in one run.
+//!
+//! Run with `cargo bench -p lro-tower --bench offload`.
+
+use std::{fs, hint::black_box, io::Write, time::Duration};
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use lro_core::{
+    OffloadConfig, Offloader, RecordSet, ScriptAware, TokenEstimator, offload::OffloadInput,
+};
+use lro_tower::LroLayer;
+use rmcp::{
+    ServerHandler, ServiceExt,
+    handler::server::{router::tool::ToolRouter, wrapper::Parameters},
+    model::{CallToolRequestParams, ClientConfig, ServerCapabilities, ServerConfig},
+    schemars, tool, tool_handler, tool_router,
+};
+use serde_json::{Value, json};
+
+/// A full-detail MIF memory of about 880 characters (~220 tokens).
+fn memory(i: usize) -> Value {
+    let ns = [
+        "_semantic/knowledge",
+        "_semantic/decisions",
+        "_procedural/patterns",
+        "_episodic/incidents",
+        "_episodic/sessions",
+    ][i % 5];
+    json!({
+        "id": format!("7f3c{i:04}-1b2d-4e5f-8a9b-0c1d2e3f{i:04}"),
+        "memory_type": ["semantic", "episodic", "procedural"][i % 3],
+        "content": format!("Memory {i}: the Atlas cache warming job regressed after the Borealis rollout; latency rose for cold keys and the on-call engineer pinned the previous build while the team studied eviction traces and agreed on a staged fix."),
+        "created": format!("2025-0{}-1{}T10:00:00Z", 1 + i % 9, i % 10),
+        "modified": format!("2025-0{}-1{}T12:00:00Z", 1 + i % 9, i % 10),
+        "namespace": ns,
+        "title": format!("Cache warming regression {i}"),
+        "tags": ["performance", "cache", "incident"],
+        "status": "active",
+        "priority": 1 + i % 5,
+        "entities": [{"name": "Atlas", "type": "product"}, {"name": "Borealis", "type": "release"}],
+        "relationships": [{"type": "relates_to", "target": format!("7f3c{:04}-1b2d-4e5f-8a9b-0c1d2e3f0000", (i + 1) % 200)}],
+        "provenance": {"confidence": 0.3 + (i % 70) as f64 / 100.0, "trust_level": "verified", "source_type": "agent", "agent": "claude"},
+        "temporal": {"valid_from": "2025-01-01T00:00:00Z", "valid_until": null, "decay": {"half_life_days": 30}}
+    })
+}
+
+fn offload_vs_raw(c: &mut Criterion) {
+    let dir = tempfile::tempdir().unwrap();
+    let memories: Vec<Value> = (0..200).map(memory).collect();
+    let text = serde_json::to_string(&memories).unwrap();
+    let tokens = ScriptAware.estimate(&text);
+    eprintln!(
+        "payload: 200 full memories, {} bytes, ~{tokens} tokens",
+        text.len()
+    );
+    let offloader = Offloader::new(dir.path());
+
+    let mut group = c.benchmark_group("offload_200_full_memories");
+    group.measurement_time(Duration::from_secs(5));
+    group.bench_function("lro_offload_path", |b| {
+        b.iter(|| {
+            let records = RecordSet::from_text(black_box(&text));
+            let tokens = ScriptAware.estimate(&text);
+            let out = offloader
+                .offload(
+                    OffloadInput::new("recall_memories", "recall", &records, tokens),
+                    &|| false,
+                )
+                .unwrap();
+            fs::remove_file(&out.result.path).unwrap();
+            black_box(out.text.len())
+        })
+    });
+    // The same bytes the offload file holds, written to a temp file and renamed.
+    let records = RecordSet::from_text(&text);
+    let mut bytes = String::from("{\"type\":\"lro_header\"}\n");
+    for r in &records.records {
+        bytes.push_str(r);
+        bytes.push('\n');
+    }
+    let tmp = dir.path().join(".raw.tmp");
+    let dst = dir.path().join("raw.jsonl");
+    group.bench_function("raw_write_rename", |b| {
+        b.iter(|| {
+            let mut f = fs::File::create(&tmp).unwrap();
+            f.write_all(black_box(bytes.as_bytes())).unwrap();
+            drop(f);
+            fs::rename(&tmp, &dst).unwrap();
+        })
+    });
+    group.finish();
+}
+
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+struct Args {
+    n: usize,
+}
+
+#[derive(Debug, Clone)]
+struct Small {
+    tool_router: ToolRouter<Self>,
+}
+
+#[tool_router]
+impl Small {
+    #[tool(description = "n memories")]
+    fn memories(&self, Parameters(Args { n }): Parameters<Args>) -> String {
+        serde_json::to_string(&(0..n).map(memory).collect::<Vec<_>>()).unwrap()
+    }
+}
+
+#[tool_handler(router = self.tool_router)]
+impl ServerHandler for Small {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+    }
+}
+
+fn inline_overhead(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let connect = |wrapped: bool| {
+        let dir = dir.path().to_owned();
+        rt.block_on(async move {
+            let (s, c) = tokio::io::duplex(16 << 20);
+            let small = Small {
+                tool_router: Small::tool_router(),
+            };
+            tokio::spawn(async move {
+                if wrapped {
+                    let h =
+                        LroLayer::new(OffloadConfig::default().with_output_dir(dir)).wrap(small);
+                    let _ = h.serve(s).await.unwrap().waiting().await;
+                } else {
+                    let _ = small.serve(s).await.unwrap().waiting().await;
+                }
+            });
+            ClientConfig::default().serve(c).await.unwrap()
+        })
+    };
+    let plain = connect(false);
+    let wrapped = connect(true);
+    // Six memories, ~1300 tokens: under the threshold, so returned inline.
+    let params = CallToolRequestParams::new("memories")
+        .with_arguments(json!({"n": 6}).as_object().unwrap().clone());
+    let mut group = c.benchmark_group("inline_call_6_memories");
+    group.measurement_time(Duration::from_secs(5));
+    group.bench_function("unwrapped", |b| {
+        b.iter(|| rt.block_on(plain.call_tool(params.clone())).unwrap())
+    });
+    group.bench_function("through_lro_layer", |b| {
+        b.iter(|| rt.block_on(wrapped.call_tool(params.clone())).unwrap())
+    });
+    group.finish();
+}
+
+criterion_group!(benches, offload_vs_raw, inline_overhead);
+criterion_main!(benches);

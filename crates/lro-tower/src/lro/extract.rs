@@ -1,0 +1,90 @@
+//! The native `lro_extract` tool the layer adds next to the server's tools.
+
+use std::{sync::Arc, time::Instant};
+
+use lro_core::event;
+use lro_extract::ExtractRequest;
+use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool};
+
+use super::intercept::Shared;
+
+/// Name of the tool.
+pub const EXTRACT_TOOL: &str = "lro_extract";
+
+const DESCRIPTION: &str = "Query a result set that was offloaded to a JSONL file (the file_path of an \
+offload descriptor) without reading the whole file. Give file_path and exactly one of: recipe (1-10, \
+the descriptor's jq recipes, with optional params), query (a jq filter applied to each record; \
+slurp=true applies it to the array of all records), the structured form (where conditions combined \
+by match all/any, fields, sort_by, offset, limit, count, group_by) — best for several conditions at \
+once, e.g. namespace equals X and priority >= 3 and content contains Y, with count=true — or, for any \
+file, lines (a window by line number) or grep (a pattern with context lines).";
+
+/// The tool definition, with an input schema generated from the request type.
+pub(crate) fn tool() -> Tool {
+    let schema =
+        serde_json::to_value(schemars::schema_for!(ExtractRequest)).expect("schemas serialize");
+    let schema: JsonObject = match schema {
+        serde_json::Value::Object(map) => map,
+        _ => JsonObject::new(),
+    };
+    Tool::new(EXTRACT_TOOL, DESCRIPTION, Arc::new(schema))
+}
+
+/// Runs one `lro_extract` call. Never a protocol error: bad input and failed
+/// queries come back as tool errors the model can read and correct.
+pub(crate) async fn call(shared: &Arc<Shared>, arguments: Option<JsonObject>) -> CallToolResult {
+    let Some(extractor) = shared.extractor.clone() else {
+        return CallToolResult::error(vec![ContentBlock::text("lro_extract is disabled")]);
+    };
+    let args = serde_json::Value::Object(arguments.unwrap_or_default());
+    let request: ExtractRequest = match serde_json::from_value(args) {
+        Ok(r) => r,
+        Err(e) => {
+            return CallToolResult::error(vec![ContentBlock::text(format!(
+                "invalid lro_extract arguments: {e}"
+            ))]);
+        }
+    };
+    let started = Instant::now();
+    let req = request.clone();
+    let ex = extractor.clone();
+    let result = tokio::task::spawn_blocking(move || ex.run(&req))
+        .await
+        .unwrap_or_else(|join| {
+            Err(lro_extract::ExtractError::Runtime {
+                line: None,
+                message: format!("extraction task failed: {join}"),
+            })
+        });
+    event::emit(
+        &*shared.sink,
+        extractor.event(&request, &result, started.elapsed()),
+    );
+    match result {
+        Ok(out) => {
+            let mut text = out.text;
+            let mut notice = out.notice;
+            // An extraction result is never offloaded again (that would loop):
+            // over the threshold it is cut at a line boundary with a notice.
+            let budget_chars = shared.cfg.threshold_tokens as usize * 4;
+            if shared.estimator.estimate(&text) > shared.cfg.threshold_tokens as usize {
+                let mut cut = text.len().min(budget_chars);
+                while !text.is_char_boundary(cut) {
+                    cut -= 1;
+                }
+                let cut = text[..cut].rfind('\n').unwrap_or(cut);
+                let shown = text[..cut].lines().count();
+                text.truncate(cut);
+                notice = Some(format!(
+                    "Output truncated to about {} tokens: showing {shown} of {} results. \
+                     Narrow it with where, fields, limit or count.",
+                    shared.cfg.threshold_tokens, out.count
+                ));
+            }
+            let mut content = vec![ContentBlock::text(text)];
+            content.extend(notice.map(ContentBlock::text));
+            CallToolResult::success(content)
+        }
+        Err(e) => CallToolResult::error(vec![ContentBlock::text(e.to_string())]),
+    }
+}

@@ -1,0 +1,104 @@
+//! The `lro_extract` tool the layer adds, through a real rmcp client.
+
+mod support;
+
+use lro_tower::{EXTRACT_TOOL, LroLayer};
+use serde_json::{Value, json};
+use support::*;
+
+#[tokio::test]
+async fn extraction_is_offered_and_answers_from_the_offloaded_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let client = connect(LroLayer::new(config(dir.path(), 500)).wrap(TestServer::default())).await;
+    let tools = client.list_all_tools().await.unwrap();
+    let tool = tools
+        .iter()
+        .find(|t| t.name == EXTRACT_TOOL)
+        .expect("lro_extract listed");
+    assert!(tool.input_schema.get("properties").is_some());
+
+    let d = first_json(&call(&client, "items", json!({"n": 300, "size": 10})).await);
+    assert!(d["guidance"].as_str().unwrap().contains("lro_extract"));
+    assert_eq!(
+        d["jq_recipes"].as_array().unwrap().len(),
+        10,
+        "recipes stay in the descriptor"
+    );
+    let path = d["file_path"].as_str().unwrap();
+
+    // Several conditions at once, counted in one call.
+    let counted = call(
+        &client,
+        EXTRACT_TOOL,
+        json!({"file_path": path, "where": [
+            {"field": "kind", "op": "eq", "value": "beta"},
+            {"field": "rank", "op": "gte", "value": 3}
+        ], "count": true}),
+    )
+    .await;
+    assert_ne!(counted.is_error, Some(true), "{counted:?}");
+    let expected = (0..300).filter(|i| i % 3 == 1 && i % 7 >= 3).count();
+    let text = &counted.content[0].as_text().unwrap().text;
+    let got: Value = serde_json::from_str(text.trim()).unwrap();
+    assert_eq!(got, json!({"count": expected}), "{text}");
+
+    // A custom jq query.
+    let q = call(
+        &client,
+        EXTRACT_TOOL,
+        json!({"file_path": path, "query": "select(.id == \"item-00042\") | .rank"}),
+    )
+    .await;
+    assert_eq!(q.content[0].as_text().unwrap().text.trim(), "0");
+}
+
+#[tokio::test]
+async fn bad_input_and_escapes_are_clear_tool_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let client = connect(LroLayer::new(config(dir.path(), 500)).wrap(TestServer::default())).await;
+    for args in [
+        json!({"file_path": "/etc/passwd", "recipe": 1}),
+        json!({"file_path": "../../etc/passwd", "query": "."}),
+        json!({"file_path": "x", "recipe": 1, "query": "."}),
+        json!({"nonsense": true}),
+    ] {
+        let r = call(&client, EXTRACT_TOOL, args.clone()).await;
+        assert_eq!(r.is_error, Some(true), "{args}");
+        assert!(!r.content[0].as_text().unwrap().text.is_empty());
+    }
+}
+
+#[tokio::test]
+async fn extraction_output_over_the_threshold_is_truncated_not_offloaded_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let client = connect(LroLayer::new(config(dir.path(), 300)).wrap(TestServer::default())).await;
+    let d = first_json(&call(&client, "items", json!({"n": 400, "size": 30})).await);
+    let all = call(
+        &client,
+        EXTRACT_TOOL,
+        json!({"file_path": d["file_path"], "query": "."}),
+    )
+    .await;
+    let text = &all.content[0].as_text().unwrap().text;
+    assert!(text.len() <= 300 * 4);
+    assert!(all.content[1].as_text().unwrap().text.contains("truncated"));
+    assert_eq!(offload_files(dir.path()).len(), 1, "no second file");
+}
+
+#[tokio::test]
+async fn turning_extraction_off_removes_the_tool_and_uses_shell_guidance() {
+    let dir = tempfile::tempdir().unwrap();
+    let client = connect(
+        LroLayer::new(config(dir.path(), 500).with_extract(false)).wrap(TestServer::default()),
+    )
+    .await;
+    let tools = client.list_all_tools().await.unwrap();
+    assert!(tools.iter().all(|t| t.name != EXTRACT_TOOL));
+    let d = first_json(&call(&client, "items", json!({"n": 300})).await);
+    assert!(
+        d["guidance"]
+            .as_str()
+            .unwrap()
+            .contains("Use the jq recipes above")
+    );
+}
