@@ -1,0 +1,209 @@
+//! The native engine against the real jq binary: every recipe at every
+//! detail level, and custom queries with params, must give the same values.
+
+mod support;
+
+use std::collections::BTreeMap;
+
+use lro_core::descriptor::Detail;
+use lro_extract::{ExtractConfig, ExtractRequest, Extractor};
+use serde_json::{Value, json};
+use support::*;
+
+fn extractor(dir: &std::path::Path) -> Extractor {
+    Extractor::new(
+        ExtractConfig::new(dir)
+            .max_output_bytes(usize::MAX / 2)
+            .max_output_values(usize::MAX / 2),
+    )
+}
+
+/// Runs recipe `n` natively and with jq; compares values (or raw lines).
+fn compare_recipe(ex: &Extractor, file: &Offloaded, n: u8, params: &BTreeMap<String, String>) {
+    let recipe = file.recipes.get(n).unwrap();
+    let expected = jq_stdout(&file.path, &recipe.jq_args(params));
+    let mut req = ExtractRequest::new(file.path.to_string_lossy());
+    req.recipe = Some(n);
+    if !params.is_empty() {
+        req.params = Some(
+            params
+                .iter()
+                .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+                .collect(),
+        );
+    }
+    let out = ex.run(&req).unwrap_or_else(|e| panic!("recipe {n}: {e}"));
+    assert!(!out.truncated, "recipe {n} was truncated");
+    assert_eq!(out.raw, recipe.raw);
+    if recipe.raw {
+        let native: Vec<String> = out
+            .values
+            .iter()
+            .map(|v| v.as_str().map(str::to_owned).unwrap_or_else(|| v.to_string()))
+            .collect();
+        let jq: Vec<String> = expected.lines().map(str::to_owned).collect();
+        assert_eq!(native, jq, "recipe {n} ({})", recipe.filter);
+        assert_eq!(out.text, expected, "raw text of recipe {n}");
+    } else {
+        let jq = json_values(&expected);
+        let what = format!("recipe {n} ({}) {params:?}", recipe.filter);
+        assert_same_values(&out.values, &jq, &what);
+        // The text is the same values, one per line.
+        let text: String = out
+            .text
+            .lines()
+            .filter(|l| !l.starts_with("# "))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        assert_same_values(&json_values(&text), &jq, &format!("text of {what}"));
+    }
+}
+
+#[test]
+fn every_recipe_at_every_detail_matches_jq() {
+    assert!(have_jq(), "the jq binary is required for the differential test");
+    let dir = tempfile::tempdir().unwrap();
+    let ex = extractor(dir.path());
+    let corpus = corpus(300, 42);
+    for detail in Detail::ALL {
+        let records: Vec<Value> = corpus.iter().map(|m| at_detail(m, detail)).collect();
+        let file = offload(dir.path(), "recall", &records, detail);
+        assert!(file.recipes.memories);
+        for n in 1..=10u8 {
+            compare_recipe(&ex, &file, n, &BTreeMap::new());
+        }
+        // Every parameterized recipe with a non-default value too.
+        for (n, name, value) in [
+            (2u8, "namespace", "_episodic"),
+            (3, "keyword", "RETRY"),
+            (5, "memory_type", "procedural"),
+            (7, "tag", "security"),
+        ] {
+            compare_recipe(&ex, &file, n, &str_params(&[(name, value)]));
+        }
+        if detail != Detail::Light {
+            compare_recipe(&ex, &file, 10, &str_params(&[("pattern", "time(out)?")]));
+        }
+    }
+}
+
+#[test]
+fn recipe_outputs_are_not_trivial() {
+    // Guards the differential test against comparing empty outputs.
+    let dir = tempfile::tempdir().unwrap();
+    let ex = extractor(dir.path());
+    let records: Vec<Value> = corpus(300, 42)
+        .iter()
+        .map(|m| at_detail(m, Detail::Full))
+        .collect();
+    let file = offload(dir.path(), "recall", &records, Detail::Full);
+    for n in 1..=10u8 {
+        let mut req = ExtractRequest::new(file.path.to_string_lossy());
+        req.recipe = Some(n);
+        if n == 10 {
+            // The default keyword comes from titles; contents use other words.
+            req.params = Some([("pattern".to_owned(), json!("cache"))].into());
+        }
+        let out = ex.run(&req).unwrap();
+        assert!(out.count > 0, "recipe {n} produced nothing");
+    }
+}
+
+#[test]
+fn custom_queries_with_params_match_jq() {
+    let dir = tempfile::tempdir().unwrap();
+    let ex = extractor(dir.path());
+    let records: Vec<Value> = corpus(200, 7)
+        .iter()
+        .map(|m| at_detail(m, Detail::Full))
+        .collect();
+    let file = offload(dir.path(), "search", &records, Detail::Full);
+    let cases: [(&str, bool, &[(&str, &str)]); 6] = [
+        (
+            "select(.priority >= ($min | tonumber)) | {id, priority}",
+            false,
+            &[("min", "4")],
+        ),
+        (
+            "select(.namespace == $ns and (.tags | index($tag))) | .id",
+            false,
+            &[("ns", "_episodic/incidents"), ("tag", "ops")],
+        ),
+        (
+            "map(select(.provenance.confidence > 0.8)) | length",
+            true,
+            &[],
+        ),
+        (
+            "group_by(.provenance.agent) | map({agent: .[0].provenance.agent, n: length, mean: (map(.priority) | add / length)})",
+            true,
+            &[],
+        ),
+        (
+            "[.[] | select(.content | test($word; \"i\"))] | map(.id) | .[0:5]",
+            true,
+            &[("word", "café")],
+        ),
+        ("{id, n: (.entities | length), tags: (.tags | join(\",\"))}", false, &[]),
+    ];
+    for (query, slurp, params) in cases {
+        let mut args = Vec::new();
+        if slurp {
+            args.push("-s".to_owned());
+        }
+        args.push("-c".to_owned());
+        for (k, v) in params {
+            args.extend(["--arg".to_owned(), (*k).to_owned(), (*v).to_owned()]);
+        }
+        args.push(query.to_owned());
+        let expected = json_values(&jq_stdout(&file.path, &args));
+        assert!(!expected.is_empty(), "{query} gives nothing with jq");
+        let mut req = ExtractRequest::new(file.path.to_string_lossy());
+        req.query = Some(query.to_owned());
+        req.slurp = slurp.then_some(true);
+        req.params = (!params.is_empty()).then(|| {
+            params
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), json!(v)))
+                .collect()
+        });
+        let out = ex.run(&req).unwrap_or_else(|e| panic!("{query}: {e}"));
+        assert_same_values(&out.values, &expected, query);
+    }
+}
+
+#[test]
+fn numeric_params_are_strings_like_jq_arg() {
+    let dir = tempfile::tempdir().unwrap();
+    let ex = extractor(dir.path());
+    let records: Vec<Value> = corpus(50, 1)
+        .iter()
+        .map(|m| at_detail(m, Detail::Light))
+        .collect();
+    let file = offload(dir.path(), "list", &records, Detail::Light);
+    let mut req = ExtractRequest::new(file.path.to_string_lossy());
+    req.query = Some("$n | type".into());
+    req.params = Some([("n".to_owned(), json!(3))].into());
+    let out = ex.run(&req).unwrap();
+    assert_eq!(out.values[0], json!("string"));
+    assert_eq!(out.count, 50);
+}
+
+#[test]
+fn unknown_recipe_params_list_the_accepted_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let ex = extractor(dir.path());
+    let records: Vec<Value> = corpus(20, 3)
+        .iter()
+        .map(|m| at_detail(m, Detail::Light))
+        .collect();
+    let file = offload(dir.path(), "list", &records, Detail::Light);
+    let mut req = ExtractRequest::new(file.path.to_string_lossy());
+    req.recipe = Some(2);
+    req.params = Some([("keyword".to_owned(), json!("x"))].into());
+    let e = ex.run(&req).unwrap_err().to_string();
+    assert!(e.contains("has no param \"keyword\"; it accepts: namespace"), "{e}");
+    req.recipe = Some(1);
+    let e = ex.run(&req).unwrap_err().to_string();
+    assert!(e.contains("takes no params"), "{e}");
+}
