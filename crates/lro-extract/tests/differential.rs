@@ -39,7 +39,11 @@ fn compare_recipe(ex: &Extractor, file: &Offloaded, n: u8, params: &BTreeMap<Str
         let native: Vec<String> = out
             .values
             .iter()
-            .map(|v| v.as_str().map(str::to_owned).unwrap_or_else(|| v.to_string()))
+            .map(|v| {
+                v.as_str()
+                    .map(str::to_owned)
+                    .unwrap_or_else(|| v.to_string())
+            })
             .collect();
         let jq: Vec<String> = expected.lines().map(str::to_owned).collect();
         assert_eq!(native, jq, "recipe {n} ({})", recipe.filter);
@@ -61,7 +65,10 @@ fn compare_recipe(ex: &Extractor, file: &Offloaded, n: u8, params: &BTreeMap<Str
 
 #[test]
 fn every_recipe_at_every_detail_matches_jq() {
-    assert!(have_jq(), "the jq binary is required for the differential test");
+    assert!(
+        have_jq(),
+        "the jq binary is required for the differential test"
+    );
     let dir = tempfile::tempdir().unwrap();
     let ex = extractor(dir.path());
     let corpus = corpus(300, 42);
@@ -144,7 +151,11 @@ fn custom_queries_with_params_match_jq() {
             true,
             &[("word", "café")],
         ),
-        ("{id, n: (.entities | length), tags: (.tags | join(\",\"))}", false, &[]),
+        (
+            "{id, n: (.entities | length), tags: (.tags | join(\",\"))}",
+            false,
+            &[],
+        ),
     ];
     for (query, slurp, params) in cases {
         let mut args = Vec::new();
@@ -202,7 +213,10 @@ fn unknown_recipe_params_list_the_accepted_ones() {
     req.recipe = Some(2);
     req.params = Some([("keyword".to_owned(), json!("x"))].into());
     let e = ex.run(&req).unwrap_err().to_string();
-    assert!(e.contains("has no param \"keyword\"; it accepts: namespace"), "{e}");
+    assert!(
+        e.contains("has no param \"keyword\"; it accepts: namespace"),
+        "{e}"
+    );
     req.recipe = Some(1);
     let e = ex.run(&req).unwrap_err().to_string();
     assert!(e.contains("takes no params"), "{e}");

@@ -27,14 +27,26 @@ pub const NAMESPACES: [(&str, &str); 5] = [
 ];
 
 const TOPICS: [&str; 12] = [
-    "cache", "retry", "deploy", "schema", "latency", "index", "backup", "quota", "token",
-    "migration", "outage", "release",
+    "cache",
+    "retry",
+    "deploy",
+    "schema",
+    "latency",
+    "index",
+    "backup",
+    "quota",
+    "token",
+    "migration",
+    "outage",
+    "release",
 ];
 const WORDS: [&str; 16] = [
-    "service", "request", "timeout", "database", "budget", "client", "server", "queue",
-    "memory", "pipeline", "config", "metric", "alert", "rollback", "shard", "café",
+    "service", "request", "timeout", "database", "budget", "client", "server", "queue", "memory",
+    "pipeline", "config", "metric", "alert", "rollback", "shard", "café",
 ];
-const TAGS: [&str; 8] = ["perf", "ops", "security", "api", "infra", "ux", "data", "ml"];
+const TAGS: [&str; 8] = [
+    "perf", "ops", "security", "api", "infra", "ux", "data", "ml",
+];
 const STATUSES: [&str; 3] = ["active", "archived", "draft"];
 const AGENTS: [&str; 3] = ["claude", "gpt", "human"];
 
@@ -152,7 +164,14 @@ pub fn corpus(n: usize, seed: u64) -> Vec<Value> {
 }
 
 const LIGHT: [&str; 9] = [
-    "id", "memory_type", "namespace", "title", "tags", "created", "modified", "status",
+    "id",
+    "memory_type",
+    "namespace",
+    "title",
+    "tags",
+    "created",
+    "modified",
+    "status",
     "priority",
 ];
 
@@ -262,7 +281,9 @@ pub fn normalized(v: &Value) -> Value {
     match v {
         Value::Number(n) => json!(n.as_f64().unwrap()),
         Value::Array(a) => Value::Array(a.iter().map(normalized).collect()),
-        Value::Object(o) => Value::Object(o.iter().map(|(k, v)| (k.clone(), normalized(v))).collect()),
+        Value::Object(o) => {
+            Value::Object(o.iter().map(|(k, v)| (k.clone(), normalized(v))).collect())
+        }
         other => other.clone(),
     }
 }
@@ -275,7 +296,11 @@ pub fn assert_same_values(native: &[Value], jq: &[Value], what: &str) {
         let (na, nb) = (normalized(a), normalized(b));
         if na != nb {
             let (sa, sb) = (na.to_string(), nb.to_string());
-            let at = sa.bytes().zip(sb.bytes()).take_while(|(x, y)| x == y).count();
+            let at = sa
+                .bytes()
+                .zip(sb.bytes())
+                .take_while(|(x, y)| x == y)
+                .count();
             let from = at.saturating_sub(80);
             panic!(
                 "{what}: result {i} differs at byte {at}:\n native …{}\n jq     …{}",

@@ -1,0 +1,146 @@
+//! Line windows and grep over plain-text offloads (and JSON ones).
+
+mod support;
+
+use lro_core::descriptor::Detail;
+use lro_extract::{ExtractConfig, ExtractRequest, Extractor, Grep, LineWindow};
+use serde_json::{Value, json};
+use support::*;
+
+fn log_text() -> String {
+    let mut lines: Vec<String> = (1..=40)
+        .map(|i| match i {
+            7 => "ERROR connection refused to db-1".to_owned(),
+            8 => "retrying in 5s".to_owned(),
+            20 => "error: timeout talking to cache".to_owned(),
+            _ => format!("info step {i} ok"),
+        })
+        .collect();
+    // Line 30: one 1 MB line.
+    lines[29] = "x".repeat(1_000_000);
+    lines.join("\n")
+}
+
+fn setup() -> (tempfile::TempDir, String, Extractor) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = offload_text(dir.path(), &log_text());
+    let ex = Extractor::new(ExtractConfig::new(dir.path()));
+    (dir, path.to_string_lossy().into_owned(), ex)
+}
+
+fn lines(
+    path: &str,
+    offset: Option<usize>,
+    limit: Option<usize>,
+    max_chars: Option<usize>,
+) -> ExtractRequest {
+    let mut req = ExtractRequest::new(path);
+    req.lines = Some(LineWindow {
+        offset,
+        limit,
+        max_chars,
+    });
+    req
+}
+
+#[test]
+fn a_window_shows_original_text_with_numbers() {
+    let (_dir, path, ex) = setup();
+    let out = ex.run(&lines(&path, Some(5), Some(4), None)).unwrap();
+    assert_eq!(out.mode, "lines");
+    assert_eq!(out.count, 4);
+    assert_eq!(
+        out.text,
+        "6:info step 6 ok\n7:ERROR connection refused to db-1\n8:retrying in 5s\n9:info step 9 ok\n\
+         # more lines follow: continue with lines.offset = 9 (40 records in total)\n"
+    );
+    assert_eq!(
+        out.values[1],
+        json!({"line": 7, "text": "ERROR connection refused to db-1"})
+    );
+    assert!(!out.truncated);
+}
+
+#[test]
+fn a_one_megabyte_line_is_cut_with_a_notice() {
+    let (_dir, path, ex) = setup();
+    let out = ex.run(&lines(&path, Some(28), Some(3), Some(500))).unwrap();
+    assert_eq!(out.count, 3);
+    let long = out.values[1]["text"].as_str().unwrap();
+    assert!(long.starts_with(&"x".repeat(500)));
+    assert!(
+        long.ends_with("… [999500 more chars]"),
+        "{}",
+        &long[long.len() - 40..]
+    );
+    assert!(out.text.len() < 2_000, "{}", out.text.len());
+    assert!(
+        out.notice
+            .as_deref()
+            .unwrap()
+            .contains("line 30 was cut to 500 characters")
+    );
+    // The default cap applies too.
+    let out = ex.run(&lines(&path, Some(29), Some(1), None)).unwrap();
+    assert!(out.text.len() < 2_200);
+}
+
+#[test]
+fn past_the_end_says_how_many_records_there_are() {
+    let (_dir, path, ex) = setup();
+    let out = ex.run(&lines(&path, Some(100), None, None)).unwrap();
+    assert_eq!(out.count, 0);
+    assert!(out.text.contains("the file has 40 records"), "{}", out.text);
+}
+
+#[test]
+fn grep_shows_matches_with_context_like_grep_n() {
+    let (_dir, path, ex) = setup();
+    let mut req = ExtractRequest::new(&path);
+    req.grep = Some(Grep {
+        pattern: "error".into(),
+        context: Some(1),
+        ignore_case: Some(true),
+        max_matches: None,
+    });
+    let out = ex.run(&req).unwrap();
+    assert_eq!(
+        out.text,
+        "6-info step 6 ok\n7:ERROR connection refused to db-1\n8-retrying in 5s\n--\n\
+         19-info step 19 ok\n20:error: timeout talking to cache\n21-info step 21 ok\n"
+    );
+    let matches: Vec<u64> = out
+        .values
+        .iter()
+        .filter(|v| v["match"] == true)
+        .map(|v| v["line"].as_u64().unwrap())
+        .collect();
+    assert_eq!(matches, [7, 20]);
+
+    // Case-sensitive by default.
+    req.grep.as_mut().unwrap().ignore_case = None;
+    req.grep.as_mut().unwrap().context = None;
+    let out = ex.run(&req).unwrap();
+    assert_eq!(out.text, "20:error: timeout talking to cache\n");
+}
+
+#[test]
+fn grep_over_json_records_searches_their_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let records: Vec<Value> = corpus(30, 11)
+        .iter()
+        .map(|m| at_detail(m, Detail::Light))
+        .collect();
+    let file = offload(dir.path(), "list", &records, Detail::Light);
+    let ex = Extractor::new(ExtractConfig::new(dir.path()));
+    let mut req = ExtractRequest::new(file.path.to_string_lossy());
+    req.grep = Some(Grep {
+        pattern: "\"id\":\"mem-00001[0-2]\"".into(),
+        ..Grep::default()
+    });
+    let out = ex.run(&req).unwrap();
+    assert_eq!(out.count, 3);
+    let first = out.text.lines().next().unwrap();
+    assert!(first.starts_with("11:{"), "{first}");
+    assert!(first.contains("\"id\":\"mem-000010\""), "{first}");
+}
