@@ -1,1 +1,225 @@
-fn main() {}
+//! Run with `cargo run -p memory-server`
+//!
+//! The LRO demo server: the MIF memory tools of [`memory_server`] behind
+//! `lro_tower::LroLayer`, over stdio (the default) or streamable HTTP.
+//!
+//! ```text
+//! cargo run -p memory-server                                  # stdio, 500 memories
+//! cargo run -p memory-server -- --http 127.0.0.1:8080         # http://127.0.0.1:8080/mcp
+//! cargo run -p memory-server -- --config lro.toml --corpus-size 2000
+//! cargo run -p memory-server -- --no-lro                      # the bare server, for comparisons
+//! ATLATL_PROMPT__OFFLOAD__THRESHOLD_TOKENS=800 cargo run -p memory-server
+//! ```
+//!
+//! Logs go to stderr (stdout is the stdio transport), filtered by `RUST_LOG`
+//! (default `info`). With `--http`, one readiness line naming the bound
+//! address is printed to stderr, so `--http 127.0.0.1:0` works for tests.
+//! An invalid configuration exits with status 1 and a message naming the key.
+//!
+//! HTTP mode keeps rmcp's default `Host` validation (loopback names only,
+//! against DNS rebinding), so connect through `127.0.0.1`/`localhost` even
+//! when listening on another interface.
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+use std::{net::SocketAddr, path::PathBuf, process::ExitCode, sync::Arc};
+
+use anyhow::Context as _;
+use clap::Parser;
+use lro_core::OffloadConfig;
+use lro_tower::LroLayer;
+use memory_server::{
+    MemoryServer,
+    corpus::{Corpus, DEFAULT_SEED, DEFAULT_SIZE},
+};
+use rmcp::{
+    ServerHandler, ServiceExt,
+    transport::{
+        stdio,
+        streamable_http_server::{
+            StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
+        },
+    },
+};
+use tokio_util::sync::CancellationToken;
+use tower_layer::Layer as _;
+use tracing_subscriber::EnvFilter;
+
+/// Path the streamable HTTP endpoint is served at.
+const MCP_PATH: &str = "/mcp";
+
+/// Demo MCP memory server (MIF memories) with Large Result Offloading.
+#[derive(Debug, Parser)]
+#[command(name = "memory-server", version, about)]
+struct Cli {
+    /// Serve streamable HTTP on this address (endpoint `/mcp`) instead of
+    /// stdio. Port 0 picks a free port; the bound address is printed to stderr.
+    #[arg(long, value_name = "ADDR")]
+    http: Option<SocketAddr>,
+
+    /// Number of memories to generate.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_SIZE)]
+    corpus_size: usize,
+
+    /// Seed of the corpus generator; the same seed gives the same corpus.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_SEED)]
+    seed: u64,
+
+    /// TOML file with a `[prompt.offload]` section. `ATLATL_PROMPT__OFFLOAD__*`
+    /// environment variables override it.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+
+    /// Serve the bare server without the LRO layer (every result inline).
+    #[arg(long)]
+    no_lro: bool,
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_tracing();
+    match run(cli).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            // `{:#}` prints the whole context chain on one line.
+            eprintln!("memory-server: error: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn init_tracing() {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    // stdout belongs to the stdio transport: every log line goes to stderr.
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .init();
+}
+
+async fn run(cli: Cli) -> anyhow::Result<()> {
+    // Load the configuration before anything else, so a bad value fails fast
+    // (even with --no-lro: a broken environment should not go unnoticed).
+    let cfg = OffloadConfig::load(cli.config.as_deref())?;
+    let corpus = Arc::new(Corpus::generate(cli.corpus_size, cli.seed));
+    tracing::info!(
+        memories = corpus.len(),
+        seed = cli.seed,
+        lro = !cli.no_lro,
+        enabled = cfg.enabled,
+        threshold_tokens = cfg.threshold_tokens,
+        output_dir = %cfg.resolved_output_dir().display(),
+        "memory-server starting"
+    );
+    if cli.no_lro {
+        serve(move || MemoryServer::new(corpus.clone()), cli.http).await
+    } else {
+        let layer = LroLayer::new(cfg);
+        serve(
+            move || layer.layer(MemoryServer::new(corpus.clone())),
+            cli.http,
+        )
+        .await
+    }
+}
+
+/// Serves handlers made by `make`: one for stdio, one per session for HTTP.
+async fn serve<H, F>(make: F, http: Option<SocketAddr>) -> anyhow::Result<()>
+where
+    H: ServerHandler,
+    F: Fn() -> H + Send + Sync + 'static,
+{
+    match http {
+        None => {
+            let running = make()
+                .serve(stdio())
+                .await
+                .context("MCP initialization over stdio failed")?;
+            let token = running.cancellation_token();
+            tokio::spawn(async move {
+                shutdown_signal().await;
+                token.cancel();
+            });
+            running.waiting().await.context("server task failed")?;
+            Ok(())
+        }
+        Some(addr) => {
+            let ct = CancellationToken::new();
+            let service = StreamableHttpService::new(
+                move || Ok(make()),
+                Arc::new(LocalSessionManager::default()),
+                StreamableHttpServerConfig::default().with_cancellation_token(ct.child_token()),
+            );
+            let router = axum::Router::new().nest_service(MCP_PATH, service);
+            let listener = tokio::net::TcpListener::bind(addr)
+                .await
+                .with_context(|| format!("cannot listen on {addr}"))?;
+            let bound = listener.local_addr()?;
+            // The one line tests and scripts wait for; printed directly so
+            // RUST_LOG cannot hide it.
+            eprintln!("memory-server listening on http://{bound}{MCP_PATH}");
+            axum::serve(listener, router)
+                .with_graceful_shutdown(async move {
+                    shutdown_signal().await;
+                    tracing::info!("shutting down");
+                    // Ends open SSE streams so the graceful shutdown can finish.
+                    ct.cancel();
+                })
+                .await
+                .context("HTTP server failed")
+        }
+    }
+}
+
+/// Resolves on ctrl-c, or SIGTERM on Unix (what container runtimes send).
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        if let Err(err) = tokio::signal::ctrl_c().await {
+            tracing::warn!(%err, "cannot listen for ctrl-c");
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut sig) => {
+                sig.recv().await;
+            }
+            Err(err) => {
+                tracing::warn!(%err, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {}
+        () = terminate => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn defaults() {
+        let cli = Cli::parse_from(["memory-server"]);
+        assert_eq!(cli.corpus_size, DEFAULT_SIZE);
+        assert_eq!(cli.seed, DEFAULT_SEED);
+        assert!(cli.http.is_none() && cli.config.is_none() && !cli.no_lro);
+        let cli = Cli::parse_from(["memory-server", "--http", "127.0.0.1:0", "--no-lro"]);
+        assert_eq!(cli.http, Some("127.0.0.1:0".parse().unwrap()));
+        assert!(cli.no_lro);
+    }
+}

@@ -1,0 +1,29 @@
+//! The LRO demo: an MCP memory server over a deterministic corpus of MIF
+//! memories, built so that its results are big enough to be offloaded.
+//!
+//! - [`corpus`]: the memories, their detail levels, recall and search.
+//! - [`server`]: [`MemoryServer`], the four MCP tools.
+//!
+//! The binary (`memory-server`) wraps the server in `lro_tower::LroLayer`
+//! and serves it over stdio or streamable HTTP. Tests and other crates can
+//! build the same handler in-process:
+//!
+//! ```
+//! use lro_core::OffloadConfig;
+//! use lro_tower::{Lro, LroLayer};
+//! use memory_server::{MemoryServer, corpus::Corpus};
+//! use tower_layer::Layer;
+//!
+//! let server = MemoryServer::new(Corpus::default_corpus());
+//! let handler: Lro<MemoryServer> = LroLayer::new(OffloadConfig::default()).layer(server);
+//! assert_eq!(handler.get_ref().corpus().len(), 500);
+//! ```
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod corpus;
+pub mod server;
+
+pub use corpus::{Corpus, Memory};
+pub use server::MemoryServer;

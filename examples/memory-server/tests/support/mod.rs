@@ -1,0 +1,76 @@
+//! Shared helpers: a real rmcp client connected to a handler in-process
+//! over `tokio::io::duplex`, and accessors for tool results.
+
+#![allow(dead_code, unreachable_pub)] // each test binary uses a different subset
+
+use rmcp::{
+    RoleClient, ServerHandler, ServiceExt,
+    model::{CallToolRequestParams, CallToolResult, ClientConfig},
+    service::RunningService,
+};
+use serde_json::Value;
+
+/// A connected client; dropping it ends the session.
+pub type Client = RunningService<RoleClient, ClientConfig>;
+
+/// Serves `handler` on one end of an in-memory pipe and connects a client to
+/// the other, through the full MCP initialize handshake.
+pub async fn connect<H: ServerHandler>(handler: H) -> Client {
+    // Large buffer: a full listing is a few hundred KB, and both ends run
+    // concurrently anyway, so this only saves wake-ups.
+    let (server_io, client_io) = tokio::io::duplex(1 << 20);
+    tokio::spawn(async move {
+        if let Ok(running) = handler.serve(server_io).await {
+            let _ = running.waiting().await;
+        }
+    });
+    ClientConfig::default()
+        .serve(client_io)
+        .await
+        .expect("client initializes")
+}
+
+/// Calls `tool` with `args` (a JSON object) and returns the result.
+pub async fn call(client: &Client, tool: &str, args: Value) -> CallToolResult {
+    let Value::Object(args) = args else {
+        panic!("tool arguments must be an object");
+    };
+    client
+        .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(args))
+        .await
+        .unwrap_or_else(|e| panic!("{tool} failed: {e}"))
+}
+
+/// The single text block of a result.
+pub fn text(result: &CallToolResult) -> &str {
+    let texts: Vec<&str> = result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.as_str()))
+        .collect();
+    assert_eq!(texts.len(), 1, "expected one text block: {result:?}");
+    texts[0]
+}
+
+/// The single text block of a result, parsed as JSON.
+pub fn json(result: &CallToolResult) -> Value {
+    assert_ne!(result.is_error, Some(true), "tool error: {result:?}");
+    serde_json::from_str(text(result)).expect("text block is JSON")
+}
+
+/// Calls `tool` and parses its JSON text.
+pub async fn call_json(client: &Client, tool: &str, args: Value) -> Value {
+    json(&call(client, tool, args).await)
+}
+
+/// The sorted field names of a JSON object.
+pub fn keys(value: &Value) -> Vec<String> {
+    let mut keys: Vec<String> = value
+        .as_object()
+        .expect("an object")
+        .keys()
+        .cloned()
+        .collect();
+    keys.sort();
+    keys
+}
