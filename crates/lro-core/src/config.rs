@@ -194,7 +194,7 @@ impl OffloadConfig {
             // The process environment is not read here, so tests stay hermetic.
             figment = figment.merge(Serialized::global(
                 &rest.to_ascii_lowercase().replace("__", "."),
-                figment::value::Value::from(parse_env_value(&value)),
+                parse_env_value(&value),
             ));
         }
         Self::finish(figment)
@@ -247,13 +247,13 @@ impl OffloadConfig {
                     reason: "must be greater than 0",
                 });
             }
-            if let Some(op) = &tc.operation {
-                if crate::file::sanitize_operation(op) != *op {
-                    return Err(ConfigError::OutOfRange {
-                        key: format!("{SECTION}.tools.{tool}.operation"),
-                        reason: "must be lowercase letters, digits and underscores",
-                    });
-                }
+            if let Some(op) = &tc.operation
+                && crate::file::sanitize_operation(op) != *op
+            {
+                return Err(ConfigError::OutOfRange {
+                    key: format!("{SECTION}.tools.{tool}.operation"),
+                    reason: "must be lowercase letters, digits and underscores",
+                });
             }
         }
         Ok(())

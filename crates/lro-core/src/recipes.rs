@@ -567,10 +567,11 @@ impl Fields {
                 f.strings.push(k.clone());
                 let values: Vec<&str> = objects.iter().filter_map(|o| o[k].as_str()).collect();
                 let distinct: std::collections::BTreeSet<&&str> = values.iter().collect();
-                if distinct.len() < values.len() && distinct.len() <= 50 {
-                    if let Some(top) = most_common(values.iter().copied()) {
-                        f.categorical.push((k.clone(), top));
-                    }
+                if distinct.len() < values.len()
+                    && distinct.len() <= 50
+                    && let Some(top) = most_common(values.iter().copied())
+                {
+                    f.categorical.push((k.clone(), top));
                 }
                 if f.sortable.is_none() && values.iter().all(|v| looks_like_date(v)) {
                     f.sortable = Some(k.clone());

@@ -79,13 +79,13 @@ impl<'a> RecordSet<'a> {
     /// Records from a text block. Never fails: plain text becomes line records.
     pub fn from_text(text: &'a str) -> Self {
         let trimmed = text.trim();
-        if trimmed.starts_with('[') {
-            if let Ok(items) = serde_json::from_str::<Vec<&'a RawValue>>(trimmed) {
-                return RecordSet {
-                    kind: RecordKind::JsonArray,
-                    records: items.into_iter().map(compact).collect(),
-                };
-            }
+        if trimmed.starts_with('[')
+            && let Ok(items) = serde_json::from_str::<Vec<&'a RawValue>>(trimmed)
+        {
+            return RecordSet {
+                kind: RecordKind::JsonArray,
+                records: items.into_iter().map(compact).collect(),
+            };
         }
         if trimmed.starts_with('{') {
             if let Some(set) = Self::object_field(trimmed) {

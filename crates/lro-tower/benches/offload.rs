@@ -27,9 +27,10 @@ fn memory(i: usize) -> Value {
         "_episodic/incidents",
         "_episodic/sessions",
     ][i % 5];
+    let memory_type = ["semantic", "episodic", "procedural"][i % 3];
     json!({
         "id": format!("7f3c{i:04}-1b2d-4e5f-8a9b-0c1d2e3f{i:04}"),
-        "memory_type": ["semantic", "episodic", "procedural"][i % 3],
+        "memory_type": memory_type,
         "content": format!("Memory {i}: the Atlas cache warming job regressed after the Borealis rollout; latency rose for cold keys and the on-call engineer pinned the previous build while the team studied eviction traces and agreed on a staged fix."),
         "created": format!("2025-0{}-1{}T10:00:00Z", 1 + i % 9, i % 10),
         "modified": format!("2025-0{}-1{}T12:00:00Z", 1 + i % 9, i % 10),

@@ -301,7 +301,7 @@ impl Shared {
             .offload(input, &|| cancel.load(Ordering::Relaxed))
         {
             Ok(out) => JobOutcome::Offloaded {
-                out,
+                out: Box::new(out),
                 records: records.len(),
             },
             Err(error) => {
@@ -340,7 +340,7 @@ struct Job {
 
 enum JobOutcome {
     Offloaded {
-        out: OffloadOutput,
+        out: Box<OffloadOutput>,
         records: usize,
     },
     Failed {

@@ -324,10 +324,10 @@ impl<H: ServerHandler> Lro<H> {
         }
         for tool in &mut list.tools {
             lro_core::metric::register_tool(&tool.name);
-            if let Some(schema) = &tool.output_schema {
-                if self.shared.enabled_for(&tool.name) {
-                    tool.output_schema = Some(Arc::new(relax_output_schema(schema)));
-                }
+            if let Some(schema) = &tool.output_schema
+                && self.shared.enabled_for(&tool.name)
+            {
+                tool.output_schema = Some(Arc::new(relax_output_schema(schema)));
             }
         }
         list
@@ -467,15 +467,13 @@ impl<H: ServerHandler> ServerHandler for Lro<H> {
         self.intercept_call(request, context)
     }
 
-    fn list_tools(
+    async fn list_tools(
         &self,
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
-    ) -> impl Future<Output = Result<ListToolsResult, McpError>> + MaybeSendFuture + '_ {
-        async move {
-            let list = self.inner.list_tools(request, context).await?;
-            Ok(self.patch_tools(list))
-        }
+    ) -> Result<ListToolsResult, McpError> {
+        let list = self.inner.list_tools(request, context).await?;
+        Ok(self.patch_tools(list))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
@@ -483,10 +481,10 @@ impl<H: ServerHandler> ServerHandler for Lro<H> {
             return Some(extract::tool());
         }
         let mut tool = self.inner.get_tool(name)?;
-        if let Some(schema) = &tool.output_schema {
-            if self.shared.enabled_for(name) {
-                tool.output_schema = Some(Arc::new(relax_output_schema(schema)));
-            }
+        if let Some(schema) = &tool.output_schema
+            && self.shared.enabled_for(name)
+        {
+            tool.output_schema = Some(Arc::new(relax_output_schema(schema)));
         }
         Some(tool)
     }
