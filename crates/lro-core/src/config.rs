@@ -29,7 +29,7 @@ use std::{
 
 use figment::{
     Figment,
-    providers::{Env, Format, Serialized, Toml},
+    providers::{Format, Serialized, Toml},
 };
 use serde::{Deserialize, Serialize};
 
@@ -117,10 +117,16 @@ impl Default for OffloadConfig {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ConfigError {
-    /// The file or an environment variable holds a value of the wrong type,
-    /// or an unknown key. The message names the key and its source.
-    #[error("invalid offload configuration: {0}")]
-    Invalid(String),
+    /// A value has the wrong type, or a key is unknown.
+    #[error("invalid offload configuration: `{key}` (from {origin}): {message}")]
+    Invalid {
+        /// Full dotted key, e.g. `prompt.offload.threshold_tokens`.
+        key: String,
+        /// Where the value came from: an environment variable or a file.
+        origin: String,
+        /// What is wrong with it.
+        message: String,
+    },
     /// A value has the right type but is out of range.
     #[error("invalid offload configuration: `{key}` {reason}")]
     OutOfRange {
@@ -134,12 +140,22 @@ pub enum ConfigError {
     MissingFile(PathBuf),
 }
 
-impl From<figment::Error> for ConfigError {
-    fn from(err: figment::Error) -> Self {
-        // figment reports one error per problem; keep them all, each with its key and source.
-        let all: Vec<String> = err.into_iter().map(|e| e.to_string()).collect();
-        ConfigError::Invalid(all.join("; "))
+impl ConfigError {
+    /// The dotted key at fault, when there is one.
+    pub fn key(&self) -> Option<&str> {
+        match self {
+            ConfigError::Invalid { key, .. } | ConfigError::OutOfRange { key, .. } => Some(key),
+            ConfigError::MissingFile(_) => None,
+        }
     }
+}
+
+/// The environment variable that sets a dotted key.
+pub fn env_var_for(key: &str) -> String {
+    format!(
+        "{ENV_PREFIX}{}",
+        key.to_ascii_uppercase().replace('.', "__")
+    )
 }
 
 #[derive(Serialize)]
@@ -158,46 +174,104 @@ impl OffloadConfig {
         Self::default()
     }
 
-    /// Loads defaults, then `file` (when given), then the process environment.
+    /// Loads defaults, then `file` (when given), then the process
+    /// environment's `ATLATL_PROMPT__OFFLOAD__*` variables.
     pub fn load(file: Option<&Path>) -> Result<Self, ConfigError> {
+        Self::load_from(file, std::env::vars())
+    }
+
+    /// Like [`OffloadConfig::load`], with the environment given as
+    /// (name, value) pairs: hermetic for tests and for hosts that keep their
+    /// own environment map.
+    pub fn load_from<I, K, V>(file: Option<&Path>, env: I) -> Result<Self, ConfigError>
+    where
+        I: IntoIterator<Item = (K, V)>,
+        K: Into<String>,
+        V: Into<String>,
+    {
         let mut figment = Self::base();
+        let mut source = "defaults".to_owned();
         if let Some(path) = file {
             if !path.exists() {
                 return Err(ConfigError::MissingFile(path.to_owned()));
             }
             figment = figment.merge(Toml::file_exact(path));
+            source = format!("file {}", path.display());
         }
-        Self::finish(figment.merge(Self::env()))
+        Self::with_env(figment, env, &source)
     }
 
     /// Loads defaults, then the given TOML text; the environment is not read.
     pub fn from_toml_str(toml: &str) -> Result<Self, ConfigError> {
-        Self::finish(Self::base().merge(Toml::string(toml)))
+        Self::from_parts(toml, std::iter::empty::<(String, String)>())
     }
 
-    /// Loads defaults, then `toml`, then the given environment variables
-    /// (name, value) instead of the process environment. Useful for tests and
-    /// for hosts that keep their own environment map.
+    /// Loads defaults, then `toml`, then the given environment variables.
     pub fn from_parts<I, K, V>(toml: &str, env: I) -> Result<Self, ConfigError>
     where
         I: IntoIterator<Item = (K, V)>,
         K: Into<String>,
         V: Into<String>,
     {
-        let vars: Vec<(String, String)> =
-            env.into_iter().map(|(k, v)| (k.into(), v.into())).collect();
-        let mut figment = Self::base().merge(Toml::string(toml));
-        for (key, value) in vars {
-            let Some(rest) = key.strip_prefix(ENV_PREFIX) else {
+        Self::with_env(
+            Self::base().merge(Toml::string(toml)),
+            env,
+            "configuration text",
+        )
+    }
+
+    fn with_env<I, K, V>(
+        mut figment: Figment,
+        env: I,
+        file_source: &str,
+    ) -> Result<Self, ConfigError>
+    where
+        I: IntoIterator<Item = (K, V)>,
+        K: Into<String>,
+        V: Into<String>,
+    {
+        let section_prefix = env_var_for(SECTION) + "__";
+        let mut from_env = Vec::new();
+        for (name, value) in env {
+            let (name, value): (String, String) = (name.into(), value.into());
+            let Some(rest) = name.strip_prefix(&section_prefix) else {
                 continue;
             };
-            // The process environment is not read here, so tests stay hermetic.
-            figment = figment.merge(Serialized::global(
-                &rest.to_ascii_lowercase().replace("__", "."),
-                parse_env_value(&value),
-            ));
+            let key = format!("{SECTION}.{}", rest.to_ascii_lowercase().replace("__", "."));
+            figment = figment.merge(Serialized::global(&key, parse_env_value(&value)));
+            from_env.push(name);
         }
-        Self::finish(figment)
+        let cfg: OffloadConfig = figment.extract_inner(SECTION).map_err(|err| {
+            // figment reports one error per problem; the first names the key.
+            let e = err
+                .into_iter()
+                .next()
+                .expect("a figment error has at least one entry");
+            // figment appends the `extract_inner` path after the field path
+            // (`ttl_seconds.prompt.offload`); put the section back in front.
+            let section: Vec<&str> = SECTION.split('.').collect();
+            let mut path: Vec<&str> = e.path.iter().map(String::as_str).collect();
+            if path.ends_with(&section) {
+                path.truncate(path.len() - section.len());
+            }
+            if path.starts_with(&section) {
+                path.drain(..section.len());
+            }
+            let key = format!("{SECTION}.{}", path.join("."));
+            let var = env_var_for(&key);
+            let origin = if from_env.contains(&var) {
+                format!("environment variable {var}")
+            } else {
+                file_source.to_owned()
+            };
+            ConfigError::Invalid {
+                key,
+                origin,
+                message: e.kind.to_string(),
+            }
+        })?;
+        cfg.validate()?;
+        Ok(cfg)
     }
 
     fn base() -> Figment {
@@ -206,16 +280,6 @@ impl OffloadConfig {
                 offload: &OffloadConfig::default(),
             },
         }))
-    }
-
-    fn env() -> Env {
-        Env::prefixed(ENV_PREFIX).split("__")
-    }
-
-    fn finish(figment: Figment) -> Result<Self, ConfigError> {
-        let cfg: OffloadConfig = figment.extract_inner(SECTION)?;
-        cfg.validate()?;
-        Ok(cfg)
     }
 
     /// Checks ranges that serde cannot express.
@@ -456,10 +520,10 @@ mod tests {
 
     #[test]
     fn bad_file_value_and_unknown_key_name_the_key() {
-        let err = OffloadConfig::from_toml_str("[prompt.offload]\nttl_seconds = \"soon\"")
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("ttl_seconds"), "{err}");
+        let err =
+            OffloadConfig::from_toml_str("[prompt.offload]\nttl_seconds = \"soon\"").unwrap_err();
+        assert_eq!(err.key(), Some("prompt.offload.ttl_seconds"));
+        assert!(err.to_string().contains("from configuration text"), "{err}");
         let err = OffloadConfig::from_toml_str("[prompt.offload]\nthreshhold_tokens = 3")
             .unwrap_err()
             .to_string();
