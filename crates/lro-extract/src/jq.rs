@@ -78,6 +78,66 @@ pub const MAX_DEPTH: usize = 10_000;
 /// Longest error message kept from jaq (its messages embed values).
 const MAX_MESSAGE: usize = 400;
 
+/// Where records that pass through a filter unchanged came from: their
+/// original line is printed instead of re-rendering the value (which, for a
+/// projected record, holds only some fields).
+pub(crate) trait Originals {
+    /// The original JSON text of `v`, when `v` is a record from the file.
+    fn original(&self, v: &Val) -> Option<&[u8]>;
+}
+
+/// No record has an original line.
+pub(crate) struct NoOriginals;
+
+impl Originals for NoOriginals {
+    fn original(&self, _: &Val) -> Option<&[u8]> {
+        None
+    }
+}
+
+/// The record being processed (non-slurp) and its line.
+struct OneOriginal<'a> {
+    record: &'a Val,
+    line: &'a [u8],
+}
+
+impl Originals for OneOriginal<'_> {
+    fn original(&self, v: &Val) -> Option<&[u8]> {
+        same_value(v, self.record).then_some(self.line)
+    }
+}
+
+/// Every record of a slurped file, by the address of its object. The
+/// records are kept alive for the whole evaluation, so an address can never
+/// be reused by a new object.
+#[derive(Default)]
+struct ManyOriginals {
+    text: Vec<u8>,
+    spans: std::collections::HashMap<usize, (usize, usize)>,
+}
+
+impl ManyOriginals {
+    fn add(&mut self, v: &Val, line: &[u8]) {
+        if let Val::Obj(rc) = v {
+            let start = self.text.len();
+            self.text.extend_from_slice(line);
+            self.spans.insert(obj_addr(rc), (start, line.len()));
+        }
+    }
+}
+
+impl Originals for ManyOriginals {
+    fn original(&self, v: &Val) -> Option<&[u8]> {
+        let Val::Obj(rc) = v else { return None };
+        let (start, len) = *self.spans.get(&obj_addr(rc))?;
+        Some(&self.text[start..start + len])
+    }
+}
+
+fn obj_addr(rc: &Rc<jaq_json::Map>) -> usize {
+    Rc::as_ptr(rc) as *const () as usize
+}
+
 /// Why an evaluation unwound.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Stop {
@@ -163,7 +223,9 @@ pub type Program = jaq_core::Filter<Lro>;
 /// must not reach, with a cancellable `range`.
 fn natives() -> Vec<jaq_core::native::Fun<Lro>> {
     const BLOCKED: &[&str] = &["range", "env", "halt", "input", "inputs"];
-    let ours: [jaq_core::native::Fun<Lro>; 4] = [
+    let ours: [jaq_core::native::Fun<Lro>; 6] = [
+        ("test", v(1), Native::<Lro>::new(test1_native)),
+        ("test", v(2), Native::<Lro>::new(test2_native)),
         ("range", v(3), Native::<Lro>::new(range_native)),
         ("halt", v(1), Native::<Lro>::new(halt_native)),
         ("@tsv", v(0), Native::<Lro>::new(tsv_native)),
@@ -191,6 +253,74 @@ fn halt_native<'a>(_cv: jaq_core::Cv<'a, Lro>) -> jaq_core::ValXs<'a, <Lro as Da
     box_once(Err(Exn::from(jaq_core::Error::str(
         "halt is not available in lro_extract",
     ))))
+}
+
+fn test1_native<'a>(mut cv: jaq_core::Cv<'a, Lro>) -> jaq_core::ValXs<'a, <Lro as DataT>::V<'a>> {
+    let re = cv.0.pop_var();
+    box_once(regex_test(&cv.1, &re, "").map_err(Exn::from))
+}
+
+fn test2_native<'a>(mut cv: jaq_core::Cv<'a, Lro>) -> jaq_core::ValXs<'a, <Lro as DataT>::V<'a>> {
+    let flags = cv.0.pop_var();
+    let re = cv.0.pop_var();
+    let flags = match &flags {
+        Val::TStr(f) => String::from_utf8_lossy(f).into_owned(),
+        Val::Null => String::new(),
+        other => {
+            return box_once(Err(Exn::from(jaq_core::Error::str(format_args!(
+                "{other} is not a string of regex flags"
+            )))));
+        }
+    };
+    box_once(regex_test(&cv.1, &re, &flags).map_err(Exn::from))
+}
+
+thread_local! {
+    /// The last regex compiled on this thread: a per-record `test($kw)`
+    /// compiles its pattern once per query instead of once per record.
+    static LAST_REGEX: std::cell::RefCell<Option<(Vec<u8>, String, regex::Regex)>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// jq's `test(re; flags)`: whether the input string matches. Flags: `i`
+/// (case-insensitive), `x` (extended), `s` (`.` matches newline), `p` (`s`
+/// plus multi-line); `g`, `n`, `l` do not change a yes/no answer.
+fn regex_test(input: &Val, re: &Val, flags: &str) -> Result<Val, jaq_core::Error<Val>> {
+    let Val::TStr(text) = input else {
+        return Err(jaq_core::Error::str(format_args!(
+            "{input} cannot be matched, as it is not a string"
+        )));
+    };
+    let Val::TStr(pattern) = re else {
+        return Err(jaq_core::Error::str(format_args!("{re} is not a string")));
+    };
+    LAST_REGEX.with(|cache| {
+        let mut cache = cache.borrow_mut();
+        let hit = matches!(&*cache, Some((p, f, _)) if p.as_slice() == &pattern[..] && f == flags);
+        if !hit {
+            let mut builder = regex::RegexBuilder::new(&String::from_utf8_lossy(pattern));
+            for c in flags.chars() {
+                match c {
+                    'i' => builder.case_insensitive(true),
+                    'x' => builder.ignore_whitespace(true),
+                    's' => builder.dot_matches_new_line(true),
+                    'p' => builder.dot_matches_new_line(true).multi_line(true),
+                    'g' | 'n' | 'l' => &mut builder,
+                    other => {
+                        return Err(jaq_core::Error::str(format_args!(
+                            "{other} is not a valid regex flag"
+                        )));
+                    }
+                };
+            }
+            let re = builder
+                .build()
+                .map_err(|e| jaq_core::Error::str(format_args!("invalid regex: {e}")))?;
+            *cache = Some((pattern.to_vec(), flags.to_owned(), re));
+        }
+        let (_, _, re) = cache.as_ref().expect("just filled");
+        Ok(Val::Bool(re.is_match(&String::from_utf8_lossy(text))))
+    })
 }
 
 fn tsv_native<'a>(cv: jaq_core::Cv<'a, Lro>) -> jaq_core::ValXs<'a, <Lro as DataT>::V<'a>> {
@@ -276,8 +406,9 @@ fn range<'a>(from: Val, to: Val, by: Val) -> impl Iterator<Item = Result<Val, Ex
 
 /// Compiles `code` with the given global variables (names without `$`).
 pub fn compile_with_vars(code: &str, vars: &[&str]) -> Result<Program, ExtractError> {
+    // `test` is ours (native, with a compiled-regex cache).
     let defs = jaq_core::defs()
-        .chain(jaq_std::defs())
+        .chain(jaq_std::defs().filter(|d| d.name != "test"))
         .chain(jaq_json::defs());
     let loader = Loader::new(defs);
     let arena = Arena::default();
@@ -373,6 +504,8 @@ pub struct Render {
 /// A jq job over one file.
 pub(crate) struct Job<'g> {
     pub(crate) program: &'g Program,
+    /// Parse only these fields, when the filter allows it.
+    pub(crate) projection: Option<crate::project::Projection>,
     pub(crate) vars: Vec<String>,
     pub(crate) slurp: bool,
     pub(crate) render: Render,
@@ -395,44 +528,58 @@ impl Job<'_> {
         let vars = Vars::new(self.vars.iter().map(|s| Val::from(s.clone())));
         let ctx = Ctx::<Lro>::new(data, vars);
         let mut lines = Lines::new(reader, first_line);
+        let fields = self.projection.as_ref().map(|p| p.fields.as_slice());
+        let parse = |line: &[u8], line_no: usize| -> Result<Val, ExtractError> {
+            match fields.and_then(|f| crate::project::project_line(line, f)) {
+                Some(v) => Ok(v),
+                None => parse_record(line, line_no),
+            }
+        };
         if self.slurp {
+            let keep_lines = self.projection.as_ref().is_some_and(|p| p.passes_records);
+            let mut originals = ManyOriginals::default();
             let mut all = Vec::new();
             while let Some((line_no, line)) = lines.next_line()? {
                 if self.guard.cancelled() {
                     return Err(cancelled());
                 }
-                all.push(parse_record(line, line_no)?);
+                let v = parse(line, line_no)?;
+                if keep_lines {
+                    originals.add(&v, line);
+                }
+                all.push(v);
             }
-            let input = Val::Arr(Rc::new(all));
-            for y in self.program.id.run((ctx.clone(), input)) {
+            // Held until the end so record addresses stay unique (see
+            // `ManyOriginals`).
+            let records = Val::Arr(Rc::new(all));
+            let originals: &dyn Originals = if keep_lines { &originals } else { &NoOriginals };
+            for y in self.program.id.run((ctx.clone(), records.clone())) {
                 let y = y.map_err(|e| ExtractError::Runtime {
                     line: None,
                     message: exn_message(e),
                 })?;
-                if emit(&y, self.render, out)? == Flow::Stop {
+                if emit(&y, self.render, out, originals)? == Flow::Stop {
                     break;
                 }
             }
+            drop(records);
             return Ok(());
         }
         'records: while let Some((line_no, line)) = lines.next_line()? {
             if self.guard.cancelled() {
                 return Err(cancelled());
             }
-            let input = parse_record(line, line_no)?;
+            let input = parse(line, line_no)?;
+            let originals = OneOriginal {
+                record: &input,
+                line,
+            };
             for y in self.program.id.run((ctx.clone(), input.clone())) {
                 let y = y.map_err(|e| ExtractError::Runtime {
                     line: Some(line_no),
                     message: exn_message(e),
                 })?;
-                let flow = if same_value(&y, &input) {
-                    // The filter passed the record through (`select`): its
-                    // line is already compact JSON, no need to re-render.
-                    emit_raw_json(line, &y, out)
-                } else {
-                    emit(&y, self.render, out)?
-                };
-                if flow == Flow::Stop {
+                if emit(&y, self.render, out, &originals)? == Flow::Stop {
                     break 'records;
                 }
             }
@@ -505,33 +652,15 @@ impl<R: Read> Lines<R> {
     }
 }
 
-fn emit_raw_json(line: &[u8], y: &Val, out: &mut Collector) -> Flow {
-    if out.admit() == Flow::Stop {
-        return Flow::Stop;
-    }
-    if !out.fits(line.len()) {
-        return if out.count() == 0 {
-            // Too big on its own: fall back to the shortening path.
-            emit(y, Render { raw: false }, out).unwrap_or(Flow::Stop)
-        } else {
-            out.cut_bytes();
-            Flow::Stop
-        };
-    }
-    let keep = out.keeps_values();
-    out.push(line, || {
-        if keep {
-            serde_json::from_slice(line).unwrap_or_else(|_| to_value(y, 0).unwrap_or(Value::Null))
-        } else {
-            Value::Null
-        }
-    })
-}
-
 /// Renders one result and hands it to the collector. A first result that
 /// is too big on its own is shortened (arrays to their first elements,
 /// strings to a prefix); other oversized first results are an error.
-fn emit(y: &Val, render: Render, out: &mut Collector) -> Result<Flow, ExtractError> {
+fn emit(
+    y: &Val,
+    render: Render,
+    out: &mut Collector,
+    orig: &dyn Originals,
+) -> Result<Flow, ExtractError> {
     if out.admit() == Flow::Stop {
         return Ok(Flow::Stop);
     }
@@ -546,21 +675,30 @@ fn emit(y: &Val, render: Render, out: &mut Collector) -> Result<Flow, ExtractErr
             buf.extend_from_slice(s);
             buf.len() < cap
         }
-        None => write_json(&mut buf, y, 0, cap)?,
+        None => write_json(&mut buf, y, 0, cap, orig)?,
     };
     if rendered && out.fits(buf.len()) {
         let keep = out.keeps_values();
-        let value = if keep { to_value(y, 0)? } else { Value::Null };
+        let value = if keep {
+            to_value(y, 0, orig)?
+        } else {
+            Value::Null
+        };
         return Ok(out.push(&buf, || value));
     }
     if out.count() > 0 {
         out.cut_bytes();
         return Ok(Flow::Stop);
     }
-    shorten(y, render, out)
+    shorten(y, render, out, orig)
 }
 
-fn shorten(y: &Val, render: Render, out: &mut Collector) -> Result<Flow, ExtractError> {
+fn shorten(
+    y: &Val,
+    render: Render,
+    out: &mut Collector,
+    orig: &dyn Originals,
+) -> Result<Flow, ExtractError> {
     let budget = out.remaining_bytes().saturating_sub(1);
     match y {
         Val::Arr(items) => {
@@ -569,7 +707,9 @@ fn shorten(y: &Val, render: Render, out: &mut Collector) -> Result<Flow, Extract
             for item in items.iter() {
                 let mut elem = Vec::new();
                 let room = budget.saturating_sub(buf.len() + 2);
-                if !write_json(&mut elem, item, 1, room)? || buf.len() + elem.len() + 2 > budget {
+                if !write_json(&mut elem, item, 1, room, orig)?
+                    || buf.len() + elem.len() + 2 > budget
+                {
                     break;
                 }
                 if kept > 0 {
@@ -584,7 +724,7 @@ fn shorten(y: &Val, render: Render, out: &mut Collector) -> Result<Flow, Extract
                     items
                         .iter()
                         .take(kept)
-                        .map(|v| to_value(v, 1))
+                        .map(|v| to_value(v, 1, orig))
                         .collect::<Result<_, _>>()?,
                 )
             } else {
@@ -641,9 +781,14 @@ pub(crate) fn write_json(
     v: &Val,
     depth: usize,
     cap: usize,
+    orig: &dyn Originals,
 ) -> Result<bool, ExtractError> {
     if depth > MAX_DEPTH {
         return Err(too_deep());
+    }
+    if let Some(line) = orig.original(v) {
+        out.extend_from_slice(line);
+        return Ok(out.len() <= cap);
     }
     match v {
         Val::Null => out.extend_from_slice(b"null"),
@@ -657,7 +802,7 @@ pub(crate) fn write_json(
                 if i > 0 {
                     out.push(b',');
                 }
-                if !write_json(out, item, depth + 1, cap)? {
+                if !write_json(out, item, depth + 1, cap, orig)? {
                     return Ok(false);
                 }
             }
@@ -674,12 +819,12 @@ pub(crate) fn write_json(
                     other => {
                         // jaq allows non-string keys; JSON does not.
                         let mut key = Vec::new();
-                        write_json(&mut key, other, depth + 1, cap)?;
+                        write_json(&mut key, other, depth + 1, cap, &NoOriginals)?;
                         write_str(out, &key);
                     }
                 }
                 out.push(b':');
-                if !write_json(out, item, depth + 1, cap)? {
+                if !write_json(out, item, depth + 1, cap, orig)? {
                     return Ok(false);
                 }
             }
@@ -745,10 +890,15 @@ fn write_str(out: &mut Vec<u8>, s: &[u8]) {
 }
 
 /// Converts a jaq value into a `serde_json` value.
-pub(crate) fn to_value(v: &Val, depth: usize) -> Result<Value, ExtractError> {
+pub(crate) fn to_value(v: &Val, depth: usize, orig: &dyn Originals) -> Result<Value, ExtractError> {
     use jaq_json::Num;
     if depth > MAX_DEPTH {
         return Err(too_deep());
+    }
+    if let Some(line) = orig.original(v) {
+        if let Ok(value) = serde_json::from_slice(line) {
+            return Ok(value);
+        }
     }
     Ok(match v {
         Val::Null => Value::Null,
@@ -774,7 +924,7 @@ pub(crate) fn to_value(v: &Val, depth: usize) -> Result<Value, ExtractError> {
         Val::Arr(items) => Value::Array(
             items
                 .iter()
-                .map(|i| to_value(i, depth + 1))
+                .map(|i| to_value(i, depth + 1, orig))
                 .collect::<Result<_, _>>()?,
         ),
         Val::Obj(map) => {
@@ -784,7 +934,7 @@ pub(crate) fn to_value(v: &Val, depth: usize) -> Result<Value, ExtractError> {
                     Val::TStr(s) | Val::BStr(s) => String::from_utf8_lossy(s).into_owned(),
                     other => other.to_string(),
                 };
-                obj.insert(key, to_value(item, depth + 1)?);
+                obj.insert(key, to_value(item, depth + 1, orig)?);
             }
             Value::Object(obj)
         }
@@ -826,7 +976,7 @@ pub fn eval_values(code: &str, inputs: &[Value]) -> Result<Vec<Value>, ExtractEr
                 line: None,
                 message: exn_message(e),
             })?;
-            out.push(to_value(&y, 0)?);
+            out.push(to_value(&y, 0, &NoOriginals)?);
         }
     }
     Ok(out)
@@ -889,7 +1039,7 @@ mod tests {
     fn writes_jq_compatible_json() {
         let mut out = Vec::new();
         let v = from_value(&json!({"a": [1, 2.5, "x\"y\n\u{1}"], "b": null, "é": true}));
-        assert!(write_json(&mut out, &v, 0, usize::MAX).unwrap());
+        assert!(write_json(&mut out, &v, 0, usize::MAX, &NoOriginals).unwrap());
         assert_eq!(
             String::from_utf8(out).unwrap(),
             r#"{"a":[1,2.5,"x\"y\n\u0001"],"b":null,"é":true}"#
@@ -898,7 +1048,7 @@ mod tests {
         let nan = eval_values("[nan, infinite]", &[json!(null)]).unwrap();
         assert_eq!(nan, [json!([null, null])]);
         let v = jaq_json::read::parse_single(b"[1e1000]").unwrap();
-        write_json(&mut out, &v, 0, usize::MAX).unwrap();
+        write_json(&mut out, &v, 0, usize::MAX, &NoOriginals).unwrap();
         assert!(!out.is_empty());
     }
 
@@ -906,7 +1056,7 @@ mod tests {
     fn cap_stops_rendering_early() {
         let v = from_value(&json!((0..1000).collect::<Vec<_>>()));
         let mut out = Vec::new();
-        assert!(!write_json(&mut out, &v, 0, 50).unwrap());
+        assert!(!write_json(&mut out, &v, 0, 50, &NoOriginals).unwrap());
         assert!(out.len() < 100, "{}", out.len());
     }
 

@@ -51,6 +51,7 @@ pub mod error;
 pub mod guard;
 pub mod jq;
 pub mod output;
+pub mod project;
 pub mod request;
 pub mod structured;
 pub mod text;
@@ -384,6 +385,7 @@ fn execute(
             raw = recipe.raw;
             Job {
                 program: &program,
+                projection: project::analyze(&recipe.filter, recipe.slurp),
                 vars,
                 slurp: recipe.slurp,
                 render: Render { raw },
@@ -400,6 +402,7 @@ fn execute(
             let program = jq::compile_with_vars(&code, &names)?;
             Job {
                 program: &program,
+                projection: project::analyze(&code, slurp),
                 vars: params.into_values().collect(),
                 slurp,
                 render: Render { raw: false },
