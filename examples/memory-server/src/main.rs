@@ -8,11 +8,14 @@
 //! cargo run -p memory-server -- --http 127.0.0.1:8080         # http://127.0.0.1:8080/mcp
 //! cargo run -p memory-server -- --config lro.toml --corpus-size 2000
 //! cargo run -p memory-server -- --no-lro                      # the bare server, for comparisons
+//! cargo run -p memory-server -- --http 127.0.0.1:8080 --metrics 127.0.0.1:9464   # + Prometheus /metrics
 //! ATLATL_PROMPT__OFFLOAD__THRESHOLD_TOKENS=800 cargo run -p memory-server
 //! ```
 //!
 //! Logs go to stderr (stdout is the stdio transport), filtered by `RUST_LOG`
-//! (default `info`). With `--http`, one readiness line naming the bound
+//! (default `info`). Traces go to an OTLP collector when the standard
+//! `OTEL_EXPORTER_OTLP_ENDPOINT` is set. The `offload_cleanup` task runs on
+//! `cleanup_schedule` (hourly by default) and once at start-up. With `--http`, one readiness line naming the bound
 //! address is printed to stderr, so `--http 127.0.0.1:0` works for tests.
 //! An invalid configuration exits with status 1 and a message naming the key.
 //!
@@ -28,6 +31,8 @@ use std::{net::SocketAddr, path::PathBuf, process::ExitCode, sync::Arc};
 use anyhow::Context as _;
 use clap::Parser;
 use lro_core::OffloadConfig;
+use lro_scheduler::OffloadCleanup;
+use lro_telemetry::Telemetry;
 use lro_tower::LroLayer;
 use memory_server::{
     MemoryServer,
@@ -44,7 +49,6 @@ use rmcp::{
 };
 use tokio_util::sync::CancellationToken;
 use tower_layer::Layer as _;
-use tracing_subscriber::EnvFilter;
 
 /// Path the streamable HTTP endpoint is served at.
 const MCP_PATH: &str = "/mcp";
@@ -74,12 +78,15 @@ struct Cli {
     /// Serve the bare server without the LRO layer (every result inline).
     #[arg(long)]
     no_lro: bool,
+
+    /// Serve Prometheus metrics at `http://ADDR/metrics`.
+    #[arg(long, value_name = "ADDR")]
+    metrics: Option<SocketAddr>,
 }
 
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_tracing();
     match run(cli).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
@@ -90,20 +97,20 @@ async fn main() -> ExitCode {
     }
 }
 
-fn init_tracing() {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    // stdout belongs to the stdio transport: every log line goes to stderr.
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(false)
-        .init();
-}
-
 async fn run(cli: Cli) -> anyhow::Result<()> {
     // Load the configuration before anything else, so a bad value fails fast
     // (even with --no-lro: a broken environment should not go unnoticed).
     let cfg = OffloadConfig::load(cli.config.as_deref())?;
+    // Logs to stderr (stdout belongs to the stdio transport), metrics, traces.
+    let telemetry = Telemetry::builder()
+        .service_name("memory-server")
+        .metrics_addr(cli.metrics)
+        .conformance_level(3)
+        .install()
+        .context("cannot install telemetry")?;
+    if let Some(addr) = telemetry.metrics_addr() {
+        eprintln!("memory-server metrics on http://{addr}/metrics");
+    }
     let corpus = Arc::new(Corpus::generate(cli.corpus_size, cli.seed));
     tracing::info!(
         memories = corpus.len(),
@@ -114,16 +121,28 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         output_dir = %cfg.resolved_output_dir().display(),
         "memory-server starting"
     );
-    if cli.no_lro {
+    let served = if cli.no_lro {
         serve(move || MemoryServer::new(corpus.clone()), cli.http).await
     } else {
+        // Kept alive while serving: dropping the handle stops the schedule.
+        let cleanup = OffloadCleanup::from_config(&cfg)
+            .start()
+            .await
+            .context("cannot start the offload_cleanup task")?;
         let layer = LroLayer::new(cfg);
-        serve(
+        let served = serve(
             move || layer.layer(MemoryServer::new(corpus.clone())),
             cli.http,
         )
-        .await
-    }
+        .await;
+        if let Err(err) = cleanup.shutdown().await {
+            tracing::warn!(%err, "offload_cleanup did not stop cleanly");
+        }
+        served
+    };
+    // Flushing spans blocks on the exporter; keep it off the async workers.
+    let _ = tokio::task::spawn_blocking(move || telemetry.shutdown()).await;
+    served
 }
 
 /// Serves handlers made by `make`: one for stdio, one per session for HTTP.
