@@ -201,7 +201,15 @@ impl Offloader {
                         estimated_tokens: input.estimated_tokens,
                         operation: input.operation.to_owned(),
                         top_namespaces: input.records.top_namespaces(5),
-                        score_range: input.score_range.or_else(|| input.records.score_range()),
+                        // Scanning every record for a score is only worth it
+                        // when the sample shows records carry one.
+                        score_range: input.score_range.or_else(|| {
+                            sample
+                                .iter()
+                                .any(|r| r.get("score").is_some())
+                                .then(|| input.records.score_range())
+                                .flatten()
+                        }),
                         detail: detail.as_str().to_owned(),
                     },
                     file_path: file_path.clone(),

@@ -144,7 +144,7 @@ pub struct RecipeSet {
 
 /// Records parsed from the front of a file are enough to choose recipes and
 /// example parameters; both the layer and the extractor use this many.
-pub const SAMPLE_SIZE: usize = 64;
+pub const SAMPLE_SIZE: usize = 32;
 
 impl RecipeSet {
     /// Chooses memory or schema-derived recipes from sample records.

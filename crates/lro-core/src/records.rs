@@ -19,7 +19,6 @@
 
 use std::{borrow::Cow, collections::BTreeMap};
 
-use serde::Deserialize;
 use serde_json::{Value, value::RawValue};
 
 /// Where the records came from, which decides how a truncated result is
@@ -164,41 +163,30 @@ impl<'a> RecordSet<'a> {
 
     /// Namespaces ranked by frequency (ties by name), at most `k`.
     pub fn top_namespaces(&self, k: usize) -> Vec<String> {
-        #[derive(Deserialize)]
-        struct Ns<'b> {
-            #[serde(borrow, default)]
-            namespace: Option<Cow<'b, str>>,
-        }
-        let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+        let mut counts: BTreeMap<Cow<'_, str>, usize> = BTreeMap::new();
         for record in &self.records {
-            if !record.starts_with('{') {
-                continue;
-            }
-            if let Ok(Ns {
-                namespace: Some(ns),
-            }) = serde_json::from_str::<Ns<'_>>(record)
+            if let Some(raw) = top_level_value(record, "namespace")
+                && let Ok(ns) = serde_json::from_str::<Cow<'_, str>>(raw)
             {
-                *counts.entry(ns.into_owned()).or_default() += 1;
+                *counts.entry(ns).or_default() += 1;
             }
         }
-        let mut ranked: Vec<(String, usize)> = counts.into_iter().collect();
+        let mut ranked: Vec<(Cow<'_, str>, usize)> = counts.into_iter().collect();
         ranked.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-        ranked.into_iter().take(k).map(|(ns, _)| ns).collect()
+        ranked
+            .into_iter()
+            .take(k)
+            .map(|(ns, _)| ns.into_owned())
+            .collect()
     }
 
     /// `(min, max)` of a numeric top-level `score` field, when records have one.
     pub fn score_range(&self) -> Option<(f64, f64)> {
-        #[derive(Deserialize)]
-        struct Score {
-            #[serde(default)]
-            score: Option<f64>,
-        }
         let mut range: Option<(f64, f64)> = None;
         for record in &self.records {
-            if !record.starts_with('{') {
-                continue;
-            }
-            if let Ok(Score { score: Some(s) }) = serde_json::from_str::<Score>(record) {
+            if let Some(s) =
+                top_level_value(record, "score").and_then(|raw| raw.parse::<f64>().ok())
+            {
                 range = Some(match range {
                     None => (s, s),
                     Some((lo, hi)) => (lo.min(s), hi.max(s)),
@@ -207,6 +195,92 @@ impl<'a> RecordSet<'a> {
         }
         range
     }
+}
+
+/// The raw JSON text of top-level field `key` of a compact JSON object, found
+/// by one scan that tracks nesting and strings without building any value.
+/// Summaries read one or two fields of every record; a full parse of each
+/// record would cost several times more. Keys with escapes never match.
+pub fn top_level_value<'r>(record: &'r str, key: &str) -> Option<&'r str> {
+    let bytes = record.as_bytes();
+    if bytes.first() != Some(&b'{') {
+        return None;
+    }
+    let mut depth = 0usize;
+    let mut i = 0;
+    // At depth 1, the string after `{` or `,` is a key.
+    let mut expect_key = false;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'"' => {
+                let start = i + 1;
+                i = string_end(bytes, start);
+                if depth == 1 && expect_key {
+                    expect_key = false;
+                    if &record[start..i.min(bytes.len())] == key {
+                        // Skip past the colon and any whitespace to the value.
+                        let mut v = i + 1;
+                        while v < bytes.len()
+                            && (bytes[v] == b':' || bytes[v].is_ascii_whitespace())
+                        {
+                            v += 1;
+                        }
+                        return value_end(bytes, v).map(|end| &record[v..end]);
+                    }
+                }
+            }
+            b'{' | b'[' => {
+                depth += 1;
+                expect_key = depth == 1 && bytes[i] == b'{';
+            }
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            b',' => expect_key = depth == 1,
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
+/// Index of the closing quote of the string whose content starts at `from`
+/// (or the length when unterminated). Long strings are skipped with memchr.
+fn string_end(bytes: &[u8], mut from: usize) -> usize {
+    while let Some(off) = memchr::memchr2(b'"', b'\\', &bytes[from.min(bytes.len())..]) {
+        let at = from + off;
+        if bytes[at] == b'"' {
+            return at;
+        }
+        from = at + 2;
+    }
+    bytes.len()
+}
+
+/// End (exclusive) of the JSON value starting at `start`.
+fn value_end(bytes: &[u8], start: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut i = start;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'"' => {
+                i = string_end(bytes, i + 1);
+                if depth == 0 {
+                    return Some(i + 1);
+                }
+            }
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' if depth == 0 => return Some(i),
+            b'}' | b']' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(i + 1);
+                }
+            }
+            b',' if depth == 0 => return Some(i),
+            _ => {}
+        }
+        i += 1;
+    }
+    None
 }
 
 fn compact(raw: &RawValue) -> Cow<'_, str> {
@@ -307,6 +381,21 @@ mod tests {
         assert_eq!(set.top_namespaces(5), ["b", "a"]);
         assert_eq!(set.top_namespaces(1), ["b"]);
         assert_eq!(set.score_range(), Some((0.5, 0.9)));
+    }
+
+    #[test]
+    fn top_level_scan_ignores_nested_and_string_lookalikes() {
+        let r = r#"{"a":{"namespace":"inner"},"s":"\"namespace\":\"x\"","namespace":"outer","score":0.5,"z":[1,{"score":9}]}"#;
+        assert_eq!(top_level_value(r, "namespace"), Some("\"outer\""));
+        assert_eq!(top_level_value(r, "score"), Some("0.5"));
+        assert_eq!(top_level_value(r, "z"), Some("[1,{\"score\":9}]"));
+        assert_eq!(top_level_value(r, "a"), Some("{\"namespace\":\"inner\"}"));
+        assert_eq!(top_level_value(r, "missing"), None);
+        assert_eq!(top_level_value("[1]", "a"), None);
+        assert_eq!(
+            top_level_value(r#"{"n": "sp aced" }"#, "n"),
+            Some("\"sp aced\"")
+        );
     }
 
     #[test]
