@@ -3,7 +3,8 @@
 //!
 //! Run: `cargo bench -p lro-extract --bench extract_vs_jq`
 //! (`LRO_BENCH_RECORDS=20000` for a quicker run, `LRO_BENCH_RUNS=3` for
-//! more repetitions; the fastest run counts).
+//! more repetitions; the fastest run counts; `LRO_BENCH_DIR=/some/dir` to
+//! keep the generated file).
 //!
 //! Both sides are measured the same way: each run is a child process under
 //! `/usr/bin/time -f %M` (GNU time: peak RSS in KiB of the child and its
@@ -153,13 +154,17 @@ fn main() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(1);
 
+    // `LRO_BENCH_DIR` keeps the generated file (for profiling a child).
     let dir = tempfile::tempdir().unwrap();
+    let dir_path = std::env::var_os("LRO_BENCH_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| dir.path().to_owned());
     let started = Instant::now();
     let records: Vec<serde_json::Value> = support::corpus(n_records, 42)
         .iter()
         .map(|m| support::at_detail(m, Detail::Full))
         .collect();
-    let file = support::offload(dir.path(), "recall", &records, Detail::Full);
+    let file = support::offload(&dir_path, "recall", &records, Detail::Full);
     drop(records);
     let size = std::fs::metadata(&file.path).unwrap().len();
     let jq_version = Command::new("jq")

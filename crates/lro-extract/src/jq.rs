@@ -506,6 +506,8 @@ pub(crate) struct Job<'g> {
     pub(crate) program: &'g Program,
     /// Parse only these fields, when the filter allows it.
     pub(crate) projection: Option<crate::project::Projection>,
+    /// Run simple shapes on the raw line (per-record mode only).
+    pub(crate) fast: Option<crate::fast::FastFilter>,
     pub(crate) vars: Vec<String>,
     pub(crate) slurp: bool,
     pub(crate) render: Render,
@@ -569,6 +571,26 @@ impl Job<'_> {
             if self.guard.cancelled() {
                 return Err(cancelled());
             }
+            if let Some(fast) = &self.fast {
+                match fast.apply(line) {
+                    Some(crate::fast::FastOut::Skip) => continue,
+                    Some(crate::fast::FastOut::Line) if out.fits(line.len()) => {
+                        if push_fast(out, line, false) == Flow::Stop {
+                            break 'records;
+                        }
+                        continue;
+                    }
+                    Some(crate::fast::FastOut::Bytes(b)) if out.fits(b.len()) => {
+                        if push_fast(out, &b, self.render.raw) == Flow::Stop {
+                            break 'records;
+                        }
+                        continue;
+                    }
+                    // Unusual record, or too big to fit: the general path
+                    // decides (and cuts or shortens).
+                    _ => {}
+                }
+            }
             let input = parse(line, line_no)?;
             let originals = OneOriginal {
                 record: &input,
@@ -586,6 +608,23 @@ impl Job<'_> {
         }
         Ok(())
     }
+}
+
+fn push_fast(out: &mut Collector, bytes: &[u8], raw: bool) -> Flow {
+    if out.count() > 0 && !out.fits(bytes.len()) {
+        out.cut_bytes();
+        return Flow::Stop;
+    }
+    let keep = out.keeps_values();
+    out.push(bytes, || {
+        if !keep {
+            Value::Null
+        } else if raw {
+            Value::String(String::from_utf8_lossy(bytes).into_owned())
+        } else {
+            serde_json::from_slice(bytes).unwrap_or(Value::Null)
+        }
+    })
 }
 
 fn cancelled() -> ExtractError {

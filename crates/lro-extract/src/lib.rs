@@ -48,6 +48,7 @@
 
 pub mod config;
 pub mod error;
+pub mod fast;
 pub mod guard;
 pub mod jq;
 pub mod output;
@@ -383,9 +384,16 @@ fn execute(
                 .collect();
             let program = jq::compile_with_vars(&recipe.filter, &accepted)?;
             raw = recipe.raw;
+            let named: BTreeMap<String, String> = accepted
+                .iter()
+                .map(|n| (*n).to_owned())
+                .zip(vars.iter().cloned())
+                .collect();
+            let fast = fast_path(&recipe.filter, &named, recipe.slurp, raw);
             Job {
                 program: &program,
                 projection: project::analyze(&recipe.filter, recipe.slurp),
+                fast,
                 vars,
                 slurp: recipe.slurp,
                 render: Render { raw },
@@ -400,9 +408,11 @@ fn execute(
         } => {
             let names: Vec<&str> = params.keys().map(String::as_str).collect();
             let program = jq::compile_with_vars(&code, &names)?;
+            let fast = fast_path(&code, &params, slurp, false);
             Job {
                 program: &program,
                 projection: project::analyze(&code, slurp),
+                fast,
                 vars: params.into_values().collect(),
                 slurp,
                 render: Render { raw: false },
@@ -415,6 +425,18 @@ fn execute(
         Plan::Grep(g) => g.run(reader, guard, &mut out)?,
     }
     Ok(out.finish(mode, raw))
+}
+
+fn fast_path(
+    code: &str,
+    vars: &BTreeMap<String, String>,
+    slurp: bool,
+    raw: bool,
+) -> Option<fast::FastFilter> {
+    if slurp {
+        return None;
+    }
+    fast::FastFilter::new(code, vars).filter(|f| f.fits_render(raw))
 }
 
 /// Reads the first [`SAMPLE_SIZE`] records (as the descriptor did), keeping

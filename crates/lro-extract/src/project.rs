@@ -399,7 +399,7 @@ fn skip_ws(b: &[u8], mut i: usize) -> usize {
 }
 
 /// Index just past the string starting at `b[i] == '"'`.
-fn string_end(b: &[u8], i: usize) -> Option<usize> {
+pub(crate) fn string_end(b: &[u8], i: usize) -> Option<usize> {
     let mut j = i + 1;
     loop {
         let k = b[j..].iter().position(|&c| c == b'"' || c == b'\\')? + j;
@@ -414,7 +414,7 @@ fn string_end(b: &[u8], i: usize) -> Option<usize> {
 }
 
 /// Index just past the JSON value starting at `i`.
-fn value_end(b: &[u8], i: usize) -> Option<usize> {
+pub(crate) fn value_end(b: &[u8], i: usize) -> Option<usize> {
     match *b.get(i)? {
         b'"' => string_end(b, i),
         b'{' | b'[' => {
