@@ -260,8 +260,9 @@ impl<H: ServerHandler> Lro<H> {
             };
             let span = tracing::Span::current();
             span.record("lro.decision", processed.decision.as_str());
-            span.record("lro.estimated_tokens", processed.estimated_tokens);
-            span.record("lro.records", processed.records);
+            // Signed integers export as OTLP ints; usize would become a string.
+            span.record("lro.estimated_tokens", processed.estimated_tokens as i64);
+            span.record("lro.records", processed.records as i64);
             intercept::count(&tool, &processed);
             Ok(CallToolResponse::Complete(processed.result))
         }

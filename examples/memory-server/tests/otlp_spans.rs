@@ -1,0 +1,156 @@
+//! The layer's spans reach a real OTLP/HTTP receiver from the real binary:
+//! OpenTelemetry MCP semantic-convention attributes, the offload decision,
+//! and the offload events. A failed write that fell back to truncation is a
+//! warning, not a span error.
+
+use std::{path::Path, time::Duration};
+
+use axum::{Router, body::Bytes, http::header::CONTENT_TYPE, routing::post};
+use opentelemetry_proto::tonic::{
+    collector::trace::v1::{ExportTraceServiceRequest, ExportTraceServiceResponse},
+    common::v1::{AnyValue, KeyValue, any_value::Value},
+    trace::v1::{Span, span::SpanKind, status::StatusCode},
+};
+use prost::Message;
+use rmcp::{
+    ServiceExt,
+    model::{CallToolRequestParams, ClientConfig},
+    transport::TokioChildProcess,
+};
+use serde_json::json;
+use tokio::sync::mpsc;
+
+const PATIENCE: Duration = Duration::from_secs(30);
+
+async fn receiver() -> (String, mpsc::UnboundedReceiver<ExportTraceServiceRequest>) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let app = Router::new().route(
+        "/v1/traces",
+        post(move |body: Bytes| {
+            let tx = tx.clone();
+            async move {
+                let _ = tx.send(ExportTraceServiceRequest::decode(body).expect("OTLP protobuf"));
+                (
+                    [(CONTENT_TYPE, "application/x-protobuf")],
+                    ExportTraceServiceResponse::default().encode_to_vec(),
+                )
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (format!("http://{addr}"), rx)
+}
+
+fn attr<'a>(attrs: &'a [KeyValue], key: &str) -> Option<&'a Value> {
+    attrs
+        .iter()
+        .find(|kv| kv.key == key)
+        .and_then(|kv| kv.value.as_ref())
+        .and_then(|AnyValue { value }| value.as_ref())
+}
+
+fn str_attr<'a>(attrs: &'a [KeyValue], key: &str) -> Option<&'a str> {
+    match attr(attrs, key) {
+        Some(Value::StringValue(s)) => Some(s),
+        _ => None,
+    }
+}
+
+/// Runs the server with one tool call, then closes stdin so it exits and
+/// flushes its spans; returns the `tools/call list_memories` span.
+async fn traced_call(output_dir: &Path) -> Span {
+    let (endpoint, mut rx) = receiver().await;
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_memory-server"));
+    cmd.env("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint)
+        .env("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
+        .env("ATLATL_PROMPT__OFFLOAD__OUTPUT_DIR", output_dir)
+        .env("RUST_LOG", "info");
+    let client = ClientConfig::default()
+        .serve(TokioChildProcess::new(cmd).unwrap())
+        .await
+        .unwrap();
+    let result = client
+        .call_tool(
+            CallToolRequestParams::new("list_memories")
+                .with_arguments(json!({"detail": "full"}).as_object().unwrap().clone()),
+        )
+        .await
+        .unwrap();
+    assert_ne!(result.is_error, Some(true));
+    client.cancel().await.unwrap();
+    tokio::time::timeout(PATIENCE, async {
+        loop {
+            let request = rx.recv().await.expect("receiver open");
+            for rs in request.resource_spans {
+                for ss in rs.scope_spans {
+                    if let Some(span) = ss
+                        .spans
+                        .into_iter()
+                        .find(|s| s.name == "tools/call list_memories")
+                    {
+                        return span;
+                    }
+                }
+            }
+        }
+    })
+    .await
+    .expect("span exported before the server exited")
+}
+
+#[tokio::test]
+async fn an_offloaded_call_exports_a_semantic_convention_span_with_its_event() {
+    let dir = tempfile::tempdir().unwrap();
+    let span = traced_call(dir.path()).await;
+    assert_eq!(span.kind, SpanKind::Server as i32);
+    assert_eq!(
+        str_attr(&span.attributes, "mcp.method.name"),
+        Some("tools/call")
+    );
+    assert_eq!(
+        str_attr(&span.attributes, "gen_ai.tool.name"),
+        Some("list_memories")
+    );
+    assert!(str_attr(&span.attributes, "jsonrpc.request.id").is_some());
+    assert_eq!(
+        str_attr(&span.attributes, "lro.decision"),
+        Some("offloaded")
+    );
+    assert!(
+        matches!(
+            attr(&span.attributes, "lro.records"),
+            Some(Value::IntValue(500))
+        ),
+        "{:?}",
+        span.attributes
+    );
+    let event = span
+        .events
+        .iter()
+        .find(|e| e.name == "result offloaded")
+        .expect("offload event on the span");
+    assert_eq!(str_attr(&event.attributes, "operation"), Some("list"));
+    assert_ne!(span.status.map(|s| s.code), Some(StatusCode::Error as i32));
+}
+
+#[tokio::test]
+async fn a_write_failure_is_a_warning_event_not_a_span_error() {
+    let root = tempfile::tempdir().unwrap();
+    let blocker = root.path().join("file");
+    std::fs::write(&blocker, "x").unwrap();
+    let span = traced_call(&blocker.join("out")).await;
+    assert_eq!(
+        str_attr(&span.attributes, "lro.decision"),
+        Some("truncated")
+    );
+    let event = span
+        .events
+        .iter()
+        .find(|e| e.name.contains("offload write failed"))
+        .expect("write-failure event on the span");
+    assert_eq!(str_attr(&event.attributes, "level"), Some("WARN"));
+    assert_ne!(span.status.map(|s| s.code), Some(StatusCode::Error as i32));
+    assert!(str_attr(&span.attributes, "error.type").is_none());
+}
