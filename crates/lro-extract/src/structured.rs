@@ -438,8 +438,10 @@ impl Structured {
             list.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| jq_cmp(&a.0, &b.0)));
             let take = self.limit.unwrap_or(usize::MAX);
             for (key, count) in list.into_iter().skip(self.offset).take(take) {
+                // Written by hand so `key` comes first (serde_json sorts keys).
+                let line = format!("{{\"key\":{key},\"count\":{count}}}");
                 let v = json!({ "key": key, "count": count });
-                if out.push(v.to_string().as_bytes(), || v.clone()) == Flow::Stop {
+                if out.push(line.as_bytes(), || v) == Flow::Stop {
                     break;
                 }
             }

@@ -1,0 +1,28 @@
+//! `lro`: extract from, inspect and clean up LRO offload files.
+//!
+//! Exit codes: 0 on success, 2 on any error (with a message on stderr).
+
+#![forbid(unsafe_code)]
+
+use std::{process::ExitCode, time::SystemTime};
+
+use clap::Parser;
+use lro_cli::cli::{self, Cli, Command};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let mut stderr = std::io::stderr();
+    let mut stdout = std::io::stdout();
+    let result = match &cli.command {
+        Command::Extract(args) => cli::extract(args, Box::new(std::io::stdout()), &mut stderr),
+        Command::Inspect(args) => cli::inspect(args, &mut stdout),
+        Command::Gc(args) => cli::gc(args, SystemTime::now(), &mut stdout),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("lro: {message}");
+            ExitCode::from(2)
+        }
+    }
+}

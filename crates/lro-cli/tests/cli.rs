@@ -1,0 +1,269 @@
+//! The built `lro` binary, end to end.
+
+use std::{
+    path::{Path, PathBuf},
+    process::{Command, Output},
+};
+
+use lro_core::{
+    descriptor::Detail,
+    offload::{OffloadInput, Offloader},
+    records::RecordSet,
+};
+use serde_json::{Value, json};
+
+fn lro(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_lro"))
+        .args(args)
+        .output()
+        .expect("run lro")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8(o.stdout.clone()).unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8(o.stderr.clone()).unwrap()
+}
+
+fn memories() -> Vec<Value> {
+    (0..40)
+        .map(|i| {
+            let (namespace, memory_type, tag) = [
+                ("_semantic/knowledge", "semantic", "perf"),
+                ("_episodic/incidents", "episodic", "ops"),
+            ][i % 2];
+            json!({
+                "id": format!("m{i:03}"),
+                "title": format!("Note {i} about {}", if i % 4 == 0 { "caching" } else { "deploys" }),
+                "namespace": namespace,
+                "memory_type": memory_type,
+                "tags": [tag],
+                "created": format!("2025-01-{:02}T00:00:00Z", 1 + i % 28),
+                "priority": 1 + i % 5,
+            })
+        })
+        .collect()
+}
+
+fn offload(dir: &Path, text: &str, detail: Option<Detail>) -> PathBuf {
+    let records = RecordSet::from_text(text);
+    let mut input = OffloadInput::new("recall", "recall", &records, text.len() / 4);
+    input.detail = detail;
+    Offloader::new(dir)
+        .offload(input, &|| false)
+        .unwrap()
+        .result
+        .path
+}
+
+fn memory_file(dir: &Path) -> String {
+    let text = serde_json::to_string(&memories()).unwrap();
+    offload(dir, &text, Some(Detail::Light))
+        .to_string_lossy()
+        .into_owned()
+}
+
+#[test]
+fn extract_recipe_prints_jq_style_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = memory_file(dir.path());
+    let o = lro(&["extract", &file, "--recipe", "6"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert_eq!(
+        v,
+        json!([{"namespace": "_episodic/incidents", "count": 20}, {"namespace": "_semantic/knowledge", "count": 20}])
+    );
+    // Raw recipe 1: tab-separated lines.
+    let o = lro(&["extract", &file, "--recipe", "1"]);
+    let out = stdout(&o);
+    assert_eq!(out.lines().count(), 40);
+    assert_eq!(
+        out.lines().next().unwrap(),
+        "Note 0 about caching\t_semantic/knowledge"
+    );
+    // Recipe params.
+    let o = lro(&[
+        "extract",
+        &file,
+        "--recipe",
+        "3",
+        "--param",
+        "keyword=CACHING",
+    ]);
+    assert_eq!(stdout(&o).lines().count(), 10);
+}
+
+#[test]
+fn extract_structured_and_query() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = memory_file(dir.path());
+    let truth = memories()
+        .iter()
+        .filter(|m| m["namespace"] == "_episodic/incidents" && m["priority"].as_u64().unwrap() >= 3)
+        .count();
+    let o = lro(&[
+        "extract",
+        &file,
+        "--where",
+        "namespace:prefix:_episodic",
+        "--where",
+        "priority:gte:3",
+        "--count",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o).trim(), format!("{{\"count\":{truth}}}"));
+
+    let o = lro(&[
+        "extract",
+        &file,
+        "-w",
+        "id:in:m001,m002,zzz",
+        "--fields",
+        "id,priority",
+        "--sort-by",
+        "-priority",
+    ]);
+    assert_eq!(
+        stdout(&o),
+        "{\"id\":\"m002\",\"priority\":3}\n{\"id\":\"m001\",\"priority\":2}\n"
+    );
+
+    let o = lro(&[
+        "extract",
+        &file,
+        "--query",
+        "select(.priority == ($p|tonumber)) | .id",
+        "--param",
+        "p=5",
+    ]);
+    assert_eq!(stdout(&o).lines().count(), 8);
+    let o = lro(&[
+        "extract",
+        &file,
+        "--query",
+        "map(.priority) | add",
+        "--slurp",
+    ]);
+    assert_eq!(stdout(&o).trim(), "120");
+    let o = lro(&["extract", &file, "--group-by", "tags"]);
+    assert_eq!(
+        stdout(&o),
+        "{\"key\":\"ops\",\"count\":20}\n{\"key\":\"perf\",\"count\":20}\n"
+    );
+}
+
+#[test]
+fn extract_text_modes() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = (1..=30)
+        .map(|i| {
+            if i == 12 {
+                "ERROR boom".to_owned()
+            } else {
+                format!("line {i}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let file = offload(dir.path(), &text, None)
+        .to_string_lossy()
+        .into_owned();
+    let o = lro(&["extract", &file, "--lines", "0:2"]);
+    assert_eq!(stdout(&o), "1:line 1\n2:line 2\n");
+    assert!(stderr(&o).contains("more lines follow"), "{}", stderr(&o));
+    let o = lro(&["extract", &file, "--grep", "error", "-i", "-C", "1"]);
+    assert_eq!(stdout(&o), "11-line 11\n12:ERROR boom\n13-line 13\n");
+}
+
+#[test]
+fn extract_errors_exit_2_with_a_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = memory_file(dir.path());
+    let other = tempfile::tempdir().unwrap();
+    // The file is outside the given root.
+    let o = lro(&[
+        "extract",
+        &file,
+        "--root",
+        &other.path().to_string_lossy(),
+        "--count",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("outside the offload directory"),
+        "{}",
+        stderr(&o)
+    );
+    // Not an offload file.
+    let o = lro(&["extract", "/etc/passwd", "--count"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("not an offload file"), "{}", stderr(&o));
+    // Two modes.
+    let o = lro(&["extract", &file, "--recipe", "1", "--count"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("give exactly one of"), "{}", stderr(&o));
+    // A bad filter.
+    let o = lro(&["extract", &file, "--query", "map("]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("does not compile"), "{}", stderr(&o));
+    // A runaway, with a short timeout.
+    let o = lro(&[
+        "extract",
+        &file,
+        "--query",
+        "last(range(infinite))",
+        "--timeout-ms",
+        "200",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("timeout"), "{}", stderr(&o));
+}
+
+#[test]
+fn inspect_checks_the_count_and_lists_recipes() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = memory_file(dir.path());
+    let o = lro(&["inspect", &file]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(text.contains("records: 40 (header says 40: ok)"), "{text}");
+    assert!(text.contains("namespace: string"), "{text}");
+    assert!(
+        text.contains("lro extract") && text.contains("--recipe 10"),
+        "{text}"
+    );
+    let o = lro(&["inspect", &file, "--json"]);
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["records"], 40);
+    assert_eq!(v["count_matches"], true);
+    assert_eq!(v["recipes"].as_array().unwrap().len(), 10);
+    assert_eq!(v["header"]["detail"], "light");
+    let o = lro(&["inspect", "/etc/passwd"]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn gc_deletes_expired_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = memory_file(dir.path());
+    let d = dir.path().to_string_lossy().into_owned();
+    // A fresh file survives the default TTL.
+    let o = lro(&["gc", &d, "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        (v["scanned"].as_u64(), v["deleted"].as_u64()),
+        (Some(1), Some(0))
+    );
+    assert!(Path::new(&file).exists());
+    // TTL 0: it is expired.
+    let o = lro(&["gc", &d, "--ttl-seconds", "0"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("deleted 1"), "{}", stdout(&o));
+    assert!(!Path::new(&file).exists());
+    let o = lro(&["gc", "/definitely/not/here"]);
+    assert_eq!(o.status.code(), Some(2));
+}
