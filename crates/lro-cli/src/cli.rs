@@ -38,7 +38,7 @@ pub struct Cli {
 pub enum Command {
     /// Query an offload file: a recipe, a jq filter, structured conditions,
     /// a window of lines, or a grep (exactly one).
-    Extract(ExtractArgs),
+    Extract(Box<ExtractArgs>),
     /// Show an offload file's header, record count check, inferred schema
     /// and recipes.
     Inspect(InspectArgs),
@@ -302,7 +302,7 @@ mod tests {
         let mut all = vec!["lro", "extract", "f.jsonl"];
         all.extend(args);
         match Cli::try_parse_from(all).unwrap().command {
-            Command::Extract(a) => a,
+            Command::Extract(a) => *a,
             _ => unreachable!(),
         }
     }

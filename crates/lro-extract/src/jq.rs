@@ -934,10 +934,11 @@ pub(crate) fn to_value(v: &Val, depth: usize, orig: &dyn Originals) -> Result<Va
     if depth > MAX_DEPTH {
         return Err(too_deep());
     }
-    if let Some(line) = orig.original(v) {
-        if let Ok(value) = serde_json::from_slice(line) {
-            return Ok(value);
-        }
+    if let Some(value) = orig
+        .original(v)
+        .and_then(|line| serde_json::from_slice(line).ok())
+    {
+        return Ok(value);
     }
     Ok(match v {
         Val::Null => Value::Null,

@@ -125,7 +125,8 @@ fn custom_queries_with_params_match_jq() {
         .map(|m| at_detail(m, Detail::Full))
         .collect();
     let file = offload(dir.path(), "search", &records, Detail::Full);
-    let cases: [(&str, bool, &[(&str, &str)]); 6] = [
+    type Case<'a> = (&'a str, bool, &'a [(&'a str, &'a str)]);
+    let cases: [Case; 6] = [
         (
             "select(.priority >= ($min | tonumber)) | {id, priority}",
             false,
