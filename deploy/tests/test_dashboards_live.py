@@ -223,7 +223,14 @@ async def call(session, name: str, args: dict):
     return result
 
 
-async def workload(url: str, offload_dir: Path) -> Observed:
+async def scraped(prom: Prometheus, expr: str, timeout: float = 30) -> None:
+    """Waits, without blocking the event loop, until Prometheus returns data for expr."""
+    with anyio.fail_after(timeout):
+        while not await anyio.to_thread.run_sync(prom.query, expr):
+            await anyio.sleep(0.5)
+
+
+async def workload(url: str, offload_dir: Path, prom: Prometheus) -> Observed:
     seen = Observed()
     async with mcp_session(url) as session:
         listed = await session.list_tools()
@@ -231,14 +238,20 @@ async def workload(url: str, offload_dir: Path) -> Observed:
         missing = MEMORY_TOOLS - seen.tools
         assert not missing, f"server does not list {sorted(missing)}; it lists {sorted(seen.tools)}"
 
-        # Inline: small results stay under the threshold.
-        for args in ({"limit": 3, "detail": "light"}, {"limit": 2, "offset": 5, "detail": "light"}):
-            r = await call(session, "list_memories", args)
-            assert offload_path(r) is None, f"list_memories {args} should be inline"
+        # Inline: small results stay under the threshold. (list_memories is
+        # judged on its whole filtered set, pagination notwithstanding: LRO
+        # takes precedence over pagination; so the small inline results come
+        # from the ranked tools with a small limit.)
+        for name, args in (
+            ("recall_memories", {"query": "cache", "limit": 3, "detail": "light"}),
+            ("search_memories", {"query": "a", "limit": 3, "detail": "light"}),
+            ("recall_memories", {"query": "deployment", "limit": 2, "detail": "medium"}),
+        ):
+            r = await call(session, name, args)
+            assert offload_path(r) is None, f"{name} {args} should be inline, got: {text_of(r)[:300]}"
             seen.inline += 1
-        await call(session, "recall_memories", {"query": "cache", "limit": 3, "detail": "light"})
-        await call(session, "search_memories", {"query": "architecture", "limit": 3, "detail": "light"})
         await call(session, "inject_context", {"query": "deployment", "limit": 3, "token_budget": 400})
+        await call(session, "list_memories", {"limit": 3, "detail": "light"})
 
         # Offloaded: the whole corpus at full detail is far above 1600 tokens.
         for _ in range(3):
@@ -251,19 +264,24 @@ async def workload(url: str, offload_dir: Path) -> Observed:
         await call(session, "recall_memories", {"query": "memory", "limit": 100, "detail": "full"})
         await call(session, "search_memories", {"query": "memory", "limit": 100, "detail": "full"})
 
-        # lro_extract with a recipe. The TTL is 1 s, so the file may expire
-        # between the two calls: retry with a fresh offload.
+        # lro_extract with a recipe, twice: a series is born at its first
+        # value, so rate() needs a second increment after Prometheus has
+        # scraped the first. The TTL is 1 s, so a file may expire between the
+        # offload and the extraction: retry with a fresh offload.
         if EXTRACT_TOOL in seen.tools:
-            last = ""
-            for _ in range(5):
-                path = offload_path(await call(session, "list_memories", {"detail": "full"}))
-                assert path
-                r = await session.call_tool(EXTRACT_TOOL, {"file_path": path, "recipe": 1})
-                if not is_error(r):
-                    seen.extracted += 1
-                    break
-                last = text_of(r)[:300]
-            assert seen.extracted, f"lro_extract recipe 1 never succeeded: {last}"
+            for round_ in range(2):
+                last = ""
+                for _ in range(5):
+                    path = offload_path(await call(session, "list_memories", {"detail": "full"}))
+                    assert path
+                    r = await session.call_tool(EXTRACT_TOOL, {"file_path": path, "recipe": 1})
+                    if not is_error(r):
+                        seen.extracted += 1
+                        break
+                    last = text_of(r)[:300]
+                assert seen.extracted == round_ + 1, f"lro_extract recipe 1 never succeeded: {last}"
+                if round_ == 0:
+                    await scraped(prom, f'sum(lro_extract_requests_total{{job="{JOB}", mode="recipe", outcome="ok"}}) >= 1')
 
         # A real write failure: the offload directory becomes a regular file.
         # The call must still succeed, truncated, with a warning.
@@ -409,7 +427,7 @@ def stack(tmp_path_factory):
         wait_until(lambda: (prom.value(f'count_over_time(lro_build_info{{job="{JOB}"}}[1m])') or 0) >= 3, STARTUP_TIMEOUT_S, "baseline samples")
 
         try:
-            seen = anyio.run(workload, f"http://127.0.0.1:{http_port}/mcp", offload_dir)
+            seen = anyio.run(workload, f"http://127.0.0.1:{http_port}/mcp", offload_dir, prom)
         except BaseException as e:
             raise AssertionError(f"workload failed: {e!r}\n{server.tail()}") from e
 
