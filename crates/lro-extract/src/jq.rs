@@ -530,7 +530,7 @@ impl Job<'_> {
         let vars = Vars::new(self.vars.iter().map(|s| Val::from(s.clone())));
         let ctx = Ctx::<Lro>::new(data, vars);
         let mut lines = Lines::new(reader, first_line);
-        let fields = self.projection.as_ref().map(|p| p.fields.as_slice());
+        let fields = self.projection.as_ref().map(|p| p.paths.as_slice());
         let parse = |line: &[u8], line_no: usize| -> Result<Val, ExtractError> {
             match fields.and_then(|f| crate::project::project_line(line, f)) {
                 Some(v) => Ok(v),

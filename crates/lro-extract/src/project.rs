@@ -46,6 +46,9 @@ use jaq_json::Val;
 pub struct Projection {
     /// Top-level record fields the filter reads, sorted.
     pub fields: Vec<String>,
+    /// Field paths read, sorted, none a prefix of another
+    /// (`.provenance.confidence` is `["provenance", "confidence"]`).
+    pub paths: Vec<Vec<String>>,
     /// Whether records can appear in the output (then they are printed from
     /// their original line, which must be kept).
     pub passes_records: bool,
@@ -100,7 +103,7 @@ fn join(a: Ty, b: Ty) -> Option<Ty> {
 }
 
 struct Analysis {
-    fields: BTreeSet<String>,
+    paths: BTreeSet<Vec<String>>,
     passes: bool,
 }
 
@@ -109,13 +112,22 @@ struct Analysis {
 pub fn analyze(code: &str, slurp: bool) -> Option<Projection> {
     let term = jaq_core::load::parse(code, |p| p.term())?;
     let mut a = Analysis {
-        fields: BTreeSet::new(),
+        paths: BTreeSet::new(),
         passes: false,
     };
     let input = if slurp { Ty::Recs } else { Ty::Rec };
     let out = a.term(&term, input)?;
+    // A path under another one read whole adds nothing.
+    let all: Vec<Vec<String>> = a.paths.into_iter().collect();
+    let paths: Vec<Vec<String>> = all
+        .iter()
+        .filter(|p| !all.iter().any(|q| q.len() < p.len() && p.starts_with(q)))
+        .cloned()
+        .collect();
+    let fields: BTreeSet<String> = paths.iter().map(|p| p[0].clone()).collect();
     Some(Projection {
-        fields: a.fields.into_iter().collect(),
+        fields: fields.into_iter().collect(),
+        paths,
         passes_records: a.passes || out.holds_records(),
     })
 }
@@ -141,7 +153,7 @@ impl Analysis {
         match input {
             Ty::Rec => {
                 let name = key.as_str_literal()?;
-                self.fields.insert(name.to_owned());
+                self.paths.insert(vec![name.to_owned()]);
                 Some(Ty::Other)
             }
             Ty::Other | Ty::Never => Some(input),
@@ -244,7 +256,21 @@ impl Analysis {
             }
             Term::Path(base, path) => {
                 let mut ty = self.term(base, input)?;
-                for (part, _opt) in &path.0 {
+                let mut rest = path.0.as_slice();
+                if ty == Ty::Rec {
+                    // `.a.b.c` on a record reads only that path.
+                    let mut keys = Vec::new();
+                    while let Some(((Part::Index(k), _), tail)) = rest.split_first() {
+                        let Some(key) = k.as_str_literal() else { break };
+                        keys.push(key.to_owned());
+                        rest = tail;
+                    }
+                    if !keys.is_empty() {
+                        self.paths.insert(keys);
+                        ty = Ty::Other;
+                    }
+                }
+                for (part, _opt) in rest {
                     ty = match part {
                         Part::Index(i) => {
                             // The index is computed from the path's input.
@@ -350,18 +376,27 @@ impl StrLiteral for Term<&str> {
     }
 }
 
-/// Parses only `fields` of a compact JSON object line into a jaq object
-/// (in file order). `None` when the line is not a plain object or has an
-/// escaped key, so the caller parses it whole instead.
-pub fn project_line(line: &[u8], fields: &[String]) -> Option<Val> {
+/// Parses only the given field `paths` of a compact JSON object line into
+/// a jaq object (in file order). A nested path is followed only through
+/// objects; any other value on the way is kept whole, so reading it gives
+/// jq's result or error. `None` when the line is not a plain object or has
+/// an escaped key: the caller parses it whole instead.
+pub fn project_line(line: &[u8], paths: &[Vec<String>]) -> Option<Val> {
+    let refs: Vec<&[String]> = paths.iter().map(Vec::as_slice).collect();
+    let (v, end) = project_object(line, skip_ws(line, 0), &refs)?;
+    (skip_ws(line, end) == line.len()).then_some(v)
+}
+
+/// Projects the object starting at `start`; returns it and the index past it.
+fn project_object(line: &[u8], start: usize, paths: &[&[String]]) -> Option<(Val, usize)> {
     let mut map = jaq_json::Map::default();
-    let mut i = skip_ws(line, 0);
+    let mut i = start;
     if line.get(i) != Some(&b'{') {
         return None;
     }
     i = skip_ws(line, i + 1);
     if line.get(i) == Some(&b'}') {
-        return Some(Val::obj(map));
+        return Some((Val::obj(map), i + 1));
     }
     loop {
         if line.get(i) != Some(&b'"') {
@@ -378,14 +413,24 @@ pub fn project_line(line: &[u8], fields: &[String]) -> Option<Val> {
         }
         i = skip_ws(line, i + 1);
         let value_end = value_end(line, i)?;
-        if fields.iter().any(|f| f.as_bytes() == key) {
-            let value = jaq_json::read::parse_single(&line[i..value_end]).ok()?;
+        let wanted: Vec<&[String]> = paths
+            .iter()
+            .filter(|p| p[0].as_bytes() == key)
+            .map(|p| &p[1..])
+            .collect();
+        if !wanted.is_empty() {
+            let whole = wanted.iter().any(|rest| rest.is_empty());
+            let value = if !whole && line[i] == b'{' {
+                project_object(&line[..value_end], i, &wanted)?.0
+            } else {
+                jaq_json::read::parse_single(&line[i..value_end]).ok()?
+            };
             map.insert(Val::utf8_str(key.to_vec()), value);
         }
         i = skip_ws(line, value_end);
         match line.get(i) {
             Some(b',') => i = skip_ws(line, i + 1),
-            Some(b'}') => return Some(Val::obj(map)),
+            Some(b'}') => return Some((Val::obj(map), i + 1)),
             _ => return None,
         }
     }
@@ -459,7 +504,7 @@ mod tests {
 
     #[test]
     fn memory_recipes_project() {
-        let cases: [(&str, bool, &[&str], bool); 12] = [
+        let cases: [(&str, bool, &[&str], bool); 13] = [
             (
                 "[.title, .namespace] | @tsv",
                 false,
@@ -504,6 +549,12 @@ mod tests {
                 true,
                 &["provenance"],
                 true,
+            ),
+            (
+                "select(.a.b == 1 and .a.c == 2) | .d",
+                false,
+                &["a", "d"],
+                false,
             ),
             (
                 "select(.content | test($pattern; \"i\"))",
@@ -555,14 +606,29 @@ mod tests {
     fn projects_lines() {
         let line = br#"{"id":"a","t":{"x":[1,"}"]},"s":"q\"\\","n":-1.5e3,"b":true}"#;
         let all = |fs: &[&str]| {
-            let fs: Vec<String> = fs.iter().map(|s| (*s).to_owned()).collect();
+            let fs: Vec<Vec<String>> = fs.iter().map(|s| vec![(*s).to_owned()]).collect();
             project_line(line, &fs).unwrap().to_string()
         };
         assert_eq!(all(&["t"]), r#"{"t":{"x":[1,"}"]}}"#);
         assert_eq!(all(&["s", "b"]), r#"{"s":"q\"\\","b":true}"#);
         assert_eq!(all(&["n", "missing"]), r#"{"n":-1.5e3}"#);
         assert!(project_line(b"[1]", &[]).is_none());
-        assert!(project_line(br#"{"a\u0062":1}"#, &["ab".into()]).is_none());
+        assert!(project_line(br#"{"a\u0062":1}"#, &[vec!["ab".into()]]).is_none());
+        let nested = |paths: &[&[&str]], line: &[u8]| {
+            let paths: Vec<Vec<String>> = paths
+                .iter()
+                .map(|p| p.iter().map(|s| (*s).to_owned()).collect())
+                .collect();
+            project_line(line, &paths).unwrap().to_string()
+        };
+        let line = br#"{"p":{"c":0.5,"t":"x","d":{"e":1,"f":2}},"q":1}"#;
+        assert_eq!(nested(&[&["p", "c"]], line), r#"{"p":{"c":0.5}}"#);
+        assert_eq!(
+            nested(&[&["p", "d", "f"], &["q"]], line),
+            r#"{"p":{"d":{"f":2}},"q":1}"#
+        );
+        // Not an object on the way: kept whole, so jq's error stays jq's.
+        assert_eq!(nested(&[&["q", "x"]], line), r#"{"q":1}"#);
         assert_eq!(project_line(b"{}", &[]).unwrap().to_string(), "{}");
     }
 }
