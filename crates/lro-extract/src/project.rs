@@ -423,7 +423,7 @@ fn project_object(line: &[u8], start: usize, paths: &[&[String]]) -> Option<(Val
             let value = if !whole && line[i] == b'{' {
                 project_object(&line[..value_end], i, &wanted)?.0
             } else {
-                jaq_json::read::parse_single(&line[i..value_end]).ok()?
+                as_float(jaq_json::read::parse_single(&line[i..value_end]).ok()?)
             };
             map.insert(Val::utf8_str(key.to_vec()), value);
         }
@@ -433,6 +433,19 @@ fn project_object(line: &[u8], start: usize, paths: &[&[String]]) -> Option<(Val
             Some(b'}') => return Some((Val::obj(map), i + 1)),
             _ => return None,
         }
+    }
+}
+
+/// A decimal number as a float, the way jq 1.6 holds every number. jaq
+/// keeps decimals as text, so sorting by one (`sort_by(-.confidence)`)
+/// would re-parse it on every comparison.
+fn as_float(v: Val) -> Val {
+    match v {
+        Val::Num(jaq_json::Num::Dec(text)) => match text.parse::<f64>() {
+            Ok(f) if f.is_finite() => Val::Num(jaq_json::Num::Float(f)),
+            _ => Val::Num(jaq_json::Num::Dec(text)),
+        },
+        other => other,
     }
 }
 
