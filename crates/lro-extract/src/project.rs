@@ -624,7 +624,7 @@ mod tests {
         };
         assert_eq!(all(&["t"]), r#"{"t":{"x":[1,"}"]}}"#);
         assert_eq!(all(&["s", "b"]), r#"{"s":"q\"\\","b":true}"#);
-        assert_eq!(all(&["n", "missing"]), r#"{"n":-1.5e3}"#);
+        assert_eq!(all(&["n", "missing"]), r#"{"n":-1500.0}"#);
         assert!(project_line(b"[1]", &[]).is_none());
         assert!(project_line(br#"{"a\u0062":1}"#, &[vec!["ab".into()]]).is_none());
         let nested = |paths: &[&[&str]], line: &[u8]| {
