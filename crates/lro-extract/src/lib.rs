@@ -499,6 +499,15 @@ mod tests {
     }
 
     #[test]
+    fn public_types_cross_threads() {
+        fn send_sync<T: Send + Sync + 'static>() {}
+        send_sync::<Extractor>();
+        send_sync::<ExtractRequest>();
+        send_sync::<ExtractOutput>();
+        send_sync::<ExtractError>();
+    }
+
+    #[test]
     fn event_reflects_outcome() {
         let ex = Extractor::new(ExtractConfig::new("/tmp"));
         let mut req = ExtractRequest::new("f.jsonl");

@@ -420,6 +420,12 @@ mod tests {
             );
         }
         assert_eq!(schema.as_value()["additionalProperties"], json!(false));
+        let cond = &schema.as_value()["$defs"]["Condition"];
+        assert_eq!(cond["required"], json!(["field", "op"]), "{cond}");
+        let ops = schema.as_value()["$defs"]["Op"].to_string();
+        for op in ["eq", "prefix", "contains", "regex", "gte", "in", "exists"] {
+            assert!(ops.contains(&format!("\"{op}\"")), "{ops}");
+        }
     }
 
     #[test]
