@@ -23,8 +23,10 @@
 //! The limits: a single native operation on a huge value (sorting a
 //! 10-million-element array, `"x" * 1e9`) runs to its end before the next
 //! check, and dropping a value nested millions of levels deep recurses on
-//! the worker's [`WORKER_STACK`] stack. Both are bounded by what a query can
-//! build before its timeout. Unwinding needs `panic = "unwind"` (the
+//! the worker's stack, which is sized from the timeout ([`worker_stack`]) so
+//! that whatever a query can build in its time can also be dropped. Both
+//! are bounded by what a query can build before its timeout; memory is
+//! not capped separately (`[range(1e9)]` reaches ~2 GB in 5 s here). Unwinding needs `panic = "unwind"` (the
 //! default); under `panic = "abort"` a timed-out worker is abandoned instead
 //! and finishes on its own.
 //!
@@ -67,9 +69,26 @@ use crate::{
     output::{Collector, Flow, floor_char_boundary},
 };
 
-/// Stack size of a worker thread. It is reserved address space; only the
-/// pages a query touches are ever backed by memory.
+/// Smallest stack of a worker thread. Stacks are reserved address space;
+/// only the pages a query touches are ever backed by memory.
 pub const WORKER_STACK: usize = 256 * 1024 * 1024;
+/// Largest stack of a worker thread (see [`worker_stack`]).
+pub const MAX_WORKER_STACK: usize = 8 * 1024 * 1024 * 1024;
+
+/// The worker stack for a given timeout.
+///
+/// jaq drops values recursively, and a query can build a value nested as
+/// deep as its time allows (`reduce range(1e9) as $i (null; [.])` nests
+/// about 1.5 million levels a second here, each needing ~64 bytes of stack
+/// to drop). Dropping it when the query ends or is cancelled must not
+/// overflow the stack, which would abort the whole process. So the stack
+/// grows with the timeout: 200 MiB per second (about twice what that
+/// query needs), between [`WORKER_STACK`] and [`MAX_WORKER_STACK`].
+pub fn worker_stack(timeout: std::time::Duration) -> usize {
+    let per_second = 200.0 * 1024.0 * 1024.0;
+    let want = timeout.as_secs_f64() * per_second;
+    (want as usize).clamp(WORKER_STACK, MAX_WORKER_STACK)
+}
 /// Stack a query may use before it is stopped as too deeply recursive; the
 /// rest is headroom for natives and for dropping values.
 pub const STACK_BUDGET: usize = 128 * 1024 * 1024;
@@ -1098,6 +1117,14 @@ mod tests {
         let mut out = Vec::new();
         assert!(!write_json(&mut out, &v, 0, 50, &NoOriginals).unwrap());
         assert!(out.len() < 100, "{}", out.len());
+    }
+
+    #[test]
+    fn worker_stack_grows_with_the_timeout() {
+        use std::time::Duration;
+        assert_eq!(worker_stack(Duration::from_millis(300)), WORKER_STACK);
+        assert_eq!(worker_stack(Duration::from_secs(5)), 1000 * 1024 * 1024);
+        assert_eq!(worker_stack(Duration::from_secs(3600)), MAX_WORKER_STACK);
     }
 
     #[test]

@@ -225,22 +225,19 @@ impl Extractor {
         let (tx, rx) = mpsc::sync_channel(1);
         let live = Live::new(self.active.clone());
         let worker_cancel = cancel.clone();
-        thread::Builder::new()
-            .name("lro-extract".into())
-            .stack_size(jq::WORKER_STACK)
-            .spawn(move || {
-                // Dropped before `tx` (a captured variable), so a caller that
-                // sees the channel close knows the count went down.
-                let _live = live;
-                let guard = Guard::new(worker_cancel);
-                let result = catch_unwind(AssertUnwindSafe(|| job(&guard)))
-                    .unwrap_or_else(|payload| Err(unwound(payload)));
-                let _ = tx.send(result);
-            })
-            .map_err(|e| ExtractError::Runtime {
-                line: None,
-                message: format!("cannot start an extraction worker: {e}"),
-            })?;
+        let worker = move || {
+            // Dropped before `tx` (a captured variable), so a caller that
+            // sees the channel close knows the count went down.
+            let _live = live;
+            let guard = Guard::new(worker_cancel);
+            let result = catch_unwind(AssertUnwindSafe(|| job(&guard)))
+                .unwrap_or_else(|payload| Err(unwound(payload)));
+            let _ = tx.send(result);
+        };
+        spawn_worker(jq::worker_stack(timeout), worker).map_err(|e| ExtractError::Runtime {
+            line: None,
+            message: format!("cannot start an extraction worker: {e}"),
+        })?;
         let result = match rx.recv_timeout(timeout) {
             Ok(result) => result,
             Err(mpsc::RecvTimeoutError::Disconnected) => Err(ExtractError::Runtime {
@@ -287,6 +284,31 @@ impl Extractor {
             duration,
         })
     }
+}
+
+/// Spawns `f` on a thread with `stack` bytes of stack, retrying with the
+/// smallest stack where the system refuses a large reservation.
+fn spawn_worker(stack: usize, f: impl FnOnce() + Send + 'static) -> std::io::Result<()> {
+    let f = std::sync::Mutex::new(Some(f));
+    let f = Arc::new(f);
+    let mut last_err = None;
+    for size in [stack, jq::WORKER_STACK] {
+        let f = f.clone();
+        let spawned = thread::Builder::new()
+            .name("lro-extract".into())
+            .stack_size(size)
+            .spawn(move || {
+                let job = f.lock().ok().and_then(|mut slot| slot.take());
+                if let Some(job) = job {
+                    job();
+                }
+            });
+        match spawned {
+            Ok(_) => return Ok(()),
+            Err(e) => last_err = Some(e),
+        }
+    }
+    Err(last_err.expect("at least one attempt"))
 }
 
 /// Counts a live worker.
