@@ -6,7 +6,11 @@ use std::{collections::BTreeSet, path::PathBuf, process::Command};
 
 fn fn_names(src: &str) -> BTreeSet<String> {
     src.lines()
-        .filter_map(|l| l.trim_start().strip_prefix("fn "))
+        .map(str::trim_start)
+        .filter_map(|l| {
+            l.strip_prefix("async fn ")
+                .or_else(|| l.strip_prefix("fn "))
+        })
         .filter_map(|rest| rest.split(['(', '<']).next())
         .map(|name| name.trim().to_owned())
         .collect()
