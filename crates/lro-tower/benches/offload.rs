@@ -119,13 +119,14 @@ impl ServerHandler for Small {
 }
 
 fn inline_overhead(c: &mut Criterion) {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+    // One thread for client and server: cross-thread wake-ups otherwise add
+    // more jitter than the layer costs.
+    let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let connect = |wrapped: bool| {
+    let connect = |wrapped: Option<bool>| {
         let dir = dir.path().to_owned();
         rt.block_on(async move {
             let (s, c) = tokio::io::duplex(16 << 20);
@@ -133,9 +134,11 @@ fn inline_overhead(c: &mut Criterion) {
                 tool_router: Small::tool_router(),
             };
             tokio::spawn(async move {
-                if wrapped {
-                    let h =
-                        LroLayer::new(OffloadConfig::default().with_output_dir(dir)).wrap(small);
+                if let Some(enabled) = wrapped {
+                    let cfg = OffloadConfig::default()
+                        .with_output_dir(dir)
+                        .with_enabled(enabled);
+                    let h = LroLayer::new(cfg).wrap(small);
                     let _ = h.serve(s).await.unwrap().waiting().await;
                 } else {
                     let _ = small.serve(s).await.unwrap().waiting().await;
@@ -144,8 +147,9 @@ fn inline_overhead(c: &mut Criterion) {
             ClientConfig::default().serve(c).await.unwrap()
         })
     };
-    let plain = connect(false);
-    let wrapped = connect(true);
+    let plain = connect(None);
+    let wrapped = connect(Some(true));
+    let disabled = connect(Some(false));
     // Six memories, ~1300 tokens: under the threshold, so returned inline.
     let params = CallToolRequestParams::new("memories")
         .with_arguments(json!({"n": 6}).as_object().unwrap().clone());
@@ -156,6 +160,9 @@ fn inline_overhead(c: &mut Criterion) {
     });
     group.bench_function("through_lro_layer", |b| {
         b.iter(|| rt.block_on(wrapped.call_tool(params.clone())).unwrap())
+    });
+    group.bench_function("through_lro_layer_disabled", |b| {
+        b.iter(|| rt.block_on(disabled.call_tool(params.clone())).unwrap())
     });
     group.finish();
 }
