@@ -39,7 +39,7 @@ use jaq_core::{
 };
 use regex::Regex;
 
-use crate::project::{string_end, value_end};
+use crate::scan;
 
 /// What the fast path made of one record.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -354,45 +354,13 @@ fn decode_str(b: &[u8]) -> Option<Cow<'_, str>> {
 /// jq). `None` overall when the line is not a plain object.
 fn raw_fields<'a>(line: &'a [u8], names: &[String]) -> Option<Vec<Option<&'a [u8]>>> {
     let mut found: Vec<Option<&[u8]>> = vec![None; names.len()];
-    let ws = |b: &[u8], mut i: usize| {
-        while i < b.len() && matches!(b[i], b' ' | b'\t' | b'\n' | b'\r') {
-            i += 1;
-        }
-        i
-    };
-    let mut i = ws(line, 0);
-    if line.get(i) != Some(&b'{') {
-        return None;
-    }
-    i = ws(line, i + 1);
-    if line.get(i) == Some(&b'}') {
-        return Some(found);
-    }
-    loop {
-        if line.get(i) != Some(&b'"') {
-            return None;
-        }
-        let key_end = string_end(line, i)?;
-        let key = &line[i + 1..key_end - 1];
-        if key.contains(&b'\\') {
-            return None;
-        }
-        i = ws(line, key_end);
-        if line.get(i) != Some(&b':') {
-            return None;
-        }
-        i = ws(line, i + 1);
-        let end = value_end(line, i)?;
+    scan::object_members(line, scan::skip_ws(line, 0), |key, span| {
         if let Some(slot) = names.iter().position(|n| n.as_bytes() == key) {
-            found[slot] = Some(&line[i..end]);
+            found[slot] = Some(&line[span]);
         }
-        i = ws(line, end);
-        match line.get(i) {
-            Some(b',') => i = ws(line, i + 1),
-            Some(b'}') => return Some(found),
-            _ => return None,
-        }
-    }
+        Some(())
+    })?;
+    Some(found)
 }
 
 #[cfg(test)]

@@ -54,6 +54,7 @@ pub mod jq;
 pub mod output;
 pub mod project;
 pub mod request;
+mod scan;
 pub mod structured;
 pub mod text;
 

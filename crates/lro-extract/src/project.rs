@@ -41,6 +41,8 @@ use jaq_core::{
 };
 use jaq_json::Val;
 
+use crate::scan::{self, skip_ws};
+
 /// What the analysis found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Projection {
@@ -390,29 +392,7 @@ pub fn project_line(line: &[u8], paths: &[Vec<String>]) -> Option<Val> {
 /// Projects the object starting at `start`; returns it and the index past it.
 fn project_object(line: &[u8], start: usize, paths: &[&[String]]) -> Option<(Val, usize)> {
     let mut map = jaq_json::Map::default();
-    let mut i = start;
-    if line.get(i) != Some(&b'{') {
-        return None;
-    }
-    i = skip_ws(line, i + 1);
-    if line.get(i) == Some(&b'}') {
-        return Some((Val::obj(map), i + 1));
-    }
-    loop {
-        if line.get(i) != Some(&b'"') {
-            return None;
-        }
-        let key_end = string_end(line, i)?;
-        let key = &line[i + 1..key_end - 1];
-        if key.contains(&b'\\') {
-            return None;
-        }
-        i = skip_ws(line, key_end);
-        if line.get(i) != Some(&b':') {
-            return None;
-        }
-        i = skip_ws(line, i + 1);
-        let value_end = value_end(line, i)?;
+    let end = scan::object_members(line, start, |key, span| {
         let wanted: Vec<&[String]> = paths
             .iter()
             .filter(|p| p[0].as_bytes() == key)
@@ -420,20 +400,16 @@ fn project_object(line: &[u8], start: usize, paths: &[&[String]]) -> Option<(Val
             .collect();
         if !wanted.is_empty() {
             let whole = wanted.iter().any(|rest| rest.is_empty());
-            let value = if !whole && line[i] == b'{' {
-                project_object(&line[..value_end], i, &wanted)?.0
+            let value = if !whole && line[span.start] == b'{' {
+                project_object(&line[..span.end], span.start, &wanted)?.0
             } else {
-                as_float(jaq_json::read::parse_single(&line[i..value_end]).ok()?)
+                as_float(jaq_json::read::parse_single(&line[span]).ok()?)
             };
             map.insert(Val::utf8_str(key.to_vec()), value);
         }
-        i = skip_ws(line, value_end);
-        match line.get(i) {
-            Some(b',') => i = skip_ws(line, i + 1),
-            Some(b'}') => return Some((Val::obj(map), i + 1)),
-            _ => return None,
-        }
-    }
+        Some(())
+    })?;
+    Some((Val::obj(map), end))
 }
 
 /// A decimal number as a float, the way jq 1.6 holds every number. jaq
@@ -446,64 +422,6 @@ fn as_float(v: Val) -> Val {
             _ => Val::Num(jaq_json::Num::Dec(text)),
         },
         other => other,
-    }
-}
-
-fn skip_ws(b: &[u8], mut i: usize) -> usize {
-    while i < b.len() && matches!(b[i], b' ' | b'\t' | b'\n' | b'\r') {
-        i += 1;
-    }
-    i
-}
-
-/// Index just past the string starting at `b[i] == '"'`.
-pub(crate) fn string_end(b: &[u8], i: usize) -> Option<usize> {
-    let mut j = i + 1;
-    loop {
-        let k = b[j..].iter().position(|&c| c == b'"' || c == b'\\')? + j;
-        if b[k] == b'"' {
-            return Some(k + 1);
-        }
-        j = k + 2;
-        if j > b.len() {
-            return None;
-        }
-    }
-}
-
-/// Index just past the JSON value starting at `i`.
-pub(crate) fn value_end(b: &[u8], i: usize) -> Option<usize> {
-    match *b.get(i)? {
-        b'"' => string_end(b, i),
-        b'{' | b'[' => {
-            let mut depth = 0usize;
-            let mut j = i;
-            while j < b.len() {
-                match b[j] {
-                    b'"' => {
-                        j = string_end(b, j)?;
-                        continue;
-                    }
-                    b'{' | b'[' => depth += 1,
-                    b'}' | b']' => {
-                        depth -= 1;
-                        if depth == 0 {
-                            return Some(j + 1);
-                        }
-                    }
-                    _ => {}
-                }
-                j += 1;
-            }
-            None
-        }
-        _ => {
-            let len = b[i..]
-                .iter()
-                .position(|&c| matches!(c, b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r'))
-                .unwrap_or(b.len() - i);
-            (len > 0).then_some(i + len)
-        }
     }
 }
 
