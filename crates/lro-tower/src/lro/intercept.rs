@@ -171,7 +171,7 @@ impl Shared {
         });
         let job = Job {
             tool: tool.to_owned(),
-            operation,
+            operation: operation.clone(),
             query,
             detail,
             score_range: hints.score_range,
@@ -246,7 +246,7 @@ impl Shared {
                     &*self.sink,
                     LroEvent::OffloadWriteFailed(OffloadWriteFailed {
                         tool: tool.to_owned(),
-                        operation: self.cfg.operation_for(tool),
+                        operation,
                         error: error.to_string(),
                         reason: error.reason(),
                         records_total: total,
