@@ -183,13 +183,6 @@ struct ListResponse<'a> {
     next_offset: Option<usize>,
 }
 
-/// The `recall_memories` / `search_memories` response.
-#[derive(Serialize)]
-struct HitsResponse<'a> {
-    memories: Vec<crate::corpus::MemoryView<'a>>,
-    count: usize,
-}
-
 /// The memory MCP server. Cheap to clone: the corpus is shared.
 #[derive(Debug, Clone)]
 pub struct MemoryServer {
@@ -281,16 +274,11 @@ impl MemoryServer {
         let detail = Detail::from(args.detail);
         let hits = self.corpus.recall(&args.query, args.limit);
         let memories: Vec<&Memory> = hits.iter().map(|h| h.memory).collect();
-        if let Some(scope) = LroScope::from_extensions(&extensions) {
-            describe(&scope, &memories, detail, &args.query);
-            if let Some((min, max)) = score_range(&hits) {
-                scope.set_score_range(min, max);
-            }
+        let scope = LroScope::from_extensions(&extensions);
+        if let Some((scope, (min, max))) = scope.as_ref().zip(score_range(&hits)) {
+            scope.set_score_range(min, max);
         }
-        Ok(json_text(&HitsResponse {
-            count: memories.len(),
-            memories: memories.iter().map(|m| m.view(detail)).collect(),
-        }))
+        Ok(hits_result(scope.as_ref(), &memories, detail, &args.query))
     }
 
     /// Finds a substring in titles and content.
@@ -311,13 +299,8 @@ impl MemoryServer {
         }
         let detail = Detail::from(args.detail);
         let memories = self.corpus.search(&args.query, args.limit);
-        if let Some(scope) = LroScope::from_extensions(&extensions) {
-            describe(&scope, &memories, detail, &args.query);
-        }
-        Ok(json_text(&HitsResponse {
-            count: memories.len(),
-            memories: memories.iter().map(|m| m.view(detail)).collect(),
-        }))
+        let scope = LroScope::from_extensions(&extensions);
+        Ok(hits_result(scope.as_ref(), &memories, detail, &args.query))
     }
 
     /// Builds a context block under a token budget.
@@ -342,7 +325,8 @@ impl MemoryServer {
             // The spec evaluates the threshold on the pre-budget set at the
             // inject default (medium): if that set is over it, the layer
             // offloads it and the budgeted string below is discarded.
-            describe(&scope, &memories, Detail::Medium, &args.query);
+            let medium = Corpus::to_json_array(memories.iter().copied(), Detail::Medium);
+            describe(&scope, medium, Detail::Medium, &args.query);
             scope.set_operation("inject");
             if let Some((min, max)) = score_range(&hits) {
                 scope.set_score_range(min, max);
@@ -370,10 +354,27 @@ impl ServerHandler for MemoryServer {
 }
 
 /// Tells the layer what the result set is: the records at `detail`.
-fn describe(scope: &LroScope, memories: &[&Memory], detail: Detail, query: &str) {
-    scope.set_full_result(Corpus::to_json_array(memories.iter().copied(), detail));
+fn describe(scope: &LroScope, records: String, detail: Detail, query: &str) {
+    scope.set_full_result(records);
     scope.set_detail(detail);
     scope.set_query(query);
+}
+
+/// The `recall_memories` / `search_memories` result,
+/// `{"memories": [...], "count": n}`. The memories are serialized once: the
+/// same JSON array is the response's `memories` and the layer's result set.
+fn hits_result(
+    scope: Option<&LroScope>,
+    memories: &[&Memory],
+    detail: Detail,
+    query: &str,
+) -> CallToolResult {
+    let array = Corpus::to_json_array(memories.iter().copied(), detail);
+    let text = format!("{{\"memories\":{array},\"count\":{}}}", memories.len());
+    if let Some(scope) = scope {
+        describe(scope, array, detail, query);
+    }
+    CallToolResult::success(vec![ContentBlock::text(text)])
 }
 
 fn score_range(hits: &[Hit<'_>]) -> Option<(f64, f64)> {
@@ -445,6 +446,26 @@ mod tests {
         assert!(text.starts_with(&first), "{text}");
         let all = format_context(&memories, 100_000);
         assert_eq!(all.matches("## ").count(), memories.len());
+    }
+
+    #[test]
+    fn hits_result_is_the_serialized_response_and_hands_over_the_same_array() {
+        let corpus = Corpus::generate(30, 3);
+        let memories: Vec<&Memory> = corpus.memories().iter().take(4).collect();
+        let scope = LroScope::new();
+        let result = hits_result(Some(&scope), &memories, Detail::Medium, "q");
+        let text = &result.content[0].as_text().unwrap().text;
+        let views: Vec<_> = memories.iter().map(|m| m.view(Detail::Medium)).collect();
+        let expected = serde_json::json!({"memories": views, "count": 4});
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(text).unwrap(),
+            expected
+        );
+        let hints = scope.take();
+        let full: serde_json::Value = serde_json::from_str(&hints.full_result.unwrap()).unwrap();
+        assert_eq!(full, expected["memories"]);
+        assert_eq!(hints.detail, Some(Detail::Medium));
+        assert_eq!(hints.query.as_deref(), Some("q"));
     }
 
     #[test]
