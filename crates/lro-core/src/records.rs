@@ -48,26 +48,31 @@ pub struct RecordSet<'a> {
 }
 
 impl<'a> RecordSet<'a> {
+    /// Where the records of structured content are, when it is an array or
+    /// an object with exactly one array field: a cheap check that
+    /// serializes nothing.
+    pub fn structured_kind(value: &Value) -> Option<RecordKind> {
+        match value {
+            Value::Array(_) => Some(RecordKind::JsonArray),
+            Value::Object(map) => {
+                let mut arrays = map.iter().filter(|(_, v)| v.is_array());
+                let (field, _) = arrays.next()?;
+                arrays.next().is_none().then(|| RecordKind::ObjectField {
+                    field: field.clone(),
+                })
+            }
+            _ => None,
+        }
+    }
+
     /// Records from structured content, when it is an array or an object
     /// with exactly one array field.
     pub fn from_structured(value: &Value) -> Option<RecordSet<'static>> {
-        let (kind, items) = match value {
-            Value::Array(items) => (RecordKind::JsonArray, items),
-            Value::Object(map) => {
-                let mut arrays = map.iter().filter_map(|(k, v)| v.as_array().map(|a| (k, a)));
-                let (field, items) = arrays.next()?;
-                if arrays.next().is_some() {
-                    return None;
-                }
-                (
-                    RecordKind::ObjectField {
-                        field: field.clone(),
-                    },
-                    items,
-                )
-            }
-            _ => return None,
-        };
+        let kind = Self::structured_kind(value)?;
+        let items = match (&kind, value) {
+            (RecordKind::ObjectField { field }, _) => value[field.as_str()].as_array(),
+            _ => value.as_array(),
+        }?;
         let records = items
             .iter()
             .map(|v| Cow::Owned(serde_json::to_string(v).expect("a Value always serializes")))
@@ -365,6 +370,11 @@ mod tests {
         );
         assert_eq!(set.records, ["{\"x\":1}", "{\"x\":2}"]);
         assert!(RecordSet::from_structured(&serde_json::json!({"x": 1})).is_none());
+        assert!(RecordSet::structured_kind(&serde_json::json!({"a": [1], "b": [2]})).is_none());
+        assert_eq!(
+            RecordSet::structured_kind(&serde_json::json!([1])),
+            Some(RecordKind::JsonArray)
+        );
     }
 
     #[test]

@@ -99,9 +99,27 @@ fn readable_parts(result: &CallToolResult) -> (Vec<&str>, Option<String>) {
     (parts, structured)
 }
 
+fn estimate_readable(
+    estimator: &dyn TokenEstimator,
+    parts: &[&str],
+    structured: Option<&String>,
+) -> usize {
+    let mut all = parts.to_vec();
+    all.extend(structured.map(String::as_str));
+    estimator.estimate_parts(&all)
+}
+
 impl Shared {
     pub(crate) fn enabled_for(&self, tool: &str) -> bool {
         self.cfg.enabled_for(tool)
+    }
+
+    /// A result left as it is (proxy client, offloading off): counted the
+    /// same way as any other, so the size histogram stays comparable.
+    pub(crate) fn bypass(&self, result: CallToolResult) -> Processed {
+        let (parts, structured) = readable_parts(&result);
+        let tokens = estimate_readable(&*self.estimator, &parts, structured.as_ref());
+        Processed::unchanged(result, Decision::Bypassed, tokens)
     }
 
     /// Decides and, when over the threshold, offloads. Never fails: a write
@@ -123,13 +141,9 @@ impl Shared {
             match &hints.full_result {
                 Some(full) => (None, self.estimator.estimate(full)),
                 None => {
-                    let mut all = parts.clone();
-                    if let Some(s) = &structured {
-                        all.push(s);
-                    }
-                    let tokens = self.estimator.estimate_parts(&all);
+                    let tokens = estimate_readable(&*self.estimator, &parts, structured.as_ref());
                     let payload = match (&result.structured_content, parts.as_slice()) {
-                        (Some(v), _) if RecordSet::from_structured(v).is_some() => {
+                        (Some(v), _) if RecordSet::structured_kind(v).is_some() => {
                             Some(Payload::Structured(v.clone()))
                         }
                         (_, [one]) => Some(Payload::Text((*one).to_owned())),

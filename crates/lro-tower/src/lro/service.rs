@@ -240,19 +240,7 @@ impl<H: ServerHandler> Lro<H> {
                 tracing::Span::current().record("error.type", "tool_error");
             }
             let processed = if bypass {
-                let tokens = self.shared.estimator.estimate_parts(
-                    &result
-                        .content
-                        .iter()
-                        .filter_map(|b| b.as_text().map(|t| t.text.as_str()))
-                        .collect::<Vec<_>>(),
-                );
-                intercept::Processed {
-                    result,
-                    decision: intercept::Decision::Bypassed,
-                    estimated_tokens: tokens,
-                    records: 0,
-                }
+                self.shared.bypass(result)
             } else {
                 self.shared
                     .process(&tool, arguments.as_ref(), result, scope.take(), &ct)
