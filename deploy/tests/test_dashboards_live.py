@@ -360,15 +360,28 @@ class Stack:
         return self.server.tail() + "\n" + self.prometheus.tail()
 
 
-@pytest.fixture(scope="module")
-def stack(tmp_path_factory):
+@dataclass
+class Launched:
+    """A memory-server and a Prometheus scraping it, both up and scraping."""
+
+    server: Proc
+    prometheus: Proc
+    prom: Prometheus
+    instance: str
+    mcp_url: str
+    offload_dir: Path
+
+
+def launch(tmp: Path, procs: list[Proc], extra_env: dict[str, str]) -> Launched:
+    """Starts the stack under `tmp` (offload files in `tmp/offload`) and waits
+    until Prometheus scrapes the server. Started processes are appended to
+    `procs` as they start, so the caller can stop them whatever happens."""
     prom_bin = shutil.which("prometheus")
     assert prom_bin, "prometheus not found on PATH: apt-get install -y prometheus"
     binary = server_binary()
     help_text = subprocess.run([binary, "--help"], capture_output=True, text=True, timeout=30).stdout
     assert "--metrics" in help_text, f"{binary} has no --metrics option:\n{help_text}"
 
-    tmp = tmp_path_factory.mktemp("live")
     offload_dir = tmp / "offload"
     offload_dir.mkdir(mode=0o700)
     http_port, metrics_port, prom_port = free_port(), free_port(), free_port()
@@ -380,8 +393,7 @@ def stack(tmp_path_factory):
         no_proxy="127.0.0.1,localhost",
         RUST_LOG=env.get("RUST_LOG", "info"),
         ATLATL_PROMPT__OFFLOAD__OUTPUT_DIR=str(offload_dir),
-        ATLATL_PROMPT__OFFLOAD__TTL_SECONDS="1",
-        ATLATL_PROMPT__OFFLOAD__CLEANUP_SCHEDULE="*/2 * * * * *",
+        **extra_env,
     )
     os.environ.setdefault("NO_PROXY", "127.0.0.1,localhost")
     os.environ.setdefault("no_proxy", "127.0.0.1,localhost")
@@ -389,45 +401,56 @@ def stack(tmp_path_factory):
     prom_cfg = tmp / "prometheus.yml"
     prometheus_config(prom_cfg, metrics_port)
 
+    server = Proc(
+        "memory-server",
+        [str(binary), "--http", f"127.0.0.1:{http_port}", "--metrics", instance],
+        tmp / "memory-server.log",
+        env=env,
+        cwd=tmp,
+    )
+    procs.append(server)
+    prometheus = Proc(
+        "prometheus",
+        [
+            prom_bin,
+            f"--config.file={prom_cfg}",
+            f"--storage.tsdb.path={tmp / 'tsdb'}",
+            f"--web.listen-address=127.0.0.1:{prom_port}",
+            "--storage.tsdb.retention.time=1h",
+            "--log.level=warn",
+        ],
+        tmp / "prometheus.log",
+        env=env,
+        cwd=tmp,
+    )
+    procs.append(prometheus)
+    prom = Prometheus(f"http://127.0.0.1:{prom_port}")
+
+    def ready(proc: Proc, url: str):
+        assert proc.alive(), f"{proc.name} exited with {proc.p.returncode}\n{proc.tail()}"
+        return http_get(url, timeout=2)[0] == 200
+
+    wait_until(lambda: ready(server, f"http://{instance}/metrics"), STARTUP_TIMEOUT_S, "the memory-server metrics endpoint")
+    wait_until(lambda: ready(prometheus, f"{prom.base}/-/ready"), STARTUP_TIMEOUT_S, "Prometheus to be ready")
+    wait_until(lambda: prom.value(f'up{{job="{JOB}", instance="{instance}"}}') == 1, STARTUP_TIMEOUT_S, "the scrape target to be up")
+    return Launched(server, prometheus, prom, instance, f"http://127.0.0.1:{http_port}/mcp", offload_dir)
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory):
     procs: list[Proc] = []
     try:
-        server = Proc(
-            "memory-server",
-            [str(binary), "--http", f"127.0.0.1:{http_port}", "--metrics", instance],
-            tmp / "memory-server.log",
-            env=env,
-            cwd=tmp,
+        up = launch(
+            tmp_path_factory.mktemp("live"),
+            procs,
+            {"ATLATL_PROMPT__OFFLOAD__TTL_SECONDS": "1", "ATLATL_PROMPT__OFFLOAD__CLEANUP_SCHEDULE": "*/2 * * * * *"},
         )
-        procs.append(server)
-        prometheus = Proc(
-            "prometheus",
-            [
-                prom_bin,
-                f"--config.file={prom_cfg}",
-                f"--storage.tsdb.path={tmp / 'tsdb'}",
-                f"--web.listen-address=127.0.0.1:{prom_port}",
-                "--storage.tsdb.retention.time=1h",
-                "--log.level=warn",
-            ],
-            tmp / "prometheus.log",
-            env=env,
-            cwd=tmp,
-        )
-        procs.append(prometheus)
-        prom = Prometheus(f"http://127.0.0.1:{prom_port}")
-
-        def ready(proc: Proc, url: str):
-            assert proc.alive(), f"{proc.name} exited with {proc.p.returncode}\n{proc.tail()}"
-            return http_get(url, timeout=2)[0] == 200
-
-        wait_until(lambda: ready(server, f"http://{instance}/metrics"), STARTUP_TIMEOUT_S, "the memory-server metrics endpoint")
-        wait_until(lambda: ready(prometheus, f"{prom.base}/-/ready"), STARTUP_TIMEOUT_S, "Prometheus to be ready")
-        wait_until(lambda: prom.value(f'up{{job="{JOB}", instance="{instance}"}}') == 1, STARTUP_TIMEOUT_S, "the scrape target to be up")
+        server, prometheus, prom, instance, offload_dir = up.server, up.prometheus, up.prom, up.instance, up.offload_dir
         # A few samples before the workload, so increases start from a baseline.
         wait_until(lambda: (prom.value(f'count_over_time(lro_build_info{{job="{JOB}"}}[1m])') or 0) >= 3, STARTUP_TIMEOUT_S, "baseline samples")
 
         try:
-            seen = anyio.run(workload, f"http://127.0.0.1:{http_port}/mcp", offload_dir, prom)
+            seen = anyio.run(workload, up.mcp_url, offload_dir, prom)
         except BaseException as e:
             raise AssertionError(f"workload failed: {e!r}\n{server.tail()}") from e
 

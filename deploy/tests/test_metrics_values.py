@@ -12,7 +12,6 @@ Shares the process and Prometheus helpers of test_dashboards_live.py.
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import time
@@ -23,16 +22,12 @@ import pytest
 
 from test_dashboards_live import (
     JOB,
-    STARTUP_TIMEOUT_S,
     Prometheus,
-    Proc,
     call,
-    free_port,
     http_get,
+    launch,
     mcp_session,
     offload_path,
-    prometheus_config,
-    server_binary,
     text_of,
     wait_until,
 )
@@ -66,41 +61,15 @@ async def exact_workload(url: str, offload_dir: Path) -> dict:
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
-    prom_bin = shutil.which("prometheus")
-    assert prom_bin, "prometheus not found on PATH: apt-get install -y prometheus"
-    binary = server_binary()
-    tmp = tmp_path_factory.mktemp("values")
-    offload_dir = tmp / "offload"
-    offload_dir.mkdir(mode=0o700)
-    http_port, metrics_port, prom_port = free_port(), free_port(), free_port()
-    instance = f"127.0.0.1:{metrics_port}"
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ATLATL_", "OTEL_"))}
-    env.update(
-        NO_PROXY="127.0.0.1,localhost",
-        no_proxy="127.0.0.1,localhost",
-        ATLATL_PROMPT__OFFLOAD__OUTPUT_DIR=str(offload_dir),
-        ATLATL_PROMPT__OFFLOAD__TTL_SECONDS="2",
-        ATLATL_PROMPT__OFFLOAD__CLEANUP_SCHEDULE="* * * * * *",
-    )
-    prom_cfg = tmp / "prometheus.yml"
-    prometheus_config(prom_cfg, metrics_port)
     procs = []
     try:
-        server = Proc("memory-server", [str(binary), "--http", f"127.0.0.1:{http_port}", "--metrics", instance], tmp / "server.log", env=env, cwd=tmp)
-        procs.append(server)
-        prometheus = Proc(
-            "prometheus",
-            [prom_bin, f"--config.file={prom_cfg}", f"--storage.tsdb.path={tmp / 'tsdb'}", f"--web.listen-address=127.0.0.1:{prom_port}", "--log.level=warn"],
-            tmp / "prometheus.log",
-            env=env,
-            cwd=tmp,
+        up = launch(
+            tmp_path_factory.mktemp("values"),
+            procs,
+            {"ATLATL_PROMPT__OFFLOAD__TTL_SECONDS": "2", "ATLATL_PROMPT__OFFLOAD__CLEANUP_SCHEDULE": "* * * * * *"},
         )
-        procs.append(prometheus)
-        prom = Prometheus(f"http://127.0.0.1:{prom_port}")
-        wait_until(lambda: http_get(f"http://{instance}/metrics", timeout=2)[0] == 200, STARTUP_TIMEOUT_S, "server metrics")
-        wait_until(lambda: prom.value(f'up{{job="{JOB}", instance="{instance}"}}') == 1, STARTUP_TIMEOUT_S, "scrape target up")
-        workload = anyio.run(exact_workload, f"http://127.0.0.1:{http_port}/mcp", offload_dir)
-        yield prom, instance, workload, server
+        workload = anyio.run(exact_workload, up.mcp_url, up.offload_dir)
+        yield up.prom, up.instance, workload, up.server
     finally:
         for p in reversed(procs):
             p.stop()
