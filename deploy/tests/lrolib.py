@@ -1,4 +1,4 @@
-"""Shared helpers for the deploy/ tests: the metric catalogue from metric.rs,
+"""Shared helpers for the deploy/ tests: the metric catalogue (deploy/metrics.json),
 dashboard traversal and a small PromQL scanner for metric and label names."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Iterator
 import yaml
 
 REPO = Path(__file__).resolve().parents[2]
-METRIC_RS = REPO / "crates" / "lro-core" / "src" / "metric.rs"
+CATALOGUE = REPO / "deploy" / "metrics.json"
 DASHBOARD_DIR = REPO / "dashboards"
 DASHBOARDS = ["lro-overview.json", "lro-conformance.json"]
 PROM_DIR = REPO / "deploy" / "prometheus"
@@ -41,24 +41,13 @@ class Metric:
     labels: tuple[str, ...] = field(default=())
 
 
-def load_metrics(path: Path = METRIC_RS) -> dict[str, Metric]:
-    """Parses `pub const X: &str = "lro_…";` and the `ALL` table's def(…) rows."""
-    src = path.read_text(encoding="utf-8")
-    consts = dict(re.findall(r'pub const (\w+): &str =\s*"(lro_[a-z0-9_]+)";', src))
-    if not consts:
-        raise AssertionError(f"no metric names found in {path}")
-    defs = re.findall(
-        r"def\(\s*(\w+),\s*Kind::(\w+),\s*(?:None|Some\([^)]*\)),\s*&\[([^\]]*)\]",
-        src,
-    )
-    metrics: dict[str, Metric] = {}
-    for const, kind, labels in defs:
-        name = consts[const]
-        metrics[name] = Metric(name, kind, tuple(re.findall(r'"([^"]+)"', labels)))
-    missing = set(consts.values()) - set(metrics)
-    if missing:
-        raise AssertionError(f"metric.rs: constants without a def(...) row: {sorted(missing)}")
-    return metrics
+def load_metrics(path: Path = CATALOGUE) -> dict[str, Metric]:
+    """The metric catalogue the code generates (`lro metrics --json`)."""
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    return {
+        m["name"]: Metric(m["name"], m["type"].capitalize(), tuple(l["name"] for l in m["labels"]))
+        for m in doc["metrics"]
+    }
 
 
 def resolve_series(name: str, metrics: dict[str, Metric]) -> tuple[Metric | None, set[str]]:
@@ -207,7 +196,7 @@ def check_expr(expr: str, metrics: dict[str, Metric]) -> list[str]:
     for name in s.metrics:
         m, labels = resolve_series(name, metrics)
         if m is None:
-            problems.append(f"unknown metric {name!r} (not in {METRIC_RS.relative_to(REPO)})")
+            problems.append(f"unknown metric {name!r} (not in {CATALOGUE.relative_to(REPO)})")
         allowed_grouping |= labels
     for name, labels in s.selectors:
         if name is None:

@@ -148,22 +148,19 @@ impl ExtractArgs {
         req.limit = self.limit;
         req.group_by = self.group_by.clone();
         if let Some((offset, limit)) = self.lines {
-            req.lines = Some(LineWindow {
-                offset: Some(offset),
-                limit: Some(limit),
-                max_chars: self.max_chars,
-            });
+            let mut window = LineWindow::new(offset, limit);
+            window.max_chars = self.max_chars;
+            req.lines = Some(window);
         } else if self.max_chars.is_some() {
             return Err("--max-chars only applies to --lines".into());
         }
         match &self.grep {
             Some(pattern) => {
-                req.grep = Some(Grep {
-                    pattern: pattern.clone(),
-                    context: self.context,
-                    ignore_case: self.ignore_case.then_some(true),
-                    max_matches: self.max_matches,
-                });
+                let mut grep = Grep::new(pattern.clone());
+                grep.context = self.context;
+                grep.ignore_case = self.ignore_case.then_some(true);
+                grep.max_matches = self.max_matches;
+                req.grep = Some(grep);
             }
             None if self.context.is_some() || self.ignore_case || self.max_matches.is_some() => {
                 return Err("-C, -i and --max-matches only apply to --grep".into());
@@ -323,7 +320,10 @@ mod tests {
             "5",
         ]);
         let req = a.request("/x/f.jsonl").unwrap();
-        assert_eq!(req.mode().unwrap(), "structured");
+        assert_eq!(
+            req.mode().unwrap(),
+            lro_core::metric::label::ExtractMode::Structured
+        );
         assert_eq!(req.r#where.as_ref().unwrap().len(), 2);
         assert_eq!(req.r#match, Some(Match::Any));
         assert_eq!(req.fields.unwrap(), ["id", "title"]);

@@ -21,7 +21,7 @@ use std::{
 };
 
 use lro_core::{
-    descriptor::{Detail, OffloadHeader},
+    descriptor::OffloadHeader,
     recipes::{RecipeSet, SAMPLE_SIZE},
     schema::infer_line_schema,
 };
@@ -68,7 +68,7 @@ pub fn inspect(path: &Path) -> Result<Report, String> {
         .parent()
         .ok_or_else(|| format!("{} has no parent directory", path.display()))?;
     let resolved =
-        lro_extract::guard::resolve(root, &path.to_string_lossy()).map_err(|e| e.to_string())?;
+        lro_extract::resolve(root, &path.to_string_lossy()).map_err(|e| e.to_string())?;
     let header = lro_core::file::read_header(&resolved.path).map_err(|e| e.to_string())?;
     let file = resolved.open().map_err(|e| e.to_string())?;
     let mut reader = BufReader::new(file);
@@ -99,7 +99,7 @@ pub fn inspect(path: &Path) -> Result<Report, String> {
             }
         }
     }
-    let detail: Detail = header.detail.parse().unwrap_or(Detail::Full);
+    let detail = header.detail;
     let path_text = resolved.path.to_string_lossy().into_owned();
     let recipes = RecipeSet::derive(&sample, detail)
         .recipes
@@ -190,8 +190,14 @@ mod tests {
     fn count_mismatch_and_bad_lines_are_reported() {
         let dir = tempfile::tempdir().unwrap();
         let name = "atlatl-list-01ARZ3NDEKTSV4RRFFQ69G5FAV.jsonl";
-        let header =
-            serde_json::to_string(&OffloadHeader::new("list", None, 3, 10, "full")).unwrap();
+        let header = serde_json::to_string(&OffloadHeader::new(
+            "list",
+            None,
+            3,
+            10,
+            lro_core::Detail::Full,
+        ))
+        .unwrap();
         fs::write(
             dir.path().join(name),
             format!("{header}\n{{\"a\":1}}\nnot json\n"),

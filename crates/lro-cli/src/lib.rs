@@ -63,7 +63,7 @@ pub fn parse_condition(s: &str) -> Result<Condition, String> {
             "--where {s:?}: op {op_name} needs a value (FIELD:OP:VALUE)"
         ));
     }
-    Ok(Condition { field, op, value })
+    Ok(Condition::new(field, op, value))
 }
 
 /// Parses `OFFSET:LIMIT` (either may be empty: `:20`, `100:`).
@@ -79,10 +79,7 @@ pub fn parse_window(s: &str) -> Result<(usize, usize), String> {
                 .map_err(|_| format!("--lines {s:?}: {x:?} is not a number"))
         }
     };
-    Ok((
-        num(o, 0)?,
-        num(l, lro_extract::request::DEFAULT_LINE_LIMIT)?,
-    ))
+    Ok((num(o, 0)?, num(l, lro_extract::DEFAULT_LINE_LIMIT)?))
 }
 
 /// Parses `NAME=VALUE` for `--param`.

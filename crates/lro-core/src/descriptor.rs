@@ -4,7 +4,7 @@
 //! ```
 //! use lro_core::descriptor::{Detail, OffloadHeader};
 //!
-//! let header = OffloadHeader::new("recall", Some("caching".into()), 200, 44_000, Detail::Full.as_str());
+//! let header = OffloadHeader::new("recall", Some("caching".into()), 200, 44_000, Detail::Full);
 //! let line = serde_json::to_value(&header).unwrap();
 //! assert_eq!(line["type"], "lro_header");
 //! assert_eq!(line["count"], 200);
@@ -71,6 +71,9 @@ impl FromStr for Detail {
 }
 
 /// Metadata header written as the first line of an offloaded JSONL file.
+///
+/// The spec's struct, field for field; it changes only with the spec, so it
+/// is not `#[non_exhaustive]`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OffloadHeader {
     /// Marker identifying this as an LRO header. Always `"lro_header"`.
@@ -89,7 +92,7 @@ pub struct OffloadHeader {
     /// Estimated total tokens of the result set.
     pub estimated_tokens: usize,
     /// Detail level used for serialization.
-    pub detail: String,
+    pub detail: Detail,
 }
 
 impl OffloadHeader {
@@ -99,7 +102,7 @@ impl OffloadHeader {
         query: Option<String>,
         count: usize,
         estimated_tokens: usize,
-        detail: &str,
+        detail: Detail,
     ) -> Self {
         Self {
             header_type: HEADER_TYPE.to_owned(),
@@ -109,7 +112,7 @@ impl OffloadHeader {
             schema_version: SCHEMA_VERSION.to_owned(),
             timestamp: iso8601(OffsetDateTime::now_utc()),
             estimated_tokens,
-            detail: detail.to_owned(),
+            detail,
         }
     }
 }
@@ -151,7 +154,7 @@ pub struct OffloadSummary {
     /// Score range (min, max) if applicable.
     pub score_range: Option<(f64, f64)>,
     /// Detail level used for serialization.
-    pub detail: String,
+    pub detail: Detail,
 }
 
 /// One ready-to-run extraction command.
@@ -173,11 +176,12 @@ pub struct MinimalOffloadResponse {
     /// Number of records after the header line.
     pub count: usize,
     /// Detail level used for serialization.
-    pub detail: String,
+    pub detail: Detail,
 }
 
 /// Represents an offloaded result file.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct OffloadedResult {
     /// Absolute path to the JSONL file.
     pub path: PathBuf,
@@ -191,6 +195,7 @@ pub struct OffloadedResult {
 
 /// Inputs of the guidance text.
 #[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
 pub struct GuidanceInput<'a> {
     /// Records in the file.
     pub count: usize,
@@ -199,9 +204,22 @@ pub struct GuidanceInput<'a> {
     /// File path.
     pub path: &'a str,
     /// Detail level.
-    pub detail: &'a str,
+    pub detail: Detail,
     /// Whether the records are MIF memories (changes the nouns).
     pub memories: bool,
+}
+
+impl<'a> GuidanceInput<'a> {
+    /// Guidance for `count` records at `path`; `memories` picks the nouns.
+    pub fn new(count: usize, tokens: usize, path: &'a str, detail: Detail, memories: bool) -> Self {
+        Self {
+            count,
+            tokens,
+            path,
+            detail,
+            memories,
+        }
+    }
 }
 
 /// The spec's shell guidance template.
@@ -301,7 +319,7 @@ mod tests {
                 operation: "recall".into(),
                 top_namespaces: vec!["_semantic/knowledge".into()],
                 score_range: Some((0.5, 0.9)),
-                detail: "light".into(),
+                detail: Detail::Light,
             },
             file_path: "/tmp/x".into(),
             line_schema: serde_json::json!({"type": "object"}),
@@ -328,7 +346,7 @@ mod tests {
 
     #[test]
     fn header_has_exact_spec_keys() {
-        let h = OffloadHeader::new("list", None, 1, 2, "medium");
+        let h = OffloadHeader::new("list", None, 1, 2, Detail::Medium);
         let v = serde_json::to_value(&h).unwrap();
         let mut keys: Vec<_> = v.as_object().unwrap().keys().cloned().collect();
         keys.sort();
@@ -354,7 +372,7 @@ mod tests {
             count: 247,
             tokens: 38285,
             path: "/tmp/a.jsonl",
-            detail: "full",
+            detail: Detail::Full,
             memories: true,
         };
         let text = shell_guidance(g);

@@ -1,35 +1,69 @@
 //! Observability events and the sinks that receive them.
 //!
-//! Every event goes to `tracing` (structured fields), to `metrics` (see
-//! [`crate::metric`]) and to an optional [`EventSink`] the embedding
-//! application supplies. [`emit`] does all three.
+//! Every event goes to `tracing` (structured fields), to `metrics` (each
+//! event knows its metrics: [`LroEvent::record_metrics`]) and to an optional
+//! [`EventSink`] the embedding application supplies. [`emit`] does all three.
+//! Every intercepted tool result yields one [`ToolResult`], whatever its
+//! outcome, so a sink can count inline and bypassed results too.
 //!
 //! ```
 //! use std::sync::{Arc, Mutex};
-//! use lro_core::event::{emit, EventSink, LroEvent, OffloadWriteFailed};
+//! use lro_core::event::{emit, EventSink, LroEvent, OffloadWriteFailed, WriteFailureReason};
 //!
 //! let seen = Arc::new(Mutex::new(Vec::new()));
 //! let sink = {
 //!     let seen = seen.clone();
 //!     move |e: &LroEvent| seen.lock().unwrap().push(e.name())
 //! };
-//! emit(&sink, LroEvent::OffloadWriteFailed(OffloadWriteFailed {
-//!     tool: "list_memories".into(),
-//!     operation: "list".into(),
-//!     error: "disk full".into(),
-//!     reason: "storage_full",
-//!     records_total: 10,
-//!     records_kept: 3,
-//! }));
+//! let mut failed = OffloadWriteFailed::new("list_memories", "list", "disk full", WriteFailureReason::StorageFull);
+//! failed.records_total = 10;
+//! emit(&sink, LroEvent::OffloadWriteFailed(failed));
 //! assert_eq!(*seen.lock().unwrap(), ["offload_write_failed"]);
 //! ```
 
-use std::{path::PathBuf, sync::Arc, time::Duration};
+use std::{
+    path::PathBuf,
+    sync::Arc,
+    time::{Duration, SystemTime, UNIX_EPOCH},
+};
+
+use metrics::{counter, gauge, histogram};
 
 use crate::metric;
+pub use crate::metric::label::{
+    CleanupOutcome, ExpiryReason, ExtractMode, ExtractOutcome, ToolOutcome, WriteFailureReason,
+};
+
+/// The layer decided what to do with one tool result. Every intercepted
+/// result produces exactly one, whatever the outcome.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ToolResult {
+    /// Tool name.
+    pub tool: String,
+    /// What happened to the result.
+    pub outcome: ToolOutcome,
+    /// Estimated tokens of the result (0 for a tool error, which is never sized).
+    pub estimated_tokens: usize,
+    /// Records in the result set when it was offloaded or truncated, else 0.
+    pub records: usize,
+}
+
+impl ToolResult {
+    /// A result of `tool` with `outcome`, sized `estimated_tokens`, no records.
+    pub fn new(tool: impl Into<String>, outcome: ToolOutcome, estimated_tokens: usize) -> Self {
+        Self {
+            tool: tool.into(),
+            outcome,
+            estimated_tokens,
+            records: 0,
+        }
+    }
+}
 
 /// A result was written to a file and replaced by a descriptor.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct Offloaded {
     /// Tool name.
     pub tool: String,
@@ -49,8 +83,25 @@ pub struct Offloaded {
     pub write_duration: Duration,
 }
 
+impl Offloaded {
+    /// `tool`'s result went to `path`; the sizes start at zero.
+    pub fn new(tool: impl Into<String>, operation: impl Into<String>, path: PathBuf) -> Self {
+        Self {
+            tool: tool.into(),
+            operation: operation.into(),
+            path,
+            records: 0,
+            bytes: 0,
+            estimated_tokens: 0,
+            descriptor_tokens: 0,
+            write_duration: Duration::ZERO,
+        }
+    }
+}
+
 /// Writing the file failed; the result was returned inline, truncated.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct OffloadWriteFailed {
     /// Tool name.
     pub tool: String,
@@ -58,35 +109,36 @@ pub struct OffloadWriteFailed {
     pub operation: String,
     /// The error, as text.
     pub error: String,
-    /// Bounded reason label (see [`crate::file::WriteError::reason`]).
-    pub reason: &'static str,
+    /// Why it failed.
+    pub reason: WriteFailureReason,
     /// Records in the full result.
     pub records_total: usize,
     /// Records kept in the truncated inline result.
     pub records_kept: usize,
 }
 
-/// Why cleanup deleted a file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ExpiryReason {
-    /// `created_at + ttl` has passed.
-    Ttl,
-    /// The directory was over its byte quota; oldest files went first.
-    Quota,
-}
-
-impl ExpiryReason {
-    /// Metric label value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ExpiryReason::Ttl => "ttl",
-            ExpiryReason::Quota => "quota",
+impl OffloadWriteFailed {
+    /// `tool`'s write failed with `error` for `reason`; record counts start at zero.
+    pub fn new(
+        tool: impl Into<String>,
+        operation: impl Into<String>,
+        error: impl Into<String>,
+        reason: WriteFailureReason,
+    ) -> Self {
+        Self {
+            tool: tool.into(),
+            operation: operation.into(),
+            error: error.into(),
+            reason,
+            records_total: 0,
+            records_kept: 0,
         }
     }
 }
 
 /// Cleanup deleted an offload file.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct OffloadFileExpired {
     /// The file.
     pub path: PathBuf,
@@ -100,8 +152,28 @@ pub struct OffloadFileExpired {
     pub reason: ExpiryReason,
 }
 
+impl OffloadFileExpired {
+    /// `path`, `bytes` long, was deleted at `age` for `reason` under `ttl`.
+    pub fn new(
+        path: PathBuf,
+        reason: ExpiryReason,
+        age: Duration,
+        ttl: Duration,
+        bytes: u64,
+    ) -> Self {
+        Self {
+            path,
+            age,
+            ttl,
+            bytes,
+            reason,
+        }
+    }
+}
+
 /// One cleanup run finished.
 #[derive(Debug, Clone, PartialEq, Default)]
+#[non_exhaustive]
 pub struct CleanupCompleted {
     /// Offload files looked at.
     pub scanned: usize,
@@ -121,13 +193,25 @@ pub struct CleanupCompleted {
     pub errors: usize,
 }
 
+impl CleanupCompleted {
+    /// `Success` when the run met no error.
+    pub fn outcome(&self) -> CleanupOutcome {
+        if self.errors == 0 {
+            CleanupOutcome::Success
+        } else {
+            CleanupOutcome::Error
+        }
+    }
+}
+
 /// An extraction query ran against an offload file.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct Extracted {
-    /// `recipe`, `query`, `structured`, `lines` or `grep`.
-    pub mode: &'static str,
-    /// `ok`, `error`, `timeout` or `truncated`.
-    pub outcome: &'static str,
+    /// The request's mode.
+    pub mode: ExtractMode,
+    /// How it ended.
+    pub outcome: ExtractOutcome,
     /// The file.
     pub path: PathBuf,
     /// Output values or lines.
@@ -136,10 +220,25 @@ pub struct Extracted {
     pub duration: Duration,
 }
 
+impl Extracted {
+    /// A `mode` request on `path` ended with `outcome`; no results, no time.
+    pub fn new(mode: ExtractMode, outcome: ExtractOutcome, path: PathBuf) -> Self {
+        Self {
+            mode,
+            outcome,
+            path,
+            results: 0,
+            duration: Duration::ZERO,
+        }
+    }
+}
+
 /// Everything LRO reports.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum LroEvent {
+    /// See [`ToolResult`].
+    ToolResult(ToolResult),
     /// See [`Offloaded`].
     Offloaded(Offloaded),
     /// See [`OffloadWriteFailed`].
@@ -156,11 +255,64 @@ impl LroEvent {
     /// The event's snake_case name, as used in traces.
     pub fn name(&self) -> &'static str {
         match self {
+            LroEvent::ToolResult(_) => "tool_result",
             LroEvent::Offloaded(_) => "offloaded",
             LroEvent::OffloadWriteFailed(_) => "offload_write_failed",
             LroEvent::OffloadFileExpired(_) => "offload_file_expired",
             LroEvent::CleanupCompleted(_) => "cleanup_completed",
             LroEvent::Extracted(_) => "extracted",
+        }
+    }
+
+    /// Updates the metrics this event stands for (see [`crate::metric`]).
+    pub fn record_metrics(&self) {
+        match self {
+            LroEvent::ToolResult(e) => {
+                counter!(metric::TOOL_RESULTS_TOTAL, "tool" => e.tool.clone(), "outcome" => e.outcome.as_str())
+                    .increment(1);
+                histogram!(metric::RESULT_ESTIMATED_TOKENS, "tool" => e.tool.clone())
+                    .record(e.estimated_tokens as f64);
+            }
+            LroEvent::Offloaded(e) => {
+                let tool = e.tool.clone();
+                histogram!(metric::OFFLOAD_WRITE_DURATION_SECONDS, "tool" => tool.clone())
+                    .record(e.write_duration.as_secs_f64());
+                counter!(metric::OFFLOADED_BYTES_TOTAL, "tool" => tool.clone()).increment(e.bytes);
+                counter!(metric::OFFLOADED_RECORDS_TOTAL, "tool" => tool.clone())
+                    .increment(e.records as u64);
+                counter!(metric::ESTIMATED_TOKENS_SAVED_TOTAL, "tool" => tool)
+                    .increment(e.estimated_tokens.saturating_sub(e.descriptor_tokens) as u64);
+            }
+            LroEvent::OffloadWriteFailed(e) => {
+                counter!(metric::OFFLOAD_WRITE_FAILURES_TOTAL, "reason" => e.reason.as_str())
+                    .increment(1);
+            }
+            LroEvent::OffloadFileExpired(e) => {
+                counter!(metric::OFFLOAD_FILES_EXPIRED_TOTAL, "reason" => e.reason.as_str())
+                    .increment(1);
+            }
+            LroEvent::CleanupCompleted(e) => {
+                counter!(metric::CLEANUP_RUNS_TOTAL, "outcome" => e.outcome().as_str())
+                    .increment(1);
+                histogram!(metric::CLEANUP_DURATION_SECONDS).record(e.duration.as_secs_f64());
+                counter!(metric::CLEANUP_BYTES_FREED_TOTAL).increment(e.bytes_freed);
+                counter!(metric::CLEANUP_TEMP_FILES_REMOVED_TOTAL).increment(e.temp_removed as u64);
+                gauge!(metric::OFFLOAD_FILES).set(e.files_remaining as f64);
+                gauge!(metric::OFFLOAD_DISK_BYTES).set(e.bytes_remaining as f64);
+                if e.outcome() == CleanupOutcome::Success {
+                    let now = SystemTime::now()
+                        .duration_since(UNIX_EPOCH)
+                        .unwrap_or_default()
+                        .as_secs_f64();
+                    gauge!(metric::CLEANUP_LAST_SUCCESS_TIMESTAMP_SECONDS).set(now);
+                }
+            }
+            LroEvent::Extracted(e) => {
+                counter!(metric::EXTRACT_REQUESTS_TOTAL, "mode" => e.mode.as_str(), "outcome" => e.outcome.as_str())
+                    .increment(1);
+                histogram!(metric::EXTRACT_DURATION_SECONDS, "mode" => e.mode.as_str())
+                    .record(e.duration.as_secs_f64());
+            }
         }
     }
 }
@@ -221,12 +373,21 @@ impl EventSink for MemorySink {
 /// Sends `event` to tracing, metrics and `sink`.
 pub fn emit(sink: &dyn EventSink, event: LroEvent) {
     trace(&event);
-    metric::record(&event);
+    event.record_metrics();
     sink.on_event(&event);
 }
 
 fn trace(event: &LroEvent) {
     match event {
+        // One per tool call: the span carries the same facts, so keep it quiet.
+        LroEvent::ToolResult(e) => tracing::debug!(
+            event = "tool_result",
+            tool = %e.tool,
+            outcome = e.outcome.as_str(),
+            estimated_tokens = e.estimated_tokens,
+            records = e.records,
+            "tool result"
+        ),
         LroEvent::Offloaded(e) => tracing::info!(
             event = "offloaded",
             tool = %e.tool,
@@ -245,7 +406,7 @@ fn trace(event: &LroEvent) {
             tool = %e.tool,
             operation = %e.operation,
             error = %e.error,
-            reason = e.reason,
+            reason = e.reason.as_str(),
             records_total = e.records_total,
             records_kept = e.records_kept,
             "offload write failed; returned truncated inline result"
@@ -273,8 +434,8 @@ fn trace(event: &LroEvent) {
         ),
         LroEvent::Extracted(e) => tracing::info!(
             event = "extracted",
-            mode = e.mode,
-            outcome = e.outcome,
+            mode = e.mode.as_str(),
+            outcome = e.outcome.as_str(),
             path = %e.path.display(),
             results = e.results,
             duration_ms = e.duration.as_secs_f64() * 1e3,

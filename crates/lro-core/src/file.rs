@@ -8,11 +8,11 @@
 //!
 //! ```
 //! use lro_core::file::{OffloadFileName, write_atomic, read_header};
-//! use lro_core::descriptor::OffloadHeader;
+//! use lro_core::descriptor::{Detail, OffloadHeader};
 //!
 //! let dir = tempfile::tempdir().unwrap();
 //! let name = OffloadFileName::new("recall");
-//! let header = OffloadHeader::new("recall", None, 2, 10, "light");
+//! let header = OffloadHeader::new("recall", None, 2, 10, Detail::Light);
 //! let records = [r#"{"id":"a"}"#, r#"{"id":"b"}"#];
 //! let written = write_atomic(dir.path(), &name, &header, &records, &|| false).unwrap();
 //! assert_eq!(read_header(&written.path).unwrap().count, 2);
@@ -29,7 +29,7 @@ use std::{
 
 use ulid::Ulid;
 
-use crate::descriptor::OffloadHeader;
+use crate::{descriptor::OffloadHeader, metric::label::WriteFailureReason};
 
 /// File name prefix of every offload file.
 pub const FILE_PREFIX: &str = "atlatl-";
@@ -147,6 +147,7 @@ pub fn sanitize_operation(raw: &str) -> String {
 
 /// A file that was written.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct WrittenFile {
     /// Absolute path of the final file.
     pub path: PathBuf,
@@ -202,38 +203,35 @@ pub enum WriteError {
 }
 
 impl WriteError {
-    /// A bounded label for metrics: `not_found`, `permission_denied`,
-    /// `storage_full`, `not_a_directory`, `cancelled`, `bad_record` or `io`.
-    pub fn reason(&self) -> &'static str {
+    /// Why the write failed, as a bounded metric label.
+    pub fn reason(&self) -> WriteFailureReason {
         let source = match self {
             WriteError::CreateDir { source, .. }
             | WriteError::Create { source, .. }
             | WriteError::Write { source, .. }
             | WriteError::Rename { source, .. } => source,
-            WriteError::BadRecord { .. } => return "bad_record",
-            WriteError::Cancelled => return "cancelled",
+            WriteError::BadRecord { .. } => return WriteFailureReason::BadRecord,
+            // A cancelled write is not reported as a failure; should one be
+            // counted anyway, it is an I/O interruption.
+            WriteError::Cancelled => return WriteFailureReason::Io,
         };
         io_reason(source)
     }
 }
 
-/// Every value [`WriteError::reason`] can return, for pre-registering metrics.
-pub const WRITE_FAILURE_REASONS: &[&str] = &[
-    "not_found",
-    "permission_denied",
-    "storage_full",
-    "not_a_directory",
-    "bad_record",
-    "io",
-];
-
-fn io_reason(err: &io::Error) -> &'static str {
+fn io_reason(err: &io::Error) -> WriteFailureReason {
     match err.kind() {
-        io::ErrorKind::NotFound => "not_found",
-        io::ErrorKind::PermissionDenied | io::ErrorKind::ReadOnlyFilesystem => "permission_denied",
-        io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded => "storage_full",
-        io::ErrorKind::NotADirectory | io::ErrorKind::AlreadyExists => "not_a_directory",
-        _ => "io",
+        io::ErrorKind::NotFound => WriteFailureReason::NotFound,
+        io::ErrorKind::PermissionDenied | io::ErrorKind::ReadOnlyFilesystem => {
+            WriteFailureReason::PermissionDenied
+        }
+        io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded => {
+            WriteFailureReason::StorageFull
+        }
+        io::ErrorKind::NotADirectory | io::ErrorKind::AlreadyExists => {
+            WriteFailureReason::NotADirectory
+        }
+        _ => WriteFailureReason::Io,
     }
 }
 
@@ -414,7 +412,13 @@ mod tests {
     use super::*;
 
     fn header(count: usize) -> OffloadHeader {
-        OffloadHeader::new("list", Some("q".into()), count, 1, "light")
+        OffloadHeader::new(
+            "list",
+            Some("q".into()),
+            count,
+            1,
+            crate::descriptor::Detail::Light,
+        )
     }
 
     #[test]
@@ -490,7 +494,7 @@ mod tests {
         )
         .unwrap_err();
         assert!(matches!(err, WriteError::CreateDir { .. }), "{err}");
-        assert_eq!(err.reason(), "not_a_directory");
+        assert_eq!(err.reason(), WriteFailureReason::NotADirectory);
     }
 
     #[test]

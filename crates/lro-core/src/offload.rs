@@ -39,6 +39,7 @@ use crate::{
 
 /// What to offload.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct OffloadInput<'a> {
     /// Tool name.
     pub tool: &'a str,
@@ -87,6 +88,7 @@ pub enum Descriptor {
 
 /// A finished offload.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct OffloadOutput {
     /// The descriptor.
     pub descriptor: Descriptor,
@@ -165,7 +167,7 @@ impl Offloader {
             input.query.clone(),
             input.records.len(),
             input.estimated_tokens,
-            detail.as_str(),
+            detail,
         );
         let name = OffloadFileName::new(input.operation);
         let started = Instant::now();
@@ -179,14 +181,14 @@ impl Offloader {
                 offloaded: true,
                 file_path: file_path.clone(),
                 count: header.count,
-                detail: header.detail.clone(),
+                detail: header.detail,
             }),
             DescriptorProfile::Full => {
                 let guidance_input = GuidanceInput {
                     count: header.count,
                     tokens: input.estimated_tokens,
                     path: &file_path,
-                    detail: detail.as_str(),
+                    detail,
                     memories,
                 };
                 let guidance = if self.native_extract {
@@ -210,7 +212,7 @@ impl Offloader {
                                 .then(|| input.records.score_range())
                                 .flatten()
                         }),
-                        detail: detail.as_str().to_owned(),
+                        detail,
                     },
                     file_path: file_path.clone(),
                     line_schema: infer_line_schema(&sample),
@@ -328,7 +330,7 @@ mod tests {
         let Descriptor::Full(d) = &out.descriptor else {
             panic!("expected full descriptor")
         };
-        assert_eq!(d.summary.detail, "medium");
+        assert_eq!(d.summary.detail, Detail::Medium);
         assert_eq!(
             d.summary.top_namespaces,
             ["_episodic/sessions", "_semantic/knowledge"]

@@ -6,10 +6,12 @@
 //!
 //! let err = ExtractError::InvalidRequest("recipe must be 1..=10, got 11".into());
 //! assert_eq!(err.to_string(), "invalid request: recipe must be 1..=10, got 11");
-//! assert_eq!(err.outcome(), "error");
+//! assert_eq!(err.outcome(), lro_core::metric::label::ExtractOutcome::Error);
 //! ```
 
 use std::{path::PathBuf, time::Duration};
+
+use lro_core::metric::label::ExtractOutcome;
 
 /// Why an extraction failed.
 ///
@@ -117,11 +119,11 @@ pub enum ExtractError {
 }
 
 impl ExtractError {
-    /// A bounded label for events and metrics: `timeout` or `error`.
-    pub fn outcome(&self) -> &'static str {
+    /// How a call that failed with this error ended, for events and metrics.
+    pub fn outcome(&self) -> ExtractOutcome {
         match self {
-            ExtractError::Timeout { .. } => "timeout",
-            _ => "error",
+            ExtractError::Timeout { .. } => ExtractOutcome::Timeout,
+            _ => ExtractOutcome::Error,
         }
     }
 
@@ -163,7 +165,7 @@ mod tests {
         let t = ExtractError::Timeout {
             limit: Duration::from_millis(300),
         };
-        assert_eq!(t.outcome(), "timeout");
+        assert_eq!(t.outcome(), ExtractOutcome::Timeout);
         assert!(t.to_string().contains("300ms"));
         assert!(!t.is_guard());
         assert!(ExtractError::NotFound { path: "x".into() }.is_guard());

@@ -15,17 +15,6 @@
 //! jaq: [`FastFilter::apply`] returns `None` and the engine evaluates that
 //! record normally, so results and errors stay exactly jq's. The
 //! differential tests compare both paths with the real jq.
-//!
-//! ```
-//! use lro_extract::fast::{FastFilter, FastOut};
-//! use std::collections::BTreeMap;
-//!
-//! let vars = BTreeMap::from([("ns".to_owned(), "_semantic".to_owned())]);
-//! let f = FastFilter::new("select(.namespace | startswith($ns))", &vars).unwrap();
-//! assert_eq!(f.apply(br#"{"namespace":"_semantic/x"}"#), Some(FastOut::Line));
-//! assert_eq!(f.apply(br#"{"namespace":"_episodic/y"}"#), Some(FastOut::Skip));
-//! assert_eq!(f.apply(br#"{"namespace":7}"#), None); // jq raises an error: let jaq say it
-//! ```
 
 use std::{borrow::Cow, collections::BTreeMap};
 
@@ -43,7 +32,7 @@ use crate::scan;
 
 /// What the fast path made of one record.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum FastOut {
+pub(crate) enum FastOut {
     /// No output for this record.
     Skip,
     /// The record itself, printed as its line.
@@ -70,7 +59,7 @@ enum Shape {
 
 /// A recognized filter, ready to run on lines.
 #[derive(Debug, Clone)]
-pub struct FastFilter {
+pub(crate) struct FastFilter {
     shape: Shape,
     fields: Vec<String>,
 }
@@ -186,7 +175,7 @@ fn pred(t: &Term<&str>, vars: &BTreeMap<String, String>) -> Option<(String, Pred
 
 impl FastFilter {
     /// Recognizes `code` with `vars` (jq string variables, without `$`).
-    pub fn new(code: &str, vars: &BTreeMap<String, String>) -> Option<Self> {
+    pub(crate) fn new(code: &str, vars: &BTreeMap<String, String>) -> Option<Self> {
         let term = jaq_core::load::parse(code, |p| p.term())?;
         let shape = match &term {
             Term::Call("select", args) if args.len() == 1 => {
@@ -234,7 +223,7 @@ impl FastFilter {
     }
 
     /// Runs on one record line; `None` hands the record to jaq.
-    pub fn apply(&self, line: &[u8]) -> Option<FastOut> {
+    pub(crate) fn apply(&self, line: &[u8]) -> Option<FastOut> {
         let raw = raw_fields(line, &self.fields)?;
         match &self.shape {
             Shape::Select { pred, .. } => {
@@ -315,7 +304,7 @@ impl FastFilter {
 
     /// Whether this fast path prints exactly what jq would with or
     /// without `-r`: rows only exist raw, a bare field only as JSON.
-    pub fn fits_render(&self, raw: bool) -> bool {
+    pub(crate) fn fits_render(&self, raw: bool) -> bool {
         match self.shape {
             Shape::Row { .. } => raw,
             Shape::Field(_) => !raw,
@@ -420,5 +409,22 @@ mod tests {
         assert_eq!(run("select(.n | startswith($v))"), None);
         assert_eq!(run(".o"), Some(FastOut::Bytes(br#"{"k":1}"#.to_vec())));
         assert_eq!(FastFilter::new(".id", &vars()).unwrap().apply(b"[1]"), None);
+    }
+
+    #[test]
+    fn module_example() {
+        use std::collections::BTreeMap;
+
+        let vars = BTreeMap::from([("ns".to_owned(), "_semantic".to_owned())]);
+        let f = FastFilter::new("select(.namespace | startswith($ns))", &vars).unwrap();
+        assert_eq!(
+            f.apply(br#"{"namespace":"_semantic/x"}"#),
+            Some(FastOut::Line)
+        );
+        assert_eq!(
+            f.apply(br#"{"namespace":"_episodic/y"}"#),
+            Some(FastOut::Skip)
+        );
+        assert_eq!(f.apply(br#"{"namespace":7}"#), None); // jq raises an error: let jaq say it
     }
 }

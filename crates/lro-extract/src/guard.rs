@@ -13,7 +13,7 @@
 //! Every check uses metadata only: nothing is read from a rejected path.
 //!
 //! ```
-//! use lro_extract::guard::resolve;
+//! use lro_extract::resolve;
 //!
 //! let root = tempfile::tempdir().unwrap();
 //! let err = resolve(root.path(), "../etc/passwd").unwrap_err();
@@ -34,6 +34,7 @@ use crate::ExtractError;
 
 /// An offload file that passed every guard.
 #[derive(Debug)]
+#[non_exhaustive]
 pub struct ResolvedFile {
     /// Canonical path of the file.
     pub path: PathBuf,

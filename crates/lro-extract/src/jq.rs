@@ -35,15 +35,6 @@
 //!
 //! Not available to queries: `env`/`$ENV` (would leak the server's
 //! environment), `input`/`inputs`, `halt`, module imports.
-//!
-//! ```
-//! use lro_extract::jq::{compile, eval_values};
-//! use serde_json::json;
-//!
-//! let out = eval_values("map(.a) | add", &[json!([{"a": 1}, {"a": 2}])]).unwrap();
-//! assert_eq!(out, [json!(3)]);
-//! assert!(compile("map(").is_err());
-//! ```
 
 use std::{
     io::{BufRead, BufReader, Read},
@@ -71,9 +62,9 @@ use crate::{
 
 /// Smallest stack of a worker thread. Stacks are reserved address space;
 /// only the pages a query touches are ever backed by memory.
-pub const WORKER_STACK: usize = 256 * 1024 * 1024;
+pub(crate) const WORKER_STACK: usize = 256 * 1024 * 1024;
 /// Largest stack of a worker thread (see [`worker_stack`]).
-pub const MAX_WORKER_STACK: usize = 8 * 1024 * 1024 * 1024;
+pub(crate) const MAX_WORKER_STACK: usize = 8 * 1024 * 1024 * 1024;
 
 /// The worker stack for a given timeout.
 ///
@@ -84,16 +75,16 @@ pub const MAX_WORKER_STACK: usize = 8 * 1024 * 1024 * 1024;
 /// overflow the stack, which would abort the whole process. So the stack
 /// grows with the timeout: 200 MiB per second (about twice what that
 /// query needs), between [`WORKER_STACK`] and [`MAX_WORKER_STACK`].
-pub fn worker_stack(timeout: std::time::Duration) -> usize {
+pub(crate) fn worker_stack(timeout: std::time::Duration) -> usize {
     let per_second = 200.0 * 1024.0 * 1024.0;
     let want = timeout.as_secs_f64() * per_second;
     (want as usize).clamp(WORKER_STACK, MAX_WORKER_STACK)
 }
 /// Stack a query may use before it is stopped as too deeply recursive; the
 /// rest is headroom for natives and for dropping values.
-pub const STACK_BUDGET: usize = 128 * 1024 * 1024;
+pub(crate) const STACK_BUDGET: usize = 128 * 1024 * 1024;
 /// Deepest value nesting rendered or converted.
-pub const MAX_DEPTH: usize = 10_000;
+pub(crate) const MAX_DEPTH: usize = 10_000;
 /// Longest error message kept from jaq (its messages embed values).
 const MAX_MESSAGE: usize = 400;
 
@@ -168,7 +159,7 @@ pub(crate) enum Stop {
 
 /// The cancel flag and stack budget of one evaluation.
 #[derive(Debug)]
-pub struct Guard {
+pub(crate) struct Guard {
     cancel: Arc<AtomicBool>,
     stack_base: usize,
 }
@@ -182,20 +173,21 @@ fn stack_address() -> usize {
 
 impl Guard {
     /// A guard for the current thread, stopping when `cancel` is set.
-    pub fn new(cancel: Arc<AtomicBool>) -> Self {
+    pub(crate) fn new(cancel: Arc<AtomicBool>) -> Self {
         Self {
             cancel,
             stack_base: stack_address(),
         }
     }
 
-    /// A guard that is never cancelled (for tests and doc examples).
-    pub fn unbounded() -> Self {
+    /// A guard that is never cancelled (for tests).
+    #[cfg(test)]
+    pub(crate) fn unbounded() -> Self {
         Self::new(Arc::new(AtomicBool::new(false)))
     }
 
     /// Whether cancellation was requested.
-    pub fn cancelled(&self) -> bool {
+    pub(crate) fn cancelled(&self) -> bool {
         self.cancel.load(Ordering::Relaxed)
     }
 
@@ -214,45 +206,45 @@ impl Guard {
 
 /// The jaq data kind of our evaluations: JSON values, plus a guard reached
 /// on every term lookup.
-pub struct Lro;
+pub(crate) struct JqData;
 
-impl DataT for Lro {
+impl DataT for JqData {
     type V<'a> = Val;
     type Data<'a> = GuardedData<'a>;
 }
 
 /// The run-time data: the program's look-up table and the guard.
 #[derive(Clone)]
-pub struct GuardedData<'a> {
-    lut: &'a jaq_core::Lut<Lro>,
+pub(crate) struct GuardedData<'a> {
+    lut: &'a jaq_core::Lut<JqData>,
     guard: &'a Guard,
 }
 
-impl<'a> HasLut<'a, Lro> for GuardedData<'a> {
-    fn lut(&self) -> &'a jaq_core::Lut<Lro> {
+impl<'a> HasLut<'a, JqData> for GuardedData<'a> {
+    fn lut(&self) -> &'a jaq_core::Lut<JqData> {
         self.guard.check();
         self.lut
     }
 }
 
 /// A compiled filter.
-pub type Program = jaq_core::Filter<Lro>;
+pub(crate) type Program = jaq_core::Filter<JqData>;
 
 /// Our natives: jaq-core's, jaq-std's and jaq-json's, minus the ones a query
 /// must not reach, with a cancellable `range`.
-fn natives() -> Vec<jaq_core::native::Fun<Lro>> {
+fn natives() -> Vec<jaq_core::native::Fun<JqData>> {
     const BLOCKED: &[&str] = &["range", "env", "halt", "input", "inputs"];
-    let ours: [jaq_core::native::Fun<Lro>; 6] = [
-        ("test", v(1), Native::<Lro>::new(test1_native)),
-        ("test", v(2), Native::<Lro>::new(test2_native)),
-        ("range", v(3), Native::<Lro>::new(range_native)),
-        ("halt", v(1), Native::<Lro>::new(halt_native)),
-        ("@tsv", v(0), Native::<Lro>::new(tsv_native)),
-        ("@csv", v(0), Native::<Lro>::new(csv_native)),
+    let ours: [jaq_core::native::Fun<JqData>; 6] = [
+        ("test", v(1), Native::<JqData>::new(test1_native)),
+        ("test", v(2), Native::<JqData>::new(test2_native)),
+        ("range", v(3), Native::<JqData>::new(range_native)),
+        ("halt", v(1), Native::<JqData>::new(halt_native)),
+        ("@tsv", v(0), Native::<JqData>::new(tsv_native)),
+        ("@csv", v(0), Native::<JqData>::new(csv_native)),
     ];
     ours.into_iter()
         .chain(
-            jaq_core::funs::<Lro>()
+            jaq_core::funs::<JqData>()
                 .chain(jaq_std::funs())
                 .chain(jaq_json::funs())
                 .filter(|(name, _, _)| !BLOCKED.contains(name)),
@@ -260,7 +252,9 @@ fn natives() -> Vec<jaq_core::native::Fun<Lro>> {
         .collect()
 }
 
-fn range_native<'a>(mut cv: jaq_core::Cv<'a, Lro>) -> jaq_core::ValXs<'a, <Lro as DataT>::V<'a>> {
+fn range_native<'a>(
+    mut cv: jaq_core::Cv<'a, JqData>,
+) -> jaq_core::ValXs<'a, <JqData as DataT>::V<'a>> {
     let by = cv.0.pop_var();
     let to = cv.0.pop_var();
     let from = cv.0.pop_var();
@@ -268,18 +262,22 @@ fn range_native<'a>(mut cv: jaq_core::Cv<'a, Lro>) -> jaq_core::ValXs<'a, <Lro a
     Box::new(range(from, to, by).inspect(move |_| guard.check()))
 }
 
-fn halt_native<'a>(_cv: jaq_core::Cv<'a, Lro>) -> jaq_core::ValXs<'a, <Lro as DataT>::V<'a>> {
+fn halt_native<'a>(_cv: jaq_core::Cv<'a, JqData>) -> jaq_core::ValXs<'a, <JqData as DataT>::V<'a>> {
     box_once(Err(Exn::from(jaq_core::Error::str(
         "halt is not available in lro_extract",
     ))))
 }
 
-fn test1_native<'a>(mut cv: jaq_core::Cv<'a, Lro>) -> jaq_core::ValXs<'a, <Lro as DataT>::V<'a>> {
+fn test1_native<'a>(
+    mut cv: jaq_core::Cv<'a, JqData>,
+) -> jaq_core::ValXs<'a, <JqData as DataT>::V<'a>> {
     let re = cv.0.pop_var();
     box_once(regex_test(&cv.1, &re, "").map_err(Exn::from))
 }
 
-fn test2_native<'a>(mut cv: jaq_core::Cv<'a, Lro>) -> jaq_core::ValXs<'a, <Lro as DataT>::V<'a>> {
+fn test2_native<'a>(
+    mut cv: jaq_core::Cv<'a, JqData>,
+) -> jaq_core::ValXs<'a, <JqData as DataT>::V<'a>> {
     let flags = cv.0.pop_var();
     let re = cv.0.pop_var();
     let flags = match &flags {
@@ -342,11 +340,11 @@ fn regex_test(input: &Val, re: &Val, flags: &str) -> Result<Val, jaq_core::Error
     })
 }
 
-fn tsv_native<'a>(cv: jaq_core::Cv<'a, Lro>) -> jaq_core::ValXs<'a, <Lro as DataT>::V<'a>> {
+fn tsv_native<'a>(cv: jaq_core::Cv<'a, JqData>) -> jaq_core::ValXs<'a, <JqData as DataT>::V<'a>> {
     box_once(format_row(&cv.1, "tsv").map_err(Exn::from))
 }
 
-fn csv_native<'a>(cv: jaq_core::Cv<'a, Lro>) -> jaq_core::ValXs<'a, <Lro as DataT>::V<'a>> {
+fn csv_native<'a>(cv: jaq_core::Cv<'a, JqData>) -> jaq_core::ValXs<'a, <JqData as DataT>::V<'a>> {
     box_once(format_row(&cv.1, "csv").map_err(Exn::from))
 }
 
@@ -424,7 +422,7 @@ fn range<'a>(from: Val, to: Val, by: Val) -> impl Iterator<Item = Result<Val, Ex
 }
 
 /// Compiles `code` with the given global variables (names without `$`).
-pub fn compile_with_vars(code: &str, vars: &[&str]) -> Result<Program, ExtractError> {
+pub(crate) fn compile_with_vars(code: &str, vars: &[&str]) -> Result<Program, ExtractError> {
     // `test` is ours (native, with a compiled-regex cache).
     let defs = jaq_core::defs()
         .chain(jaq_std::defs().filter(|d| d.name != "test"))
@@ -455,7 +453,8 @@ pub fn compile_with_vars(code: &str, vars: &[&str]) -> Result<Program, ExtractEr
 }
 
 /// Compiles `code` with no variables.
-pub fn compile(code: &str) -> Result<Program, ExtractError> {
+#[cfg(test)]
+pub(crate) fn compile(code: &str) -> Result<Program, ExtractError> {
     compile_with_vars(code, &[])
 }
 
@@ -515,9 +514,9 @@ fn exn_message(e: Exn<'_, Val>) -> String {
 
 /// How to print results.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Render {
+pub(crate) struct Render {
     /// Print strings raw (`jq -r`).
-    pub raw: bool,
+    pub(crate) raw: bool,
 }
 
 /// A jq job over one file.
@@ -547,7 +546,7 @@ impl Job<'_> {
             guard: self.guard,
         };
         let vars = Vars::new(self.vars.iter().map(|s| Val::from(s.clone())));
-        let ctx = Ctx::<Lro>::new(data, vars);
+        let ctx = Ctx::<JqData>::new(data, vars);
         let mut lines = Lines::new(reader, first_line);
         let fields = self.projection.as_ref().map(|p| p.paths.as_slice());
         let parse = |line: &[u8], line_no: usize| -> Result<Val, ExtractError> {
@@ -1001,7 +1000,8 @@ pub(crate) fn to_value(v: &Val, depth: usize, orig: &dyn Originals) -> Result<Va
 }
 
 /// Converts a `serde_json` value into a jaq value.
-pub fn from_value(v: &Value) -> Val {
+#[cfg(test)]
+pub(crate) fn from_value(v: &Value) -> Val {
     match v {
         Value::Null => Val::Null,
         Value::Bool(b) => Val::Bool(*b),
@@ -1019,15 +1019,16 @@ pub fn from_value(v: &Value) -> Val {
 }
 
 /// Runs `code` on each of `inputs` with no bounds and returns every output:
-/// a convenience for tests and examples, not for untrusted filters.
-pub fn eval_values(code: &str, inputs: &[Value]) -> Result<Vec<Value>, ExtractError> {
+/// a convenience for tests, not for untrusted filters.
+#[cfg(test)]
+pub(crate) fn eval_values(code: &str, inputs: &[Value]) -> Result<Vec<Value>, ExtractError> {
     let program = compile(code)?;
     let guard = Guard::unbounded();
     let data = GuardedData {
         lut: &program.lut,
         guard: &guard,
     };
-    let ctx = Ctx::<Lro>::new(data, Vars::new([]));
+    let ctx = Ctx::<JqData>::new(data, Vars::new([]));
     let mut out = Vec::new();
     for input in inputs {
         for y in program.id.run((ctx.clone(), from_value(input))) {
@@ -1134,5 +1135,14 @@ mod tests {
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| guard.check()));
         let payload = r.unwrap_err();
         assert_eq!(payload.downcast_ref::<Stop>(), Some(&Stop::Cancelled));
+    }
+
+    #[test]
+    fn module_example() {
+        use serde_json::json;
+
+        let out = eval_values("map(.a) | add", &[json!([{"a": 1}, {"a": 2}])]).unwrap();
+        assert_eq!(out, [json!(3)]);
+        assert!(compile("map(").is_err());
     }
 }

@@ -11,9 +11,9 @@
 //! | `lines` | a window of record lines |
 //! | `grep` | regex search over record lines with context |
 //!
-//! Every call is guarded ([`guard`]: only offload files directly inside the
+//! Every call is guarded (only offload files directly inside the
 //! configured directory) and bounded: it runs on a worker thread that is
-//! stopped at the timeout ([`jq`] explains how), and its output is cut at
+//! stopped at the timeout (cooperatively, at every jq term), and its output is cut at
 //! `max_output_values` / `max_output_bytes` with a notice.
 //!
 //! ```
@@ -46,17 +46,17 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-pub mod config;
-pub mod error;
-pub mod fast;
-pub mod guard;
-pub mod jq;
-pub mod output;
-pub mod project;
-pub mod request;
+mod config;
+mod error;
+mod fast;
+mod guard;
+mod jq;
+mod output;
+mod project;
+mod request;
 mod scan;
-pub mod structured;
-pub mod text;
+mod structured;
+mod text;
 
 use std::{
     collections::BTreeMap,
@@ -72,17 +72,23 @@ use std::{
 };
 
 use lro_core::{
-    descriptor::{Detail, OffloadHeader},
+    descriptor::OffloadHeader,
     event::{Extracted, LroEvent},
+    metric::label::{ExtractMode, ExtractOutcome},
     recipes::{RecipeSet, SAMPLE_SIZE},
 };
 use serde_json::Value;
 
-pub use config::ExtractConfig;
+pub use config::{
+    DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_MAX_OUTPUT_VALUES, DEFAULT_TIMEOUT, ExtractConfig,
+};
 pub use error::ExtractError;
-pub use guard::ResolvedFile;
+pub use guard::{ResolvedFile, resolve};
 pub use output::ExtractOutput;
-pub use request::{Condition, ExtractRequest, Grep, LineWindow, Match, Op};
+pub use request::{
+    Condition, DEFAULT_LINE_LIMIT, DEFAULT_MAX_CHARS, DEFAULT_MAX_MATCHES, ExtractRequest, Grep,
+    LineWindow, MAX_CONTEXT, Match, Op,
+};
 
 use crate::{
     jq::{Guard, Job, Render, Stop},
@@ -111,10 +117,10 @@ enum Plan {
 }
 
 impl Plan {
-    fn new(req: &ExtractRequest) -> Result<(&'static str, Plan), ExtractError> {
+    fn new(req: &ExtractRequest) -> Result<(ExtractMode, Plan), ExtractError> {
         let mode = req.mode()?;
-        let plan = match mode {
-            "recipe" => {
+        let plan = match (mode, &req.grep) {
+            (ExtractMode::Recipe, _) => {
                 let number = req.recipe.unwrap_or_default();
                 if !(1..=10).contains(&number) {
                     return Err(ExtractError::InvalidRequest(format!(
@@ -126,7 +132,7 @@ impl Plan {
                     params: req.string_params()?,
                 }
             }
-            "query" => {
+            (ExtractMode::Query, _) => {
                 let code = req.query.clone().unwrap_or_default();
                 if code.trim().is_empty() {
                     return Err(ExtractError::InvalidRequest(
@@ -140,9 +146,15 @@ impl Plan {
                     params: req.string_params()?,
                 }
             }
-            "structured" => Plan::Structured(Structured::from_request(req)?),
-            "lines" => Plan::Lines(req.lines.clone().unwrap_or_default()),
-            _ => Plan::Grep(GrepPlan::new(req.grep.as_ref().expect("mode is grep"))?),
+            (ExtractMode::Structured, _) => Plan::Structured(Structured::from_request(req)?),
+            (ExtractMode::Lines, _) => Plan::Lines(req.lines.clone().unwrap_or_default()),
+            (ExtractMode::Grep, Some(grep)) => Plan::Grep(GrepPlan::new(grep)?),
+            // `mode()` never returns these; kept an error rather than a panic.
+            (ExtractMode::Grep, None) | (ExtractMode::Invalid, _) => {
+                return Err(ExtractError::InvalidRequest(format!(
+                    "no extraction mode in the request ({mode})"
+                )));
+            }
         };
         Ok((mode, plan))
     }
@@ -270,20 +282,14 @@ impl Extractor {
         duration: Duration,
     ) -> LroEvent {
         let (mode, outcome, results) = match result {
-            Ok(out) => (
-                out.mode,
-                if out.truncated { "truncated" } else { "ok" },
-                out.count,
-            ),
-            Err(e) => (req.mode().unwrap_or("invalid"), e.outcome(), 0),
+            Ok(out) if out.truncated => (out.mode, ExtractOutcome::Truncated, out.count),
+            Ok(out) => (out.mode, ExtractOutcome::Ok, out.count),
+            Err(e) => (req.mode().unwrap_or(ExtractMode::Invalid), e.outcome(), 0),
         };
-        LroEvent::Extracted(Extracted {
-            mode,
-            outcome,
-            path: self.cfg.root_dir.join(&req.file_path),
-            results,
-            duration,
-        })
+        let mut event = Extracted::new(mode, outcome, self.cfg.root_dir.join(&req.file_path));
+        event.results = results;
+        event.duration = duration;
+        LroEvent::Extracted(event)
     }
 }
 
@@ -362,7 +368,7 @@ fn read_header(
 }
 
 fn execute(
-    mode: &'static str,
+    mode: ExtractMode,
     plan: Plan,
     file: ResolvedFile,
     guard: &Guard,
@@ -374,14 +380,7 @@ fn execute(
     match plan {
         Plan::Recipe { number, params } => {
             let (sample_bytes, sample) = read_sample(&mut reader, &file)?;
-            let detail: Detail =
-                header
-                    .detail
-                    .parse()
-                    .map_err(|e: lro_core::descriptor::UnknownDetail| {
-                        ExtractError::BadHeader(e.to_string())
-                    })?;
-            let set = RecipeSet::derive(&sample, detail);
+            let set = RecipeSet::derive(&sample, header.detail);
             let recipe = set.get(number).ok_or_else(|| {
                 ExtractError::InvalidRequest(format!("recipe must be 1..=10, got {number}"))
             })?;
@@ -541,6 +540,9 @@ mod tests {
         let LroEvent::Extracted(e) = ex.event(&req, &err, Duration::from_millis(2)) else {
             panic!("wrong event")
         };
-        assert_eq!((e.mode, e.outcome, e.results), ("recipe", "timeout", 0));
+        assert_eq!(
+            (e.mode, e.outcome, e.results),
+            (ExtractMode::Recipe, ExtractOutcome::Timeout, 0)
+        );
     }
 }

@@ -6,31 +6,19 @@
 //! `max_output_bytes`: past either, it stops the producer and records a
 //! notice instead of failing.
 //!
-//! ```
-//! use lro_extract::ExtractOutput;
-//!
-//! let out = ExtractOutput {
-//!     mode: "query",
-//!     values: vec![serde_json::json!(1)],
-//!     raw: false,
-//!     count: 1,
-//!     truncated: false,
-//!     notice: None,
-//!     text: "1\n".into(),
-//! };
-//! assert_eq!(out.text.lines().count(), 1);
-//! ```
-
 use std::io::Write;
+
+use lro_core::metric::label::ExtractMode;
 
 use serde::Serialize;
 use serde_json::Value;
 
 /// What an extraction returns.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct ExtractOutput {
-    /// `recipe`, `query`, `structured`, `lines` or `grep`.
-    pub mode: &'static str,
+    /// The request's mode.
+    pub mode: ExtractMode,
     /// The results kept, in order: the JSON values the filter produced
     /// (strings for raw output), or `{"line", "text"}` objects in text modes
     /// (grep adds `"match": true|false`). Empty when streamed to a writer.
@@ -201,7 +189,7 @@ impl Collector {
     }
 
     /// Finishes: flushes a writer, renders the text.
-    pub(crate) fn finish(self, mode: &'static str, raw: bool) -> ExtractOutput {
+    pub(crate) fn finish(self, mode: ExtractMode, raw: bool) -> ExtractOutput {
         let notice = (!self.notices.is_empty()).then(|| self.notices.join("; "));
         let mut text = match self.sink {
             Sink::Buffer(b) => String::from_utf8(b)
@@ -257,7 +245,7 @@ mod tests {
         assert_eq!(c.push(b"1", || json!(1)), Flow::Continue);
         assert_eq!(c.push(b"2", || json!(2)), Flow::Continue);
         assert_eq!(c.push(b"3", || json!(3)), Flow::Stop);
-        let out = c.finish("query", false);
+        let out = c.finish(ExtractMode::Query, false);
         assert_eq!(out.values, [json!(1), json!(2)]);
         assert!(out.truncated);
         assert!(
@@ -272,14 +260,14 @@ mod tests {
         assert_eq!(c.push(b"ab", || json!("ab")), Flow::Continue);
         assert_eq!(c.remaining_bytes(), 1);
         assert_eq!(c.push(b"c", || json!("c")), Flow::Stop);
-        let out = c.finish("query", true);
+        let out = c.finish(ExtractMode::Query, true);
         assert_eq!(out.count, 1);
         assert!(out.notice.unwrap().contains("max_output_bytes (4)"));
     }
 
     #[test]
     fn empty_output_says_so() {
-        let out = Collector::buffer(10, 10).finish("grep", false);
+        let out = Collector::buffer(10, 10).finish(ExtractMode::Grep, false);
         assert_eq!(out.text, "# no results\n");
         assert!(!out.truncated);
     }

@@ -16,19 +16,6 @@
 //! records) makes the analysis give up, and the filter runs on fully
 //! parsed records. Wrong answers are impossible by construction: either the
 //! filter provably reads only the listed fields, or nothing is projected.
-//!
-//! ```
-//! use lro_extract::project::analyze;
-//!
-//! let p = analyze("select(.namespace | startswith($ns))", false).unwrap();
-//! assert_eq!(p.fields, ["namespace"]);
-//! assert!(p.passes_records);
-//! let p = analyze("group_by(.namespace) | map({namespace: .[0].namespace, count: length})", true).unwrap();
-//! assert_eq!(p.fields, ["namespace"]);
-//! assert!(!p.passes_records);
-//! assert!(analyze("keys", false).is_none());
-//! assert!(analyze(".title = 1", false).is_none());
-//! ```
 
 use std::collections::BTreeSet;
 
@@ -45,15 +32,15 @@ use crate::scan::{self, skip_ws};
 
 /// What the analysis found.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Projection {
+pub(crate) struct Projection {
     /// Top-level record fields the filter reads, sorted.
-    pub fields: Vec<String>,
+    pub(crate) fields: Vec<String>,
     /// Field paths read, sorted, none a prefix of another
     /// (`.provenance.confidence` is `["provenance", "confidence"]`).
-    pub paths: Vec<Vec<String>>,
+    pub(crate) paths: Vec<Vec<String>>,
     /// Whether records can appear in the output (then they are printed from
     /// their original line, which must be kept).
-    pub passes_records: bool,
+    pub(crate) passes_records: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -111,7 +98,7 @@ struct Analysis {
 
 /// Analyzes `code` for input records (`slurp`: an array of records).
 /// `None` when the filter may observe records beyond single fields.
-pub fn analyze(code: &str, slurp: bool) -> Option<Projection> {
+pub(crate) fn analyze(code: &str, slurp: bool) -> Option<Projection> {
     let term = jaq_core::load::parse(code, |p| p.term())?;
     let mut a = Analysis {
         paths: BTreeSet::new(),
@@ -383,7 +370,7 @@ impl StrLiteral for Term<&str> {
 /// objects; any other value on the way is kept whole, so reading it gives
 /// jq's result or error. `None` when the line is not a plain object or has
 /// an escaped key: the caller parses it whole instead.
-pub fn project_line(line: &[u8], paths: &[Vec<String>]) -> Option<Val> {
+pub(crate) fn project_line(line: &[u8], paths: &[Vec<String>]) -> Option<Val> {
     let refs: Vec<&[String]> = paths.iter().map(Vec::as_slice).collect();
     let (v, end) = project_object(line, skip_ws(line, 0), &refs)?;
     (skip_ws(line, end) == line.len()).then_some(v)
@@ -561,5 +548,21 @@ mod tests {
         // Not an object on the way: kept whole, so jq's error stays jq's.
         assert_eq!(nested(&[&["q", "x"]], line), r#"{"q":1}"#);
         assert_eq!(project_line(b"{}", &[]).unwrap().to_string(), "{}");
+    }
+
+    #[test]
+    fn module_example() {
+        let p = analyze("select(.namespace | startswith($ns))", false).unwrap();
+        assert_eq!(p.fields, ["namespace"]);
+        assert!(p.passes_records);
+        let p = analyze(
+            "group_by(.namespace) | map({namespace: .[0].namespace, count: length})",
+            true,
+        )
+        .unwrap();
+        assert_eq!(p.fields, ["namespace"]);
+        assert!(!p.passes_records);
+        assert!(analyze("keys", false).is_none());
+        assert!(analyze(".title = 1", false).is_none());
     }
 }

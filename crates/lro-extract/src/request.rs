@@ -11,7 +11,7 @@
 //!     "where": [{"field": "namespace", "op": "prefix", "value": "_semantic"}],
 //!     "count": true
 //! })).unwrap();
-//! assert_eq!(req.mode().unwrap(), "structured");
+//! assert_eq!(req.mode().unwrap(), lro_core::metric::label::ExtractMode::Structured);
 //! let schema = schemars::schema_for!(ExtractRequest);
 //! assert!(schema.as_value()["properties"]["recipe"].is_object());
 //! ```
@@ -22,6 +22,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use lro_core::metric::label::ExtractMode;
+
 use crate::ExtractError;
 
 /// One `lro_extract` call. Give `file_path` and exactly one of: `recipe`;
@@ -30,6 +32,7 @@ use crate::ExtractError;
 /// `grep`. Results come back one compact JSON value per line.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct ExtractRequest {
     /// Path of the offloaded JSONL file, exactly as given in the offload
     /// descriptor's `file_path` (a bare file name is resolved against the
@@ -139,6 +142,7 @@ pub enum Match {
 /// One condition on a record field.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct Condition {
     /// Dotted path of the field, e.g. `namespace`, `provenance.confidence`,
     /// `entities.0` (array index). A missing field is `null`.
@@ -154,6 +158,17 @@ pub struct Condition {
         skip_serializing_if = "Option::is_none"
     )]
     pub value: Option<Value>,
+}
+
+impl Condition {
+    /// `field op value`; `value` is `None` only for `exists`.
+    pub fn new(field: impl Into<String>, op: Op, value: Option<Value>) -> Self {
+        Self {
+            field: field.into(),
+            op,
+            value,
+        }
+    }
 }
 
 /// Keeps an explicit `null` as `Some(Value::Null)` (serde's default maps it
@@ -215,6 +230,7 @@ impl Op {
 /// A window of record lines.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct LineWindow {
     /// Records to skip first. Default 0 (start at line 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -228,9 +244,21 @@ pub struct LineWindow {
     pub max_chars: Option<usize>,
 }
 
+impl LineWindow {
+    /// `limit` lines after skipping `offset`, with the default line length.
+    pub fn new(offset: usize, limit: usize) -> Self {
+        Self {
+            offset: Some(offset),
+            limit: Some(limit),
+            max_chars: None,
+        }
+    }
+}
+
 /// A regular-expression search over record lines.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct Grep {
     /// Regular expression (Rust regex syntax), e.g. `timeout|refused`.
     /// Escape special characters (`\.`, `\(`) to match them literally.
@@ -245,6 +273,16 @@ pub struct Grep {
     /// Stop after this many matching lines. Default 100.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_matches: Option<usize>,
+}
+
+impl Grep {
+    /// A search for `pattern` with the default context, case and match limit.
+    pub fn new(pattern: impl Into<String>) -> Self {
+        Self {
+            pattern: pattern.into(),
+            ..Self::default()
+        }
+    }
 }
 
 /// Default [`LineWindow::limit`].
@@ -278,30 +316,34 @@ impl ExtractRequest {
             || self.group_by.is_some()
     }
 
-    /// The mode this request selects — `recipe`, `query`, `structured`,
-    /// `lines` or `grep` — after checking that exactly one is given and that
-    /// the mode-specific options fit it.
-    pub fn mode(&self) -> Result<&'static str, ExtractError> {
+    /// The mode this request selects — recipe, query, structured, lines or
+    /// grep — after checking that exactly one is given and that the
+    /// mode-specific options fit it. Never [`ExtractMode::Invalid`]: an
+    /// invalid request is an error.
+    pub fn mode(&self) -> Result<ExtractMode, ExtractError> {
         let invalid = |m: String| Err(ExtractError::InvalidRequest(m));
-        let modes: Vec<&'static str> = [
-            (self.recipe.is_some(), "recipe"),
-            (self.query.is_some(), "query"),
-            (self.structured_set(), "structured"),
-            (self.lines.is_some(), "lines"),
-            (self.grep.is_some(), "grep"),
+        let modes: Vec<ExtractMode> = [
+            (self.recipe.is_some(), ExtractMode::Recipe),
+            (self.query.is_some(), ExtractMode::Query),
+            (self.structured_set(), ExtractMode::Structured),
+            (self.lines.is_some(), ExtractMode::Lines),
+            (self.grep.is_some(), ExtractMode::Grep),
         ]
         .into_iter()
-        .filter_map(|(set, name)| set.then_some(name))
+        .filter_map(|(set, mode)| set.then_some(mode))
         .collect();
         let mode = match modes.as_slice() {
             [one] => *one,
             [] => return invalid(format!("{EXCLUSIVE}; none was given")),
-            many => return invalid(format!("{EXCLUSIVE}; got {}", many.join(" and "))),
+            many => {
+                let names: Vec<&str> = many.iter().map(|m| m.as_str()).collect();
+                return invalid(format!("{EXCLUSIVE}; got {}", names.join(" and ")));
+            }
         };
-        if self.slurp.is_some() && mode != "query" {
+        if self.slurp.is_some() && mode != ExtractMode::Query {
             return invalid("slurp only applies to query".into());
         }
-        if self.params.is_some() && !matches!(mode, "recipe" | "query") {
+        if self.params.is_some() && !matches!(mode, ExtractMode::Recipe | ExtractMode::Query) {
             return invalid("params only apply to recipe or query".into());
         }
         Ok(mode)
@@ -359,9 +401,9 @@ mod tests {
         let e = r.mode().unwrap_err().to_string();
         assert!(e.contains("recipe and query"), "{e}");
         let r = req(json!({"file_path": "f", "limit": 3, "count": true})).unwrap();
-        assert_eq!(r.mode().unwrap(), "structured");
+        assert_eq!(r.mode().unwrap(), ExtractMode::Structured);
         let r = req(json!({"file_path": "f", "lines": {}})).unwrap();
-        assert_eq!(r.mode().unwrap(), "lines");
+        assert_eq!(r.mode().unwrap(), ExtractMode::Lines);
         let r = req(json!({"file_path": "f", "recipe": 1, "slurp": true})).unwrap();
         assert!(r.mode().is_err());
         let r = req(json!({"file_path": "f", "grep": {"pattern": "x"}, "params": {}})).unwrap();

@@ -5,22 +5,6 @@
 //! Only sorting keeps records in memory (the rendered output line and the
 //! sort key of each match); `count` and `group_by` keep a counter per group,
 //! and plain filtering stops reading as soon as `limit` is reached.
-//!
-//! ```
-//! use lro_extract::structured::{Structured, get_path};
-//! use lro_extract::ExtractRequest;
-//! use serde_json::json;
-//!
-//! let req: ExtractRequest = serde_json::from_value(json!({
-//!     "file_path": "x",
-//!     "where": [{"field": "p.c", "op": "gte", "value": 0.5}],
-//!     "count": true
-//! })).unwrap();
-//! let plan = Structured::from_request(&req).unwrap();
-//! assert!(plan.matches(&json!({"p": {"c": 0.7}})));
-//! assert!(!plan.matches(&json!({"p": {"c": 0.2}})));
-//! assert_eq!(get_path(&json!({"a": [{"b": 1}]}), &["a", "0", "b"]), Some(&json!(1)));
-//! ```
 
 use std::{cmp::Ordering, collections::HashMap, io::Read};
 
@@ -36,7 +20,7 @@ use crate::{
 
 /// A validated structured query.
 #[derive(Debug, Clone)]
-pub struct Structured {
+pub(crate) struct Structured {
     conds: Vec<Cond>,
     any: bool,
     fields: Option<Vec<Vec<String>>>,
@@ -166,7 +150,7 @@ impl Cond {
 }
 
 /// The value at a dotted path; numeric segments index arrays.
-pub fn get_path<'v, S: AsRef<str>>(record: &'v Value, path: &[S]) -> Option<&'v Value> {
+pub(crate) fn get_path<'v, S: AsRef<str>>(record: &'v Value, path: &[S]) -> Option<&'v Value> {
     let mut cur = record;
     for seg in path {
         let seg = seg.as_ref();
@@ -279,7 +263,7 @@ fn project(record: &Value, fields: &[Vec<String>]) -> Value {
 
 impl Structured {
     /// Validates the structured fields of `req`.
-    pub fn from_request(req: &ExtractRequest) -> Result<Self, ExtractError> {
+    pub(crate) fn from_request(req: &ExtractRequest) -> Result<Self, ExtractError> {
         let count = req.count.unwrap_or(false);
         if count
             && (req.fields.is_some()
@@ -340,7 +324,7 @@ impl Structured {
     }
 
     /// Whether `record` satisfies `where` (always, without conditions).
-    pub fn matches(&self, record: &Value) -> bool {
+    pub(crate) fn matches(&self, record: &Value) -> bool {
         if self.conds.is_empty() {
             return true;
         }
@@ -588,6 +572,25 @@ mod tests {
                 json!([1]),
                 json!({})
             ]
+        );
+    }
+
+    #[test]
+    fn module_example() {
+        use serde_json::json;
+
+        let req: ExtractRequest = serde_json::from_value(json!({
+            "file_path": "x",
+            "where": [{"field": "p.c", "op": "gte", "value": 0.5}],
+            "count": true
+        }))
+        .unwrap();
+        let plan = Structured::from_request(&req).unwrap();
+        assert!(plan.matches(&json!({"p": {"c": 0.7}})));
+        assert!(!plan.matches(&json!({"p": {"c": 0.2}})));
+        assert_eq!(
+            get_path(&json!({"a": [{"b": 1}]}), &["a", "0", "b"]),
+            Some(&json!(1))
         );
     }
 }

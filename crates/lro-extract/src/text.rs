@@ -5,13 +5,6 @@
 //! `{"line": n, "text": "..."}`; its `text` is shown. Any other record is
 //! shown as its JSON line. Lines longer than `max_chars` characters are cut
 //! with a `… [N more chars]` marker and a notice.
-//!
-//! ```
-//! use lro_extract::text::display_text;
-//!
-//! assert_eq!(display_text(br#"{"line":3,"text":"hello"}"#), "hello");
-//! assert_eq!(display_text(br#"{"id":"m1"}"#), r#"{"id":"m1"}"#);
-//! ```
 
 use std::{collections::VecDeque, io::Read};
 
@@ -28,7 +21,7 @@ use crate::{
 };
 
 /// The text shown for a record line.
-pub fn display_text(line: &[u8]) -> String {
+pub(crate) fn display_text(line: &[u8]) -> String {
     if line.starts_with(br#"{"line":"#) {
         #[derive(serde::Deserialize)]
         #[serde(deny_unknown_fields)]
@@ -230,13 +223,14 @@ impl GrepPlan {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use lro_core::metric::label::ExtractMode;
 
     fn grep(text: &str, g: Grep) -> crate::ExtractOutput {
         let mut out = Collector::buffer(1 << 20, 1000);
         let plan = GrepPlan::new(&g).unwrap();
         plan.run(text.as_bytes(), &Guard::unbounded(), &mut out)
             .unwrap();
-        out.finish("grep", false)
+        out.finish(ExtractMode::Grep, false)
     }
 
     #[test]
@@ -298,5 +292,11 @@ mod tests {
             ("hé… [3 more chars]".to_owned(), true)
         );
         assert_eq!(cap_chars("ab", 2), ("ab".to_owned(), false));
+    }
+
+    #[test]
+    fn module_example() {
+        assert_eq!(display_text(br#"{"line":3,"text":"hello"}"#), "hello");
+        assert_eq!(display_text(br#"{"id":"m1"}"#), r#"{"id":"m1"}"#);
     }
 }

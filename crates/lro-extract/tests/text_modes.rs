@@ -35,11 +35,11 @@ fn lines(
     max_chars: Option<usize>,
 ) -> ExtractRequest {
     let mut req = ExtractRequest::new(path);
-    req.lines = Some(LineWindow {
-        offset,
-        limit,
-        max_chars,
-    });
+    let mut window = LineWindow::default();
+    window.offset = offset;
+    window.limit = limit;
+    window.max_chars = max_chars;
+    req.lines = Some(window);
     req
 }
 
@@ -47,7 +47,7 @@ fn lines(
 fn a_window_shows_original_text_with_numbers() {
     let (_dir, path, ex) = setup();
     let out = ex.run(&lines(&path, Some(5), Some(4), None)).unwrap();
-    assert_eq!(out.mode, "lines");
+    assert_eq!(out.mode, lro_core::metric::label::ExtractMode::Lines);
     assert_eq!(out.count, 4);
     assert_eq!(
         out.text,
@@ -97,12 +97,10 @@ fn past_the_end_says_how_many_records_there_are() {
 fn grep_shows_matches_with_context_like_grep_n() {
     let (_dir, path, ex) = setup();
     let mut req = ExtractRequest::new(&path);
-    req.grep = Some(Grep {
-        pattern: "error".into(),
-        context: Some(1),
-        ignore_case: Some(true),
-        max_matches: None,
-    });
+    let mut grep = Grep::new("error");
+    grep.context = Some(1);
+    grep.ignore_case = Some(true);
+    req.grep = Some(grep);
     let out = ex.run(&req).unwrap();
     assert_eq!(
         out.text,
@@ -134,10 +132,7 @@ fn grep_over_json_records_searches_their_lines() {
     let file = offload(dir.path(), "list", &records, Detail::Light);
     let ex = Extractor::new(ExtractConfig::new(dir.path()));
     let mut req = ExtractRequest::new(file.path.to_string_lossy());
-    req.grep = Some(Grep {
-        pattern: "\"id\":\"mem-00001[0-2]\"".into(),
-        ..Grep::default()
-    });
+    req.grep = Some(Grep::new("\"id\":\"mem-00001[0-2]\""));
     let out = ex.run(&req).unwrap();
     assert_eq!(out.count, 3);
     let first = out.text.lines().next().unwrap();

@@ -24,7 +24,7 @@
 //! use lro_scheduler::{CleanupPolicy, run_once};
 //!
 //! let dir = tempfile::tempdir().unwrap();
-//! let header = OffloadHeader::new("list", None, 0, 1, "light");
+//! let header = OffloadHeader::new("list", None, 0, 1, lro_core::Detail::Light);
 //! let written = write_atomic(dir.path(), &OffloadFileName::new("list"), &header, &[] as &[&str], &|| false).unwrap();
 //!
 //! let policy = CleanupPolicy::new().with_ttl(Duration::from_secs(3600));
@@ -276,10 +276,8 @@ pub fn run_once(
 ) -> CleanupCompleted {
     let started = Instant::now();
     let Scan { entries, errors } = scan(dir);
-    let mut report = CleanupCompleted {
-        errors,
-        ..CleanupCompleted::default()
-    };
+    let mut report = CleanupCompleted::default();
+    report.errors = errors;
     let mut remaining = Vec::new();
 
     for entry in entries {
@@ -351,13 +349,9 @@ fn expire(
             report.bytes_freed += bytes;
             emit(
                 sink,
-                LroEvent::OffloadFileExpired(OffloadFileExpired {
-                    path: entry.path,
-                    age,
-                    ttl: policy.ttl,
-                    bytes,
-                    reason,
-                }),
+                LroEvent::OffloadFileExpired(OffloadFileExpired::new(
+                    entry.path, reason, age, policy.ttl, bytes,
+                )),
             );
             None
         }

@@ -94,19 +94,17 @@ async fn spans_with_attributes_and_events_reach_the_collector() {
             jsonrpc.request.id = "7",
         );
         let _entered = span.enter();
-        emit(
-            &(),
-            LroEvent::Offloaded(Offloaded {
-                tool: "recall_memories".into(),
-                operation: "recall".into(),
-                path: PathBuf::from("/tmp/atlatl-recall-01ARZ3NDEKTSV4RRFFQ69G5FAV.jsonl"),
-                records: 120,
-                bytes: 48_000,
-                estimated_tokens: 5_000,
-                descriptor_tokens: 600,
-                write_duration: Duration::from_millis(3),
-            }),
+        let mut offloaded = Offloaded::new(
+            "recall_memories",
+            "recall",
+            PathBuf::from("/tmp/atlatl-recall-01ARZ3NDEKTSV4RRFFQ69G5FAV.jsonl"),
         );
+        offloaded.records = 120;
+        offloaded.bytes = 48_000;
+        offloaded.estimated_tokens = 5_000;
+        offloaded.descriptor_tokens = 600;
+        offloaded.write_duration = Duration::from_millis(3);
+        emit(&(), LroEvent::Offloaded(offloaded));
     }
 
     // Flushing blocks until the receiver answers, and the receiver runs on

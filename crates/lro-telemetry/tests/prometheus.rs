@@ -12,7 +12,10 @@ use std::{
 };
 
 use lro_core::{
-    event::{CleanupCompleted, ExpiryReason, LroEvent, OffloadFileExpired, Offloaded, emit},
+    event::{
+        CleanupCompleted, ExpiryReason, LroEvent, OffloadFileExpired, Offloaded, ToolOutcome,
+        ToolResult, emit,
+    },
     metric,
 };
 use lro_telemetry::{Telemetry, TelemetryError};
@@ -49,42 +52,40 @@ fn http_get(addr: SocketAddr, path: &str) -> (String, String, String) {
 }
 
 fn emit_some_events() {
+    let path = PathBuf::from("/tmp/atlatl-recall-01ARZ3NDEKTSV4RRFFQ69G5FAV.jsonl");
+    let mut offloaded = Offloaded::new("recall_memories", "recall", path.clone());
+    offloaded.records = 120;
+    offloaded.bytes = 48_000;
+    offloaded.estimated_tokens = 5_000;
+    offloaded.descriptor_tokens = 600;
+    offloaded.write_duration = Duration::from_millis(3);
+    emit(&(), LroEvent::Offloaded(offloaded));
     emit(
         &(),
-        LroEvent::Offloaded(Offloaded {
-            tool: "recall_memories".into(),
-            operation: "recall".into(),
-            path: PathBuf::from("/tmp/atlatl-recall-01ARZ3NDEKTSV4RRFFQ69G5FAV.jsonl"),
-            records: 120,
-            bytes: 48_000,
-            estimated_tokens: 5_000,
-            descriptor_tokens: 600,
-            write_duration: Duration::from_millis(3),
-        }),
-    );
-    metric::tool_result("recall_memories", "offloaded", 5_000);
-    emit(
-        &(),
-        LroEvent::OffloadFileExpired(OffloadFileExpired {
-            path: PathBuf::from("/tmp/atlatl-recall-01ARZ3NDEKTSV4RRFFQ69G5FAV.jsonl"),
-            age: Duration::from_secs(4000),
-            ttl: Duration::from_secs(3600),
-            bytes: 100,
-            reason: ExpiryReason::Ttl,
-        }),
+        LroEvent::ToolResult(ToolResult::new(
+            "recall_memories",
+            ToolOutcome::Offloaded,
+            5_000,
+        )),
     );
     emit(
         &(),
-        LroEvent::CleanupCompleted(CleanupCompleted {
-            scanned: 3,
-            deleted: 1,
-            bytes_freed: 100,
-            files_remaining: 2,
-            bytes_remaining: 300,
-            duration: Duration::from_millis(2),
-            ..CleanupCompleted::default()
-        }),
+        LroEvent::OffloadFileExpired(OffloadFileExpired::new(
+            path,
+            ExpiryReason::Ttl,
+            Duration::from_secs(4000),
+            Duration::from_secs(3600),
+            100,
+        )),
     );
+    let mut cleanup = CleanupCompleted::default();
+    cleanup.scanned = 3;
+    cleanup.deleted = 1;
+    cleanup.bytes_freed = 100;
+    cleanup.files_remaining = 2;
+    cleanup.bytes_remaining = 300;
+    cleanup.duration = Duration::from_millis(2);
+    emit(&(), LroEvent::CleanupCompleted(cleanup));
 }
 
 fn has_line(text: &str, line: &str) -> bool {

@@ -5,7 +5,7 @@ mod support;
 
 use std::collections::BTreeSet;
 
-use lro_core::event::{LroEvent, MemorySink};
+use lro_core::event::{LroEvent, MemorySink, ToolOutcome, WriteFailureReason};
 use lro_tower::LroLayer;
 use serde_json::{Value, json};
 use support::*;
@@ -67,7 +67,10 @@ async fn over_threshold_returns_a_spec_shaped_descriptor_and_a_complete_file() {
     assert_eq!(link.mime_type.as_deref(), Some(lro_tower::JSONL_MIME));
     assert_eq!(link.size, Some(std::fs::metadata(&path).unwrap().len()));
     let events = sink.events();
-    assert!(matches!(&events[..], [LroEvent::Offloaded(e)] if e.records == 300 && e.path == path));
+    assert!(
+        matches!(&events[..], [LroEvent::Offloaded(e), LroEvent::ToolResult(r)]
+        if e.records == 300 && e.path == path && r.outcome == ToolOutcome::Offloaded && r.records == 300)
+    );
 }
 
 #[tokio::test]
@@ -146,10 +149,11 @@ async fn a_failing_write_falls_back_to_a_truncated_result_with_a_warning() {
     );
     let events = sink.events();
     match &events[..] {
-        [LroEvent::OffloadWriteFailed(e)] => {
+        [LroEvent::OffloadWriteFailed(e), LroEvent::ToolResult(r)] => {
             assert_eq!(e.records_total, 300);
             assert_eq!(e.records_kept, kept.len());
-            assert_eq!(e.reason, "not_a_directory");
+            assert_eq!(e.reason, WriteFailureReason::NotADirectory);
+            assert_eq!(r.outcome, ToolOutcome::Truncated);
         }
         other => panic!("unexpected events {other:?}"),
     }

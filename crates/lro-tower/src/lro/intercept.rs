@@ -11,9 +11,8 @@ use std::{
 
 use lro_core::{
     Detail, EventSink, OffloadConfig, Offloader, RecordSet, TokenEstimator,
-    event::{self, LroEvent, OffloadWriteFailed, Offloaded},
+    event::{self, LroEvent, OffloadWriteFailed, Offloaded, ToolOutcome, ToolResult},
     file::WriteError,
-    metric,
     offload::{OffloadInput, OffloadOutput, records_within_budget, truncation_warning},
     records::RecordKind,
 };
@@ -36,36 +35,16 @@ pub(crate) struct Shared {
     pub(crate) extractor: Option<lro_extract::Extractor>,
 }
 
-/// What happened to a result, for the span and the metrics.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Decision {
-    Inline,
-    Offloaded,
-    Truncated,
-    Bypassed,
-}
-
-impl Decision {
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            Decision::Inline => "inline",
-            Decision::Offloaded => "offloaded",
-            Decision::Truncated => "truncated",
-            Decision::Bypassed => "bypassed",
-        }
-    }
-}
-
 /// The result of [`Shared::process`].
 pub(crate) struct Processed {
     pub(crate) result: CallToolResult,
-    pub(crate) decision: Decision,
+    pub(crate) decision: ToolOutcome,
     pub(crate) estimated_tokens: usize,
     pub(crate) records: usize,
 }
 
 impl Processed {
-    fn unchanged(result: CallToolResult, decision: Decision, estimated_tokens: usize) -> Self {
+    fn unchanged(result: CallToolResult, decision: ToolOutcome, estimated_tokens: usize) -> Self {
         Self {
             result,
             decision,
@@ -119,7 +98,7 @@ impl Shared {
     pub(crate) fn bypass(&self, result: CallToolResult) -> Processed {
         let (parts, structured) = readable_parts(&result);
         let tokens = estimate_readable(&*self.estimator, &parts, structured.as_ref());
-        Processed::unchanged(result, Decision::Bypassed, tokens)
+        Processed::unchanged(result, ToolOutcome::Bypassed, tokens)
     }
 
     /// Decides and, when over the threshold, offloads. Never fails: a write
@@ -134,7 +113,7 @@ impl Shared {
     ) -> Processed {
         if result.is_error == Some(true) {
             // Errors are for the model to read in full; they are never offloaded.
-            return Processed::unchanged(result, Decision::Inline, 0);
+            return Processed::unchanged(result, ToolOutcome::Inline, 0);
         }
         let (payload, estimated_tokens) = {
             let (parts, structured) = readable_parts(&result);
@@ -156,14 +135,14 @@ impl Shared {
         };
         let threshold = self.cfg.threshold_for(tool);
         if estimated_tokens <= threshold {
-            return Processed::unchanged(result, Decision::Inline, estimated_tokens);
+            return Processed::unchanged(result, ToolOutcome::Inline, estimated_tokens);
         }
         let payload = match (hints.full_result.clone(), payload) {
             (Some(full), _) => Payload::Text(full),
             (None, Some(p)) => p,
             // Over the threshold with nothing readable: only binary content.
             (None, None) => {
-                return Processed::unchanged(result, Decision::Inline, estimated_tokens);
+                return Processed::unchanged(result, ToolOutcome::Inline, estimated_tokens);
             }
         };
 
@@ -224,25 +203,23 @@ impl Shared {
                     // The rename won the race against cancellation: nobody will
                     // read this file, so do not leave it behind.
                     let _ = std::fs::remove_file(&out.result.path);
-                    return Processed::unchanged(result, Decision::Inline, estimated_tokens);
+                    return Processed::unchanged(result, ToolOutcome::Inline, estimated_tokens);
                 }
                 let descriptor_tokens = self.estimator.estimate(&out.text);
-                event::emit(
-                    &*self.sink,
-                    LroEvent::Offloaded(Offloaded {
-                        tool: tool.to_owned(),
-                        operation: out.result.header.operation.clone(),
-                        path: out.result.path.clone(),
-                        records,
-                        bytes: out.bytes,
-                        estimated_tokens,
-                        descriptor_tokens,
-                        write_duration: out.write_duration,
-                    }),
+                let mut offloaded = Offloaded::new(
+                    tool,
+                    out.result.header.operation.clone(),
+                    out.result.path.clone(),
                 );
+                offloaded.records = records;
+                offloaded.bytes = out.bytes;
+                offloaded.estimated_tokens = estimated_tokens;
+                offloaded.descriptor_tokens = descriptor_tokens;
+                offloaded.write_duration = out.write_duration;
+                event::emit(&*self.sink, LroEvent::Offloaded(offloaded));
                 Processed {
                     result: offloaded_result(&out, result.meta),
-                    decision: Decision::Offloaded,
+                    decision: ToolOutcome::Offloaded,
                     estimated_tokens,
                     records,
                 }
@@ -254,19 +231,13 @@ impl Shared {
                 total,
             } => {
                 if matches!(error, WriteError::Cancelled) {
-                    return Processed::unchanged(result, Decision::Inline, estimated_tokens);
+                    return Processed::unchanged(result, ToolOutcome::Inline, estimated_tokens);
                 }
-                event::emit(
-                    &*self.sink,
-                    LroEvent::OffloadWriteFailed(OffloadWriteFailed {
-                        tool: tool.to_owned(),
-                        operation,
-                        error: error.to_string(),
-                        reason: error.reason(),
-                        records_total: total,
-                        records_kept: kept,
-                    }),
-                );
+                let mut failed =
+                    OffloadWriteFailed::new(tool, operation, error.to_string(), error.reason());
+                failed.records_total = total;
+                failed.records_kept = kept;
+                event::emit(&*self.sink, LroEvent::OffloadWriteFailed(failed));
                 let warning = truncation_warning(&error, kept, total);
                 let mut content = vec![ContentBlock::text(warning)];
                 content.extend(truncated.map(ContentBlock::text));
@@ -282,7 +253,7 @@ impl Shared {
                 out.meta = result.meta;
                 Processed {
                     result: out,
-                    decision: Decision::Truncated,
+                    decision: ToolOutcome::Truncated,
                     estimated_tokens,
                     records: total,
                 }
@@ -301,15 +272,11 @@ impl Shared {
                 RecordSet::from_text(text)
             }
         };
-        let input = OffloadInput {
-            tool: &job.tool,
-            operation: &job.operation,
-            query: job.query.clone(),
-            detail: job.detail,
-            records: &records,
-            estimated_tokens: job.estimated_tokens,
-            score_range: job.score_range,
-        };
+        let mut input =
+            OffloadInput::new(&job.tool, &job.operation, &records, job.estimated_tokens);
+        input.query = job.query.clone();
+        input.detail = job.detail;
+        input.score_range = job.score_range;
         match self
             .offloader
             .offload(input, &|| cancel.load(Ordering::Relaxed))
@@ -432,13 +399,14 @@ fn offloaded_result(out: &OffloadOutput, meta: Option<rmcp::model::MetaObject>) 
     result
 }
 
-/// Records the metrics of one decision.
-pub(crate) fn count(tool: &str, processed: &Processed) {
-    metric::tool_result(
-        tool,
-        processed.decision.as_str(),
-        processed.estimated_tokens,
-    );
+impl Shared {
+    /// Reports what happened to one tool result: the [`ToolResult`] event,
+    /// and through it the result metrics.
+    pub(crate) fn report(&self, tool: &str, processed: &Processed) {
+        let mut e = ToolResult::new(tool, processed.decision, processed.estimated_tokens);
+        e.records = processed.records;
+        event::emit(&*self.sink, LroEvent::ToolResult(e));
+    }
 }
 
 #[cfg(test)]
@@ -473,7 +441,7 @@ mod tests {
         let p = shared(dir.path())
             .process("t", None, big_result(), ScopeHints::default(), &ct)
             .await;
-        assert_eq!(p.decision, Decision::Inline);
+        assert_eq!(p.decision, ToolOutcome::Inline);
         assert_eq!(
             std::fs::read_dir(dir.path())
                 .map(|d| d.count())
@@ -504,7 +472,7 @@ mod tests {
                 &CancellationToken::new(),
             )
             .await;
-        assert_eq!(p.decision, Decision::Offloaded);
+        assert_eq!(p.decision, ToolOutcome::Offloaded);
         let d: Value = serde_json::from_str(&p.result.content[0].as_text().unwrap().text).unwrap();
         assert_eq!(d["summary"]["count"], 5000);
         assert_eq!(d["summary"]["operation"], "inject");

@@ -14,10 +14,7 @@ use rmcp::{
 };
 use tracing::Instrument;
 
-use super::{
-    LroLayer, extract,
-    intercept::{self, Shared},
-};
+use super::{LroLayer, extract, intercept::Shared};
 use crate::scope::LroScope;
 
 /// Key of the client capability extension that marks an LRO proxy. A client
@@ -251,7 +248,7 @@ impl<H: ServerHandler> Lro<H> {
             // Signed integers export as OTLP ints; usize would become a string.
             span.record("lro.estimated_tokens", processed.estimated_tokens as i64);
             span.record("lro.records", processed.records as i64);
-            intercept::count(&tool, &processed);
+            self.shared.report(&tool, &processed);
             Ok(CallToolResponse::Complete(processed.result))
         }
         .instrument(span)
@@ -297,7 +294,7 @@ impl<H: ServerHandler> Lro<H> {
             .shared
             .process(&tool, None, call_result, Default::default(), &ct)
             .await;
-        intercept::count(&tool, &processed);
+        self.shared.report(&tool, &processed);
         if let Ok(serde_json::Value::Object(obj)) = serde_json::to_value(&processed.result) {
             let mut book = self.tasks.lock().expect("task book poisoned");
             book.done.insert(task_id, obj.clone());

@@ -1,0 +1,180 @@
+//! The closed sets of label values: each is an enum with `ALL` and `as_str`,
+//! and the only place its values are spelled.
+//!
+//! Code records labels through these enums, the metric catalogue lists them
+//! (see [`super::catalogue`]), and the deploy tests and dashboard generator
+//! read them from the catalogue, so a value is never typed twice.
+//!
+//! ```
+//! use lro_core::metric::label::ToolOutcome;
+//!
+//! assert_eq!(ToolOutcome::Offloaded.as_str(), "offloaded");
+//! assert_eq!(ToolOutcome::ALL.len(), 4);
+//! assert_eq!(ToolOutcome::SET.variants[0], ("Inline", "inline"));
+//! ```
+
+use std::fmt;
+
+/// A closed set of label values, as listed in the metric catalogue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LabelSet {
+    /// The Rust enum's name, e.g. `ToolOutcome`.
+    pub name: &'static str,
+    /// `(variant, value)` pairs in declaration order.
+    pub variants: &'static [(&'static str, &'static str)],
+}
+
+impl LabelSet {
+    /// The label values, in declaration order.
+    pub fn values(&self) -> impl Iterator<Item = &'static str> {
+        self.variants.iter().map(|(_, value)| *value)
+    }
+}
+
+/// Declares a label-value enum with `ALL`, `SET`, `as_str` and `Display`.
+macro_rules! label_values {
+    (
+        $(#[$meta:meta])*
+        pub enum $name:ident {
+            $( $(#[$vmeta:meta])* $variant:ident => $value:literal, )+
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum $name {
+            $( $(#[$vmeta])* $variant, )+
+        }
+
+        impl $name {
+            /// Every value, in declaration order.
+            pub const ALL: &'static [$name] = &[$($name::$variant,)+];
+
+            /// The set as the metric catalogue lists it.
+            pub const SET: LabelSet = LabelSet {
+                name: stringify!($name),
+                variants: &[$((stringify!($variant), $value),)+],
+            };
+
+            /// The label value.
+            pub const fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$variant => $value,)+
+                }
+            }
+        }
+
+        impl serde::Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(self.as_str())
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    };
+}
+
+label_values! {
+    /// What the layer did with one tool result (`outcome` of
+    /// `lro_tool_results_total`).
+    pub enum ToolOutcome {
+        /// At or under the threshold: returned unchanged.
+        Inline => "inline",
+        /// Written to a JSONL file and replaced by a descriptor.
+        Offloaded => "offloaded",
+        /// The write failed; the result was cut to the threshold with a warning.
+        Truncated => "truncated",
+        /// Passed through untouched: a proxy client, or offloading is off.
+        Bypassed => "bypassed",
+    }
+}
+
+label_values! {
+    /// Why an offload write failed (`reason` of
+    /// `lro_offload_write_failures_total`).
+    pub enum WriteFailureReason {
+        /// A directory on the path does not exist.
+        NotFound => "not_found",
+        /// Permission denied, or a read-only file system.
+        PermissionDenied => "permission_denied",
+        /// The disk or a quota is full.
+        StorageFull => "storage_full",
+        /// A path component is not a directory.
+        NotADirectory => "not_a_directory",
+        /// A record was not a single line of JSON.
+        BadRecord => "bad_record",
+        /// Any other I/O error.
+        Io => "io",
+    }
+}
+
+label_values! {
+    /// Why cleanup deleted a file (`reason` of `lro_offload_files_expired_total`).
+    pub enum ExpiryReason {
+        /// `created_at + ttl` has passed.
+        Ttl => "ttl",
+        /// The directory was over its byte quota; oldest files went first.
+        Quota => "quota",
+    }
+}
+
+label_values! {
+    /// How a cleanup run ended (`outcome` of `lro_cleanup_runs_total`).
+    pub enum CleanupOutcome {
+        /// No error.
+        Success => "success",
+        /// The run went on past at least one error.
+        Error => "error",
+    }
+}
+
+label_values! {
+    /// The mode of an extraction request (`mode` of the `lro_extract_*`
+    /// metrics).
+    pub enum ExtractMode {
+        /// Recipe N of the descriptor.
+        Recipe => "recipe",
+        /// A jq filter.
+        Query => "query",
+        /// `where`/`fields`/`sort_by`/`count`/`group_by`.
+        Structured => "structured",
+        /// A window of record lines.
+        Lines => "lines",
+        /// A regex search over record lines.
+        Grep => "grep",
+        /// The request named no mode, or more than one.
+        Invalid => "invalid",
+    }
+}
+
+label_values! {
+    /// How an extraction request ended (`outcome` of
+    /// `lro_extract_requests_total`).
+    pub enum ExtractOutcome {
+        /// Complete output.
+        Ok => "ok",
+        /// Output cut at a limit, with a notice.
+        Truncated => "truncated",
+        /// Bad input, a guard refusal, or a failed query.
+        Error => "error",
+        /// Stopped at the time limit.
+        Timeout => "timeout",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sets_match_as_str() {
+        for o in ToolOutcome::ALL {
+            assert!(ToolOutcome::SET.values().any(|v| v == o.as_str()));
+        }
+        assert_eq!(ExtractMode::SET.variants.len(), ExtractMode::ALL.len());
+        assert_eq!(ExpiryReason::Quota.to_string(), "quota");
+    }
+}

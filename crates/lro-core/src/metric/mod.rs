@@ -1,0 +1,466 @@
+//! Every metric LRO emits, in one place: the catalogue.
+//!
+//! Names follow Prometheus conventions: one `lro_` prefix, base units in the
+//! name, `_total` counters, bounded labels only (never a path, id or session).
+//! Label values come from the enums in [`label`]; nothing else spells them.
+//!
+//! This module is a leaf: it depends on no other module of the crate. Events
+//! record themselves through it ([`crate::event::LroEvent::record_metrics`]);
+//! binaries install an exporter (see `lro-telemetry`); the deploy tests and
+//! the dashboard generator read [`catalogue`] as JSON (`lro metrics --json`,
+//! checked in as `deploy/metrics.json`).
+//!
+//! | name | type | labels | meaning |
+//! |---|---|---|---|
+//! | `lro_tool_results_total` | counter | `tool`, `outcome` | tool results by [`ToolOutcome`] |
+//! | `lro_result_estimated_tokens` | histogram | `tool` | estimated tokens of each intercepted result |
+//! | `lro_offload_write_duration_seconds` | histogram | `tool` | time to write one offload file |
+//! | `lro_offloaded_bytes_total` | counter | `tool` | bytes written to offload files |
+//! | `lro_offloaded_records_total` | counter | `tool` | records written to offload files |
+//! | `lro_estimated_tokens_saved_total` | counter | `tool` | result tokens minus descriptor tokens |
+//! | `lro_offload_write_failures_total` | counter | `reason` | failed writes by [`WriteFailureReason`] (each fell back to truncation) |
+//! | `lro_cleanup_runs_total` | counter | `outcome` | cleanup runs by [`CleanupOutcome`] |
+//! | `lro_cleanup_last_success_timestamp_seconds` | gauge | | Unix time of the last successful cleanup |
+//! | `lro_cleanup_duration_seconds` | histogram | | cleanup run time |
+//! | `lro_offload_files_expired_total` | counter | `reason` | files deleted, by [`ExpiryReason`] |
+//! | `lro_cleanup_bytes_freed_total` | counter | | bytes deleted by cleanup |
+//! | `lro_cleanup_temp_files_removed_total` | counter | | stale temp files removed |
+//! | `lro_offload_files` | gauge | | offload files on disk after the last cleanup |
+//! | `lro_offload_disk_bytes` | gauge | | bytes of offload files on disk after the last cleanup |
+//! | `lro_extract_requests_total` | counter | `mode`, `outcome` | `lro_extract` calls by [`ExtractMode`] and [`ExtractOutcome`] |
+//! | `lro_extract_duration_seconds` | histogram | `mode` | `lro_extract` run time |
+//! | `lro_build_info` | gauge | `version`, `conformance_level` | always 1 |
+//!
+//! ```
+//! use lro_core::metric::{self, label::ToolOutcome};
+//!
+//! assert!(metric::ALL.iter().all(|m| m.name.starts_with("lro_")));
+//! let results = metric::find(metric::TOOL_RESULTS_TOTAL).unwrap();
+//! assert_eq!(results.labels[1].values, Some(ToolOutcome::SET));
+//! let json = metric::catalogue();
+//! assert_eq!(json["metrics"][0]["name"], "lro_tool_results_total");
+//! ```
+
+pub mod label;
+
+use metrics::{Unit, counter, describe_counter, describe_gauge, describe_histogram};
+use serde_json::{Value, json};
+
+pub use label::{
+    CleanupOutcome, ExpiryReason, ExtractMode, ExtractOutcome, LabelSet, ToolOutcome,
+    WriteFailureReason,
+};
+
+/// `lro_tool_results_total`.
+pub const TOOL_RESULTS_TOTAL: &str = "lro_tool_results_total";
+/// `lro_result_estimated_tokens`.
+pub const RESULT_ESTIMATED_TOKENS: &str = "lro_result_estimated_tokens";
+/// `lro_offload_write_duration_seconds`.
+pub const OFFLOAD_WRITE_DURATION_SECONDS: &str = "lro_offload_write_duration_seconds";
+/// `lro_offloaded_bytes_total`.
+pub const OFFLOADED_BYTES_TOTAL: &str = "lro_offloaded_bytes_total";
+/// `lro_offloaded_records_total`.
+pub const OFFLOADED_RECORDS_TOTAL: &str = "lro_offloaded_records_total";
+/// `lro_estimated_tokens_saved_total`.
+pub const ESTIMATED_TOKENS_SAVED_TOTAL: &str = "lro_estimated_tokens_saved_total";
+/// `lro_offload_write_failures_total`.
+pub const OFFLOAD_WRITE_FAILURES_TOTAL: &str = "lro_offload_write_failures_total";
+/// `lro_cleanup_runs_total`.
+pub const CLEANUP_RUNS_TOTAL: &str = "lro_cleanup_runs_total";
+/// `lro_cleanup_last_success_timestamp_seconds`.
+pub const CLEANUP_LAST_SUCCESS_TIMESTAMP_SECONDS: &str =
+    "lro_cleanup_last_success_timestamp_seconds";
+/// `lro_cleanup_duration_seconds`.
+pub const CLEANUP_DURATION_SECONDS: &str = "lro_cleanup_duration_seconds";
+/// `lro_offload_files_expired_total`.
+pub const OFFLOAD_FILES_EXPIRED_TOTAL: &str = "lro_offload_files_expired_total";
+/// `lro_cleanup_bytes_freed_total`.
+pub const CLEANUP_BYTES_FREED_TOTAL: &str = "lro_cleanup_bytes_freed_total";
+/// `lro_cleanup_temp_files_removed_total`.
+pub const CLEANUP_TEMP_FILES_REMOVED_TOTAL: &str = "lro_cleanup_temp_files_removed_total";
+/// `lro_offload_files`.
+pub const OFFLOAD_FILES: &str = "lro_offload_files";
+/// `lro_offload_disk_bytes`.
+pub const OFFLOAD_DISK_BYTES: &str = "lro_offload_disk_bytes";
+/// `lro_extract_requests_total`.
+pub const EXTRACT_REQUESTS_TOTAL: &str = "lro_extract_requests_total";
+/// `lro_extract_duration_seconds`.
+pub const EXTRACT_DURATION_SECONDS: &str = "lro_extract_duration_seconds";
+/// `lro_build_info`.
+pub const BUILD_INFO: &str = "lro_build_info";
+
+/// Prometheus metric type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Monotonic counter.
+    Counter,
+    /// Gauge.
+    Gauge,
+    /// Histogram with buckets.
+    Histogram,
+}
+
+impl Kind {
+    /// The Prometheus type name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Counter => "counter",
+            Kind::Gauge => "gauge",
+            Kind::Histogram => "histogram",
+        }
+    }
+}
+
+/// One label of a metric.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LabelDef {
+    /// The label name.
+    pub name: &'static str,
+    /// Its closed set of values, or `None` for an open one (a tool name, a
+    /// version).
+    pub values: Option<LabelSet>,
+}
+
+impl LabelDef {
+    const fn open(name: &'static str) -> Self {
+        Self { name, values: None }
+    }
+
+    const fn closed(name: &'static str, values: LabelSet) -> Self {
+        Self {
+            name,
+            values: Some(values),
+        }
+    }
+}
+
+const TOOL: LabelDef = LabelDef::open("tool");
+
+/// One metric's definition.
+#[derive(Debug, Clone, Copy)]
+pub struct MetricDef {
+    /// The name of the Rust constant that holds [`MetricDef::name`], e.g.
+    /// `TOOL_RESULTS_TOTAL`; the deploy tooling looks metrics up by it.
+    pub key: &'static str,
+    /// Full name.
+    pub name: &'static str,
+    /// Type.
+    pub kind: Kind,
+    /// Unit.
+    pub unit: Option<Unit>,
+    /// Labels, in recording order.
+    pub labels: &'static [LabelDef],
+    /// Bucket bounds of a histogram.
+    pub buckets: Option<&'static [f64]>,
+    /// Help text.
+    pub help: &'static str,
+}
+
+macro_rules! def {
+    ($key:ident, $kind:ident, $unit:expr, [$($label:expr),*], $buckets:expr, $help:literal $(,)?) => {
+        MetricDef {
+            key: stringify!($key),
+            name: $key,
+            kind: Kind::$kind,
+            unit: $unit,
+            labels: &[$($label),*],
+            buckets: $buckets,
+            help: $help,
+        }
+    };
+}
+
+/// Bucket bounds for duration histograms, in seconds (100 µs to 10 s).
+pub const DURATION_BUCKETS: &[f64] = &[
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+    5.0, 10.0,
+];
+/// Bucket bounds for result-size histograms, in estimated tokens.
+pub const TOKEN_BUCKETS: &[f64] = &[
+    100.0, 400.0, 800.0, 1600.0, 3200.0, 6400.0, 12800.0, 25600.0, 51200.0, 102400.0, 409600.0,
+];
+
+/// All metrics, for describing them, for the catalogue and for tests that
+/// check dashboards.
+pub const ALL: &[MetricDef] = &[
+    def!(
+        TOOL_RESULTS_TOTAL,
+        Counter,
+        None,
+        [TOOL, LabelDef::closed("outcome", ToolOutcome::SET)],
+        None,
+        "Tool results seen by the LRO layer, by outcome (inline, offloaded, truncated, bypassed).",
+    ),
+    def!(
+        RESULT_ESTIMATED_TOKENS,
+        Histogram,
+        None,
+        [TOOL],
+        Some(TOKEN_BUCKETS),
+        "Estimated tokens of each intercepted tool result.",
+    ),
+    def!(
+        OFFLOAD_WRITE_DURATION_SECONDS,
+        Histogram,
+        Some(Unit::Seconds),
+        [TOOL],
+        Some(DURATION_BUCKETS),
+        "Time to write one offload file.",
+    ),
+    def!(
+        OFFLOADED_BYTES_TOTAL,
+        Counter,
+        Some(Unit::Bytes),
+        [TOOL],
+        None,
+        "Bytes written to offload files.",
+    ),
+    def!(
+        OFFLOADED_RECORDS_TOTAL,
+        Counter,
+        None,
+        [TOOL],
+        None,
+        "Records written to offload files.",
+    ),
+    def!(
+        ESTIMATED_TOKENS_SAVED_TOTAL,
+        Counter,
+        None,
+        [TOOL],
+        None,
+        "Estimated tokens kept out of the context: result tokens minus descriptor tokens.",
+    ),
+    def!(
+        OFFLOAD_WRITE_FAILURES_TOTAL,
+        Counter,
+        None,
+        [LabelDef::closed("reason", WriteFailureReason::SET)],
+        None,
+        "Offload writes that failed and fell back to a truncated inline result.",
+    ),
+    def!(
+        CLEANUP_RUNS_TOTAL,
+        Counter,
+        None,
+        [LabelDef::closed("outcome", CleanupOutcome::SET)],
+        None,
+        "Custodial cleanup runs, by outcome (success, error).",
+    ),
+    def!(
+        CLEANUP_LAST_SUCCESS_TIMESTAMP_SECONDS,
+        Gauge,
+        Some(Unit::Seconds),
+        [],
+        None,
+        "Unix time of the last successful cleanup run.",
+    ),
+    def!(
+        CLEANUP_DURATION_SECONDS,
+        Histogram,
+        Some(Unit::Seconds),
+        [],
+        Some(DURATION_BUCKETS),
+        "Duration of cleanup runs.",
+    ),
+    def!(
+        OFFLOAD_FILES_EXPIRED_TOTAL,
+        Counter,
+        None,
+        [LabelDef::closed("reason", ExpiryReason::SET)],
+        None,
+        "Offload files deleted by cleanup, by reason (ttl, quota).",
+    ),
+    def!(
+        CLEANUP_BYTES_FREED_TOTAL,
+        Counter,
+        Some(Unit::Bytes),
+        [],
+        None,
+        "Bytes deleted by cleanup.",
+    ),
+    def!(
+        CLEANUP_TEMP_FILES_REMOVED_TOTAL,
+        Counter,
+        None,
+        [],
+        None,
+        "Temp files of interrupted writes removed by cleanup.",
+    ),
+    def!(
+        OFFLOAD_FILES,
+        Gauge,
+        None,
+        [],
+        None,
+        "Offload files on disk after the last cleanup scan.",
+    ),
+    def!(
+        OFFLOAD_DISK_BYTES,
+        Gauge,
+        Some(Unit::Bytes),
+        [],
+        None,
+        "Bytes of offload files on disk after the last cleanup scan.",
+    ),
+    def!(
+        EXTRACT_REQUESTS_TOTAL,
+        Counter,
+        None,
+        [
+            LabelDef::closed("mode", ExtractMode::SET),
+            LabelDef::closed("outcome", ExtractOutcome::SET)
+        ],
+        None,
+        "lro_extract calls, by mode and outcome.",
+    ),
+    def!(
+        EXTRACT_DURATION_SECONDS,
+        Histogram,
+        Some(Unit::Seconds),
+        [LabelDef::closed("mode", ExtractMode::SET)],
+        Some(DURATION_BUCKETS),
+        "lro_extract run time.",
+    ),
+    def!(
+        BUILD_INFO,
+        Gauge,
+        None,
+        [
+            LabelDef::open("version"),
+            LabelDef::open("conformance_level")
+        ],
+        None,
+        "Build information; always 1.",
+    ),
+];
+
+/// The definition of the metric named `name`.
+pub fn find(name: &str) -> Option<&'static MetricDef> {
+    ALL.iter().find(|m| m.name == name)
+}
+
+/// The whole catalogue as JSON: every metric with its type, unit, help,
+/// buckets and labels, and every closed label set by variant. This is what
+/// `lro metrics --json` prints and `deploy/metrics.json` holds.
+pub fn catalogue() -> Value {
+    let mut sets = serde_json::Map::new();
+    let metrics: Vec<Value> = ALL
+        .iter()
+        .map(|m| {
+            let labels: Vec<Value> = m
+                .labels
+                .iter()
+                .map(|l| match l.values {
+                    Some(set) => {
+                        let variants: serde_json::Map<String, Value> = set
+                            .variants
+                            .iter()
+                            .map(|(variant, value)| ((*variant).to_owned(), json!(value)))
+                            .collect();
+                        sets.insert(set.name.to_owned(), Value::Object(variants));
+                        json!({"name": l.name, "set": set.name, "values": set.values().collect::<Vec<_>>()})
+                    }
+                    None => json!({"name": l.name, "set": null, "values": null}),
+                })
+                .collect();
+            json!({
+                "key": m.key,
+                "name": m.name,
+                "type": m.kind.as_str(),
+                "unit": m.unit.map(|u| u.as_str()),
+                "help": m.help,
+                "labels": labels,
+                "buckets": m.buckets,
+            })
+        })
+        .collect();
+    json!({"metrics": metrics, "label_sets": sets})
+}
+
+/// [`catalogue`] as pretty JSON with a final newline: the exact text of
+/// `deploy/metrics.json` and of `lro metrics --json`.
+pub fn catalogue_text() -> String {
+    let mut text = serde_json::to_string_pretty(&catalogue()).expect("JSON values serialize");
+    text.push('\n');
+    text
+}
+
+/// Describes every metric to the installed recorder, with units.
+pub fn describe() {
+    for m in ALL {
+        let help = m.help;
+        match (m.kind, m.unit) {
+            (Kind::Counter, Some(u)) => describe_counter!(m.name, u, help),
+            (Kind::Counter, None) => describe_counter!(m.name, help),
+            (Kind::Gauge, Some(u)) => describe_gauge!(m.name, u, help),
+            (Kind::Gauge, None) => describe_gauge!(m.name, help),
+            (Kind::Histogram, Some(u)) => describe_histogram!(m.name, u, help),
+            (Kind::Histogram, None) => describe_histogram!(m.name, help),
+        }
+    }
+}
+
+/// Registers the counters alerts watch at zero, so the first failure shows
+/// as an increase rather than as a new series.
+pub fn register_zeroed() {
+    for reason in WriteFailureReason::ALL {
+        counter!(OFFLOAD_WRITE_FAILURES_TOTAL, "reason" => reason.as_str()).absolute(0);
+    }
+    for outcome in CleanupOutcome::ALL {
+        counter!(CLEANUP_RUNS_TOTAL, "outcome" => outcome.as_str()).absolute(0);
+    }
+    for reason in ExpiryReason::ALL {
+        counter!(OFFLOAD_FILES_EXPIRED_TOTAL, "reason" => reason.as_str()).absolute(0);
+    }
+}
+
+/// Registers a tool's result counters at zero (done when tools are listed).
+pub fn register_tool(tool: &str) {
+    for outcome in ToolOutcome::ALL {
+        counter!(TOOL_RESULTS_TOTAL, "tool" => tool.to_owned(), "outcome" => outcome.as_str())
+            .absolute(0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn catalogue_lists_every_metric_and_set() {
+        let c = catalogue();
+        assert_eq!(c["metrics"].as_array().unwrap().len(), ALL.len());
+        assert_eq!(c["label_sets"]["ExpiryReason"]["Quota"], "quota");
+        let build = &c["metrics"][ALL.len() - 1];
+        assert_eq!(build["key"], "BUILD_INFO");
+        assert_eq!(build["labels"][0]["values"], Value::Null);
+        assert_eq!(
+            find(EXTRACT_DURATION_SECONDS).unwrap().kind,
+            Kind::Histogram
+        );
+    }
+
+    #[test]
+    fn names_follow_conventions() {
+        let mut seen = std::collections::BTreeSet::new();
+        for m in ALL {
+            assert!(seen.insert(m.name), "duplicate {}", m.name);
+            assert!(m.name.starts_with("lro_"));
+            match m.kind {
+                Kind::Counter => assert!(m.name.ends_with("_total"), "{}", m.name),
+                _ => assert!(!m.name.ends_with("_total"), "{}", m.name),
+            }
+            if m.unit == Some(Unit::Seconds) {
+                assert!(m.name.contains("_seconds"), "{}", m.name);
+            }
+            if m.unit == Some(Unit::Bytes) {
+                assert!(m.name.contains("_bytes"), "{}", m.name);
+            }
+            for label in m.labels {
+                assert!(!["path", "id", "session", "file"].contains(&label.name));
+            }
+            assert_eq!(m.buckets.is_some(), m.kind == Kind::Histogram, "{}", m.name);
+        }
+    }
+}
