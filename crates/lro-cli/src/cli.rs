@@ -22,11 +22,14 @@ use clap::{Args, Parser, Subcommand};
 use lro_extract::{ExtractConfig, ExtractRequest, Extractor, Grep, LineWindow, Match};
 use serde_json::Value;
 
-use crate::{inspect, parse_condition, parse_param, parse_window};
+use crate::{
+    error::{CliError, EXIT_STATUS_HELP},
+    inspect, parse_condition, parse_param, parse_window,
+};
 
 /// Extract from, inspect and clean up Large Result Offloading files.
 #[derive(Debug, Parser)]
-#[command(name = "lro", version, about)]
+#[command(name = "lro", version, about, after_help = EXIT_STATUS_HELP)]
 pub struct Cli {
     /// What to do.
     #[command(subcommand)]
@@ -44,6 +47,9 @@ pub enum Command {
     Inspect(InspectArgs),
     /// Run one cleanup pass over an offload directory.
     Gc(GcArgs),
+    /// List every metric LRO exports: name, type, labels and their values,
+    /// help.
+    Metrics(MetricsArgs),
 }
 
 /// `lro extract`.
@@ -124,7 +130,7 @@ pub struct ExtractArgs {
 
 impl ExtractArgs {
     /// The extraction request for the file at `abs_path`.
-    pub fn request(&self, abs_path: &str) -> Result<ExtractRequest, String> {
+    pub fn request(&self, abs_path: &str) -> Result<ExtractRequest, CliError> {
         let mut req = ExtractRequest::new(abs_path);
         req.recipe = self.recipe;
         req.query = self.query.clone();
@@ -152,7 +158,9 @@ impl ExtractArgs {
             window.max_chars = self.max_chars;
             req.lines = Some(window);
         } else if self.max_chars.is_some() {
-            return Err("--max-chars only applies to --lines".into());
+            return Err(CliError::Usage(
+                "--max-chars only applies to --lines".into(),
+            ));
         }
         match &self.grep {
             Some(pattern) => {
@@ -163,7 +171,9 @@ impl ExtractArgs {
                 req.grep = Some(grep);
             }
             None if self.context.is_some() || self.ignore_case || self.max_matches.is_some() => {
-                return Err("-C, -i and --max-matches only apply to --grep".into());
+                return Err(CliError::Usage(
+                    "-C, -i and --max-matches only apply to --grep".into(),
+                ));
             }
             None => {}
         }
@@ -177,6 +187,14 @@ pub struct InspectArgs {
     /// The offload file.
     pub file: PathBuf,
     /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `lro metrics`.
+#[derive(Debug, Args)]
+pub struct MetricsArgs {
+    /// Print the catalogue as JSON (what `deploy/metrics.json` holds).
     #[arg(long)]
     pub json: bool,
 }
@@ -198,13 +216,13 @@ pub struct GcArgs {
     pub json: bool,
 }
 
-/// A failed command: the message for stderr.
-pub type Failure = String;
-
 /// Makes `p` absolute against the current directory (a command-line path
 /// means relative to where the user is, not to the offload directory).
-pub fn absolute(p: &Path) -> Result<PathBuf, Failure> {
-    std::path::absolute(p).map_err(|e| format!("{}: {e}", p.display()))
+pub fn absolute(p: &Path) -> Result<PathBuf, CliError> {
+    std::path::absolute(p).map_err(|source| CliError::Io {
+        path: p.to_owned(),
+        source,
+    })
 }
 
 /// Runs `lro extract`, streaming results to `out`; notices go to `err`.
@@ -212,23 +230,20 @@ pub fn extract(
     args: &ExtractArgs,
     out: Box<dyn Write + Send>,
     err: &mut dyn Write,
-) -> Result<(), Failure> {
+) -> Result<(), CliError> {
     let file = absolute(&args.file)?;
     let root = match &args.root {
         Some(r) => absolute(r)?,
-        None => file
-            .parent()
-            .map(Path::to_owned)
-            .ok_or_else(|| format!("{} has no parent directory", file.display()))?,
+        None => file.parent().map(Path::to_owned).ok_or_else(|| {
+            CliError::Usage(format!("{} has no parent directory", file.display()))
+        })?,
     };
     let req = args.request(&file.to_string_lossy())?;
     let cfg = ExtractConfig::new(root)
         .timeout(Duration::from_millis(args.timeout_ms))
         .max_output_bytes(args.max_bytes.unwrap_or(usize::MAX))
         .max_output_values(args.max_values.unwrap_or(usize::MAX));
-    let output = Extractor::new(cfg)
-        .run_to_writer(&req, out)
-        .map_err(|e| e.to_string())?;
+    let output = Extractor::new(cfg).run_to_writer(&req, out)?;
     if let Some(notice) = &output.notice {
         let _ = writeln!(err, "# {notice}");
     } else if output.count == 0 {
@@ -238,21 +253,21 @@ pub fn extract(
 }
 
 /// Runs `lro inspect`.
-pub fn inspect(args: &InspectArgs, out: &mut dyn Write) -> Result<(), Failure> {
+pub fn inspect(args: &InspectArgs, out: &mut dyn Write) -> Result<(), CliError> {
     let file = absolute(&args.file)?;
     let report = inspect::inspect(&file)?;
     let text = if args.json {
-        serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?
+        serde_json::to_string_pretty(&report).expect("reports serialize")
     } else {
         report.to_text()
     };
-    writeln!(out, "{text}").map_err(|e| e.to_string())
+    writeln!(out, "{text}").map_err(CliError::Output)
 }
 
 /// Runs `lro gc` as of `now`.
-pub fn gc(args: &GcArgs, now: SystemTime, out: &mut dyn Write) -> Result<(), Failure> {
+pub fn gc(args: &GcArgs, now: SystemTime, out: &mut dyn Write) -> Result<(), CliError> {
     if !args.dir.is_dir() {
-        return Err(format!("{} is not a directory", args.dir.display()));
+        return Err(CliError::NotADirectory(args.dir.clone()));
     }
     let policy = lro_scheduler::CleanupPolicy::new()
         .with_ttl(Duration::from_secs(args.ttl_seconds))
@@ -284,11 +299,41 @@ pub fn gc(args: &GcArgs, now: SystemTime, out: &mut dyn Write) -> Result<(), Fai
             r.errors
         )
     };
-    writeln!(out, "{text}").map_err(|e| e.to_string())?;
+    writeln!(out, "{text}").map_err(CliError::Output)?;
     if r.errors > 0 {
-        return Err(format!("{} files could not be cleaned up", r.errors));
+        return Err(CliError::CleanupErrors(r.errors));
     }
     Ok(())
+}
+
+/// Runs `lro metrics`: the metric catalogue, as JSON or as a table.
+pub fn metrics(args: &MetricsArgs, out: &mut dyn Write) -> Result<(), CliError> {
+    let text = if args.json {
+        lro_core::metric::catalogue_text()
+    } else {
+        let mut text = String::new();
+        for m in lro_core::metric::ALL {
+            let labels: Vec<String> = m
+                .labels
+                .iter()
+                .map(|l| match l.values {
+                    Some(set) => {
+                        format!("{}={}", l.name, set.values().collect::<Vec<_>>().join("|"))
+                    }
+                    None => l.name.to_owned(),
+                })
+                .collect();
+            text.push_str(&format!(
+                "{} ({}) {{{}}}\n    {}\n",
+                m.name,
+                m.kind.as_str(),
+                labels.join(", "),
+                m.help
+            ));
+        }
+        text
+    };
+    out.write_all(text.as_bytes()).map_err(CliError::Output)
 }
 
 #[cfg(test)]

@@ -26,6 +26,8 @@ use lro_core::{
     schema::infer_line_schema,
 };
 use serde::Serialize;
+
+use crate::error::CliError;
 use serde_json::Value;
 
 /// One recipe as shown by `inspect`.
@@ -63,14 +65,17 @@ pub struct Report {
 
 /// Inspects the offload file at `path` (which must pass the same guards as
 /// extraction, with its own directory as the root).
-pub fn inspect(path: &Path) -> Result<Report, String> {
+pub fn inspect(path: &Path) -> Result<Report, CliError> {
     let root = path
         .parent()
-        .ok_or_else(|| format!("{} has no parent directory", path.display()))?;
-    let resolved =
-        lro_extract::resolve(root, &path.to_string_lossy()).map_err(|e| e.to_string())?;
-    let header = lro_core::file::read_header(&resolved.path).map_err(|e| e.to_string())?;
-    let file = resolved.open().map_err(|e| e.to_string())?;
+        .ok_or_else(|| CliError::Usage(format!("{} has no parent directory", path.display())))?;
+    let resolved = lro_extract::resolve(root, &path.to_string_lossy())?;
+    let header = lro_core::file::read_header(&resolved.path)?;
+    let file = resolved.open()?;
+    let io_error = |source| CliError::Io {
+        path: path.to_owned(),
+        source,
+    };
     let mut reader = BufReader::new(file);
     let mut line = Vec::new();
     let mut sample = Vec::new();
@@ -79,9 +84,7 @@ pub fn inspect(path: &Path) -> Result<Report, String> {
     let mut line_no = 0;
     loop {
         line.clear();
-        let n = reader
-            .read_until(b'\n', &mut line)
-            .map_err(|e| e.to_string())?;
+        let n = reader.read_until(b'\n', &mut line).map_err(io_error)?;
         if n == 0 {
             break;
         }
@@ -215,6 +218,6 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         fs::write(dir.path().join("notes.txt"), "x").unwrap();
         let e = inspect(&dir.path().join("notes.txt")).unwrap_err();
-        assert!(e.contains("not an offload file"), "{e}");
+        assert!(e.to_string().contains("not an offload file"), "{e}");
     }
 }

@@ -1,4 +1,6 @@
-//! The `lro` command-line tool: `lro extract`, `lro inspect`, `lro gc`.
+//! The `lro` command-line tool: `lro extract`, `lro inspect`, `lro gc`,
+//! `lro metrics`. Every subcommand follows one exit-status table
+//! ([`error`]): 0 success, 1 failure at run time, 2 usage error.
 //!
 //! The binary is a thin layer over [`lro_extract`] (same engine, same path
 //! guards) and [`lro_scheduler::run_once`]; this library holds its argument
@@ -18,6 +20,7 @@
 #![warn(missing_docs)]
 
 pub mod cli;
+pub mod error;
 pub mod inspect;
 
 use lro_extract::{Condition, Op};

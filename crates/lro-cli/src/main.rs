@@ -1,6 +1,7 @@
 //! `lro`: extract from, inspect and clean up LRO offload files.
 //!
-//! Exit codes: 0 on success, 2 on any error (with a message on stderr).
+//! Exit status: 0 on success, 1 for a failure at run time, 2 for a usage
+//! error (see `lro_cli::error`); the message goes to stderr.
 
 #![forbid(unsafe_code)]
 
@@ -17,12 +18,13 @@ fn main() -> ExitCode {
         Command::Extract(args) => cli::extract(args, Box::new(std::io::stdout()), &mut stderr),
         Command::Inspect(args) => cli::inspect(args, &mut stdout),
         Command::Gc(args) => cli::gc(args, SystemTime::now(), &mut stdout),
+        Command::Metrics(args) => cli::metrics(args, &mut stdout),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(message) => {
-            eprintln!("lro: {message}");
-            ExitCode::from(2)
+        Err(err) => {
+            eprintln!("lro: {err}");
+            ExitCode::from(err.exit_status())
         }
     }
 }

@@ -179,7 +179,7 @@ fn extract_text_modes() {
 }
 
 #[test]
-fn extract_errors_exit_2_with_a_message() {
+fn extract_errors_exit_with_the_table_status_and_a_message() {
     let dir = tempfile::tempdir().unwrap();
     let file = memory_file(dir.path());
     let other = tempfile::tempdir().unwrap();
@@ -191,7 +191,11 @@ fn extract_errors_exit_2_with_a_message() {
         &other.path().to_string_lossy(),
         "--count",
     ]);
-    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "a refused file is a run-time failure"
+    );
     assert!(
         stderr(&o).contains("outside the offload directory"),
         "{}",
@@ -199,15 +203,19 @@ fn extract_errors_exit_2_with_a_message() {
     );
     // Not an offload file.
     let o = lro(&["extract", "/etc/passwd", "--count"]);
-    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("not an offload file"), "{}", stderr(&o));
     // Two modes.
     let o = lro(&["extract", &file, "--recipe", "1", "--count"]);
-    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(o.status.code(), Some(2), "two modes are a usage error");
     assert!(stderr(&o).contains("give exactly one of"), "{}", stderr(&o));
     // A bad filter.
     let o = lro(&["extract", &file, "--query", "map("]);
-    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "a filter that does not compile is a usage error"
+    );
     assert!(stderr(&o).contains("does not compile"), "{}", stderr(&o));
     // A runaway, with a short timeout.
     let o = lro(&[
@@ -218,7 +226,7 @@ fn extract_errors_exit_2_with_a_message() {
         "--timeout-ms",
         "200",
     ]);
-    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(o.status.code(), Some(1), "a timeout is a run-time failure");
     assert!(stderr(&o).contains("timeout"), "{}", stderr(&o));
 }
 
@@ -242,7 +250,7 @@ fn inspect_checks_the_count_and_lists_recipes() {
     assert_eq!(v["recipes"].as_array().unwrap().len(), 10);
     assert_eq!(v["header"]["detail"], "light");
     let o = lro(&["inspect", "/etc/passwd"]);
-    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(o.status.code(), Some(1));
 }
 
 #[test]
@@ -265,5 +273,48 @@ fn gc_deletes_expired_files() {
     assert!(stdout(&o).contains("deleted 1"), "{}", stdout(&o));
     assert!(!Path::new(&file).exists());
     let o = lro(&["gc", "/definitely/not/here"]);
+    assert_eq!(o.status.code(), Some(1));
+}
+
+#[test]
+fn usage_errors_exit_2_and_help_documents_the_table() {
+    let o = lro(&["extract", "f.jsonl", "--no-such-flag"]);
     assert_eq!(o.status.code(), Some(2));
+    let o = lro(&["extract", "f.jsonl", "--lines", "5:1", "-C", "2"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("only apply to --grep"),
+        "{}",
+        stderr(&o)
+    );
+    let o = lro(&["--help"]);
+    assert!(o.status.success());
+    let help = stdout(&o);
+    for row in ["0  success", "1  failure at run time", "2  usage error"] {
+        assert!(help.contains(row), "{help}");
+    }
+}
+
+#[test]
+fn metrics_json_is_the_checked_in_catalogue() {
+    let o = lro(&["metrics", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let checked_in = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/metrics.json"),
+    )
+    .unwrap();
+    assert_eq!(stdout(&o), checked_in);
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        v["metrics"].as_array().unwrap().len(),
+        lro_core::metric::ALL.len()
+    );
+    let o = lro(&["metrics"]);
+    assert!(
+        stdout(&o).contains(
+            "lro_tool_results_total (counter) {tool, outcome=inline|offloaded|truncated|bypassed}"
+        ),
+        "{}",
+        stdout(&o)
+    );
 }

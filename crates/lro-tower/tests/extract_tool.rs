@@ -2,6 +2,7 @@
 
 mod support;
 
+use lro_core::{ScriptAware, TokenEstimator};
 use lro_tower::{EXTRACT_TOOL, LroLayer};
 use serde_json::{Value, json};
 use support::*;
@@ -83,6 +84,26 @@ async fn extraction_output_over_the_threshold_is_truncated_not_offloaded_again()
     assert!(text.len() <= 300 * 4);
     assert!(all.content[1].as_text().unwrap().text.contains("truncated"));
     assert_eq!(offload_files(dir.path()).len(), 1, "no second file");
+}
+
+#[tokio::test]
+async fn cjk_extraction_output_is_cut_by_the_estimator_not_by_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let client = connect(LroLayer::new(config(dir.path(), 300)).wrap(TestServer::default())).await;
+    let d = first_json(&call(&client, "cjk", json!({"n": 200, "size": 3})).await);
+    let all = call(
+        &client,
+        EXTRACT_TOOL,
+        json!({"file_path": d["file_path"], "query": ".text"}),
+    )
+    .await;
+    let text = &all.content[0].as_text().unwrap().text;
+    // Cutting at 4 bytes a token would have let through about 1.33x the threshold.
+    let tokens = ScriptAware.estimate(text);
+    assert!(tokens <= 300, "{tokens} tokens shown");
+    assert!(tokens > 200, "cut no earlier than it must: {tokens}");
+    assert!(text.ends_with('"'), "whole lines only");
+    assert!(all.content[1].as_text().unwrap().text.contains("truncated"));
 }
 
 #[tokio::test]

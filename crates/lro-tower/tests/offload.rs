@@ -160,6 +160,39 @@ async fn a_failing_write_falls_back_to_a_truncated_result_with_a_warning() {
 }
 
 #[tokio::test]
+async fn every_result_yields_one_tool_result_event_whatever_its_outcome() {
+    let dir = tempfile::tempdir().unwrap();
+    let sink = MemorySink::new();
+    let layer = LroLayer::new(config(dir.path(), 1600)).event_sink(sink.clone());
+    let client = connect(layer.wrap(TestServer::default())).await;
+    call(&client, "items", json!({"n": 2})).await;
+    call(&client, "items", json!({"n": 300, "size": 40})).await;
+    call(&client, "fail", json!({})).await;
+    let proxy = connect_with(layer.wrap(TestServer::default()), proxy_client()).await;
+    call(&proxy, "items", json!({"n": 300, "size": 40})).await;
+    let results: Vec<(ToolOutcome, usize)> = sink
+        .events()
+        .iter()
+        .filter_map(|e| match e {
+            LroEvent::ToolResult(r) => Some((r.outcome, r.estimated_tokens)),
+            _ => None,
+        })
+        .collect();
+    let outcomes: Vec<ToolOutcome> = results.iter().map(|(o, _)| *o).collect();
+    assert_eq!(
+        outcomes,
+        [
+            ToolOutcome::Inline,
+            ToolOutcome::Offloaded,
+            ToolOutcome::Inline,
+            ToolOutcome::Bypassed
+        ]
+    );
+    assert!(results[0].1 > 0 && results[0].1 < 1600);
+    assert!(results[1].1 > 1600 && results[3].1 > 1600);
+}
+
+#[tokio::test]
 async fn an_lro_proxy_client_gets_full_results_inline() {
     let dir = tempfile::tempdir().unwrap();
     let layer = LroLayer::new(config(dir.path(), 100));

@@ -17,7 +17,7 @@ use rmcp::{
     model::{CallToolRequestParams, ClientConfig},
     transport::TokioChildProcess,
 };
-use serde_json::json;
+use serde_json::{Value as Json, json};
 use tokio::sync::mpsc;
 
 const PATIENCE: Duration = Duration::from_secs(30);
@@ -58,9 +58,18 @@ fn str_attr<'a>(attrs: &'a [KeyValue], key: &str) -> Option<&'a str> {
     }
 }
 
-/// Runs the server with one tool call, then closes stdin so it exits and
-/// flushes its spans; returns the `tools/call list_memories` span.
+/// Runs the server with one `list_memories` call, then closes stdin so it
+/// exits and flushes its spans; returns the `tools/call list_memories` span.
 async fn traced_call(output_dir: &Path) -> Span {
+    let (span, is_error) = traced(output_dir, "list_memories", json!({"detail": "full"})).await;
+    assert!(!is_error);
+    span
+}
+
+/// Runs the server with one call of `tool`, then closes stdin so it exits
+/// and flushes its spans; returns the call's `tools/call {tool}` span and
+/// whether the result was a tool error.
+async fn traced(output_dir: &Path, tool: &'static str, args: Json) -> (Span, bool) {
     let (endpoint, mut rx) = receiver().await;
     let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_memory-server"));
     cmd.env("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint)
@@ -73,24 +82,19 @@ async fn traced_call(output_dir: &Path) -> Span {
         .unwrap();
     let result = client
         .call_tool(
-            CallToolRequestParams::new("list_memories")
-                .with_arguments(json!({"detail": "full"}).as_object().unwrap().clone()),
+            CallToolRequestParams::new(tool).with_arguments(args.as_object().unwrap().clone()),
         )
         .await
         .unwrap();
-    assert_ne!(result.is_error, Some(true));
     client.cancel().await.unwrap();
+    let name = format!("tools/call {tool}");
     tokio::time::timeout(PATIENCE, async {
         loop {
             let request = rx.recv().await.expect("receiver open");
             for rs in request.resource_spans {
                 for ss in rs.scope_spans {
-                    if let Some(span) = ss
-                        .spans
-                        .into_iter()
-                        .find(|s| s.name == "tools/call list_memories")
-                    {
-                        return span;
+                    if let Some(span) = ss.spans.into_iter().find(|s| s.name == name) {
+                        return (span, result.is_error == Some(true));
                     }
                 }
             }
@@ -104,6 +108,7 @@ async fn traced_call(output_dir: &Path) -> Span {
 async fn an_offloaded_call_exports_a_semantic_convention_span_with_its_event() {
     let dir = tempfile::tempdir().unwrap();
     let span = traced_call(dir.path()).await;
+    assert!(str_attr(&span.attributes, "error.type").is_none());
     assert_eq!(span.kind, SpanKind::Server as i32);
     assert_eq!(
         str_attr(&span.attributes, "mcp.method.name"),
@@ -153,4 +158,22 @@ async fn a_write_failure_is_a_warning_event_not_a_span_error() {
     assert_eq!(str_attr(&event.attributes, "level"), Some("WARN"));
     assert_ne!(span.status.map(|s| s.code), Some(StatusCode::Error as i32));
     assert!(str_attr(&span.attributes, "error.type").is_none());
+}
+
+#[tokio::test]
+async fn a_failed_extraction_exports_an_error_span() {
+    let dir = tempfile::tempdir().unwrap();
+    let (span, is_error) = traced(
+        dir.path(),
+        "lro_extract",
+        json!({"file_path": "/etc/passwd", "recipe": 1}),
+    )
+    .await;
+    assert!(is_error);
+    assert_eq!(
+        str_attr(&span.attributes, "gen_ai.tool.name"),
+        Some("lro_extract")
+    );
+    assert_eq!(str_attr(&span.attributes, "error.type"), Some("tool_error"));
+    assert_eq!(span.status.map(|s| s.code), Some(StatusCode::Error as i32));
 }

@@ -2,11 +2,12 @@
 
 use std::{sync::Arc, time::Instant};
 
-use lro_core::event;
+use lro_core::{TokenEstimator, event, metric::label::ExtractOutcome};
 use lro_extract::ExtractRequest;
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool};
+use tracing::Span;
 
-use super::intercept::Shared;
+use super::{intercept::Shared, trace};
 
 /// Name of the tool.
 pub const EXTRACT_TOOL: &str = "lro_extract";
@@ -40,6 +41,7 @@ pub(crate) async fn call(shared: &Arc<Shared>, arguments: Option<JsonObject>) ->
     let request: ExtractRequest = match serde_json::from_value(args) {
         Ok(r) => r,
         Err(e) => {
+            trace::on_failure(&Span::current(), trace::TOOL_ERROR);
             return CallToolResult::error(vec![ContentBlock::text(format!(
                 "invalid lro_extract arguments: {e}"
             ))]);
@@ -66,25 +68,62 @@ pub(crate) async fn call(shared: &Arc<Shared>, arguments: Option<JsonObject>) ->
             let mut notice = out.notice;
             // An extraction result is never offloaded again (that would loop):
             // over the threshold it is cut at a line boundary with a notice.
-            let budget_chars = shared.cfg.threshold_tokens as usize * 4;
-            if shared.estimator.estimate(&text) > shared.cfg.threshold_tokens as usize {
-                let mut cut = text.len().min(budget_chars);
-                while !text.is_char_boundary(cut) {
-                    cut -= 1;
-                }
-                let cut = text[..cut].rfind('\n').unwrap_or(cut);
+            let threshold = shared.cfg.threshold_tokens as usize;
+            if shared.estimator.estimate(&text) > threshold {
+                let cut = lines_within(&text, threshold, &*shared.estimator);
                 let shown = text[..cut].lines().count();
                 text.truncate(cut);
                 notice = Some(format!(
-                    "Output truncated to about {} tokens: showing {shown} of {} results. \
+                    "Output truncated to about {threshold} tokens: showing {shown} of {} results. \
                      Narrow it with where, fields, limit or count.",
-                    shared.cfg.threshold_tokens, out.count
+                    out.count
                 ));
             }
             let mut content = vec![ContentBlock::text(text)];
             content.extend(notice.map(ContentBlock::text));
             CallToolResult::success(content)
         }
-        Err(e) => CallToolResult::error(vec![ContentBlock::text(e.to_string())]),
+        Err(e) => {
+            let error_type = match e.outcome() {
+                ExtractOutcome::Timeout => ExtractOutcome::Timeout.as_str(),
+                _ => trace::TOOL_ERROR,
+            };
+            trace::on_failure(&Span::current(), error_type);
+            CallToolResult::error(vec![ContentBlock::text(e.to_string())])
+        }
+    }
+}
+
+/// The length of the longest run of whole lines at the start of `text` that
+/// the estimator puts within `budget` tokens. Measured with the configured
+/// estimator, so text in scripts that cost more per byte (CJK) is cut as
+/// early as it must be, and no earlier.
+fn lines_within(text: &str, budget: usize, estimator: &dyn TokenEstimator) -> usize {
+    let ends: Vec<usize> = text.match_indices('\n').map(|(i, _)| i).collect();
+    // Binary search for the last line end whose prefix fits: the estimate of
+    // a prefix never decreases as the prefix grows.
+    let fits = ends.partition_point(|&end| estimator.estimate(&text[..end]) <= budget);
+    match fits {
+        0 => 0,
+        n => ends[n - 1],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lro_core::ScriptAware;
+
+    #[test]
+    fn cuts_by_the_estimate_not_by_bytes() {
+        // Three-byte CJK characters: one token each for the script-aware estimator.
+        let line = "数据库连接超时错误".repeat(4);
+        let text: String = (0..50).map(|_| format!("{line}\n")).collect();
+        let cut = lines_within(&text, 100, &ScriptAware);
+        assert!(ScriptAware.estimate(&text[..cut]) <= 100);
+        // The next line would not have fitted.
+        let next = cut + line.len() + 1;
+        assert!(ScriptAware.estimate(&text[..next]) > 100);
+        assert_eq!(lines_within("one very long line", 1, &ScriptAware), 0);
     }
 }

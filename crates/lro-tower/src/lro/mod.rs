@@ -39,6 +39,7 @@ mod extract;
 mod intercept;
 mod layer;
 mod service;
+mod trace;
 
 pub use error::Error;
 pub use extract::EXTRACT_TOOL;

@@ -14,7 +14,7 @@ use rmcp::{
 };
 use tracing::Instrument;
 
-use super::{LroLayer, extract, intercept::Shared};
+use super::{LroLayer, extract, intercept::Shared, trace};
 use crate::scope::LroScope;
 
 /// Key of the client capability extension that marks an LRO proxy. A client
@@ -37,18 +37,35 @@ pub struct Lro<H> {
     tasks: Arc<Mutex<TaskBook>>,
 }
 
+/// What the layer knows about tasks, bounded: every insert goes through
+/// [`TaskBook::track`], which evicts the oldest task once `TASK_CACHE` are
+/// known, whichever map the task is in.
 #[derive(Default)]
 struct TaskBook {
     /// Tool that started each task, learned from `tools/call`.
     tool_of: HashMap<String, String>,
     /// Processed completed results by task id.
     done: HashMap<String, JsonObject>,
+    /// Every known task id, oldest first, each once.
     order: VecDeque<String>,
 }
 
 impl TaskBook {
     fn remember_tool(&mut self, task_id: &str, tool: &str) {
+        self.track(task_id);
         self.tool_of.insert(task_id.to_owned(), tool.to_owned());
+    }
+
+    fn remember_done(&mut self, task_id: String, result: JsonObject) {
+        self.track(&task_id);
+        self.done.insert(task_id, result);
+    }
+
+    /// Records `task_id` as known and evicts the oldest tasks past the cap.
+    fn track(&mut self, task_id: &str) {
+        if self.tool_of.contains_key(task_id) || self.done.contains_key(task_id) {
+            return;
+        }
         self.order.push_back(task_id.to_owned());
         while self.order.len() > TASK_CACHE {
             if let Some(old) = self.order.pop_front() {
@@ -127,21 +144,6 @@ fn is_proxy(cx: &RequestContext<RoleServer>) -> bool {
         .unwrap_or(false)
 }
 
-fn session_id(cx: &RequestContext<RoleServer>) -> Option<String> {
-    cx.extensions
-        .get::<http::request::Parts>()
-        .and_then(|parts| parts.headers.get("mcp-session-id"))
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned)
-}
-
-fn request_id(id: &RequestId) -> String {
-    match id {
-        NumberOrString::Number(n) => n.to_string(),
-        NumberOrString::String(s) => s.to_string(),
-    }
-}
-
 /// An output schema that also admits the offload descriptor, so clients that
 /// validate structured content accept an offloaded result.
 fn relax_output_schema(schema: &JsonObject) -> JsonObject {
@@ -172,37 +174,12 @@ impl<H: ServerHandler> Lro<H> {
         cx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let tool = request.name.to_string();
+        let span = trace::make_span(&tool, &cx);
         if tool == extract::EXTRACT_TOOL && self.shared.extractor.is_some() {
-            let span = tracing::info_span!(
-                "tools/call",
-                otel.name = format!("tools/call {tool}"),
-                otel.kind = "server",
-                "mcp.method.name" = "tools/call",
-                "gen_ai.tool.name" = %tool,
-                "jsonrpc.request.id" = %request_id(&cx.id),
-            );
             let result = extract::call(&self.shared, request.arguments)
                 .instrument(span)
                 .await;
             return Ok(CallToolResponse::Complete(result));
-        }
-        let span = tracing::info_span!(
-            "tools/call",
-            otel.name = format!("tools/call {tool}"),
-            otel.kind = "server",
-            otel.status_code = tracing::field::Empty,
-            "mcp.method.name" = "tools/call",
-            "gen_ai.tool.name" = %tool,
-            "gen_ai.operation.name" = "execute_tool",
-            "jsonrpc.request.id" = %request_id(&cx.id),
-            "mcp.session.id" = tracing::field::Empty,
-            "error.type" = tracing::field::Empty,
-            "lro.decision" = tracing::field::Empty,
-            "lro.estimated_tokens" = tracing::field::Empty,
-            "lro.records" = tracing::field::Empty,
-        );
-        if let Some(session) = session_id(&cx) {
-            span.record("mcp.session.id", session.as_str());
         }
         async move {
             let bypass = is_proxy(&cx) || !self.shared.enabled_for(&tool);
@@ -216,9 +193,7 @@ impl<H: ServerHandler> Lro<H> {
             let response = match self.inner.call_tool(request, cx).await {
                 Ok(r) => r,
                 Err(err) => {
-                    let span = tracing::Span::current();
-                    span.record("error.type", format!("{:?}", err.code).as_str());
-                    span.record("otel.status_code", "ERROR");
+                    trace::on_failure(&tracing::Span::current(), &format!("{:?}", err.code));
                     return Err(err);
                 }
             };
@@ -234,7 +209,7 @@ impl<H: ServerHandler> Lro<H> {
                 other => return Ok(other),
             };
             if result.is_error == Some(true) {
-                tracing::Span::current().record("error.type", "tool_error");
+                trace::on_failure(&tracing::Span::current(), trace::TOOL_ERROR);
             }
             let processed = if bypass {
                 self.shared.bypass(result)
@@ -243,11 +218,7 @@ impl<H: ServerHandler> Lro<H> {
                     .process(&tool, arguments.as_ref(), result, scope.take(), &ct)
                     .await
             };
-            let span = tracing::Span::current();
-            span.record("lro.decision", processed.decision.as_str());
-            // Signed integers export as OTLP ints; usize would become a string.
-            span.record("lro.estimated_tokens", processed.estimated_tokens as i64);
-            span.record("lro.records", processed.records as i64);
+            trace::on_result(&tracing::Span::current(), &processed);
             self.shared.report(&tool, &processed);
             Ok(CallToolResponse::Complete(processed.result))
         }
@@ -297,7 +268,7 @@ impl<H: ServerHandler> Lro<H> {
         self.shared.report(&tool, &processed);
         if let Ok(serde_json::Value::Object(obj)) = serde_json::to_value(&processed.result) {
             let mut book = self.tasks.lock().expect("task book poisoned");
-            book.done.insert(task_id, obj.clone());
+            book.remember_done(task_id, obj.clone());
             got.task.payload = TaskPayload::Completed { result: obj };
         }
         Ok(got)
@@ -572,5 +543,38 @@ impl<H: ServerHandler> ServerHandler for Lro<H> {
     ) -> impl Future<Output = Result<ReadResourceDirectoryResult, McpError>> + MaybeSendFuture + '_
     {
         self.inner.read_resource_directory(request, context)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_task_book_stays_bounded_whichever_map_grows() {
+        let mut book = TaskBook::default();
+        // Completed ids polled from another session were never started here.
+        for i in 0..3 * TASK_CACHE {
+            book.remember_done(format!("done-{i}"), JsonObject::new());
+        }
+        assert_eq!(book.done.len(), TASK_CACHE);
+        assert_eq!(book.order.len(), TASK_CACHE);
+        assert!(
+            book.done
+                .contains_key(&format!("done-{}", 3 * TASK_CACHE - 1))
+        );
+        for i in 0..2 * TASK_CACHE {
+            book.remember_tool(&format!("t-{i}"), "tool");
+            book.remember_done(format!("t-{i}"), JsonObject::new());
+        }
+        assert_eq!(book.order.len(), TASK_CACHE);
+        assert!(book.tool_of.len() <= TASK_CACHE && book.done.len() <= TASK_CACHE);
+        // A task seen twice is tracked once, and keeps its tool.
+        assert_eq!(
+            book.tool_of
+                .get(&format!("t-{}", 2 * TASK_CACHE - 1))
+                .map(String::as_str),
+            Some("tool")
+        );
     }
 }

@@ -65,6 +65,16 @@ impl TestServer {
         serde_json::to_string(&items).unwrap()
     }
 
+    /// `n` records whose text is Chinese: one token per character for the
+    /// script-aware estimator, three bytes each.
+    #[tool(description = "Return n records of Chinese text as a JSON array")]
+    fn cjk(&self, Parameters(ItemsArgs { n, size }): Parameters<ItemsArgs>) -> String {
+        let items: Vec<Value> = (0..n)
+            .map(|i| json!({"id": format!("note-{i:05}"), "text": "数据库连接超时".repeat(size.max(1))}))
+            .collect();
+        serde_json::to_string(&items).unwrap()
+    }
+
     /// `n` lines of plain text.
     #[tool(description = "Return n lines of text")]
     fn lines(&self, Parameters(ItemsArgs { n, size }): Parameters<ItemsArgs>) -> String {

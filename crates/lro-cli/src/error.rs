@@ -1,0 +1,96 @@
+//! The CLI's errors, and the exit-status table every subcommand follows.
+//!
+//! | status | meaning |
+//! |---|---|
+//! | 0 | success |
+//! | 1 | a failure at run time: an unreadable or refused file, a timeout, cleanup errors |
+//! | 2 | a usage error: bad flags or values, conflicting modes, a filter that does not compile |
+//!
+//! A subcommand may add codes of its own above 2 (for example 3 for a target
+//! it cannot reach); it documents them in its `--help`.
+//!
+//! ```
+//! use lro_cli::error::{CliError, EXIT_FAILURE, EXIT_USAGE};
+//!
+//! assert_eq!(CliError::Usage("--lines needs OFFSET:LIMIT".into()).exit_status(), EXIT_USAGE);
+//! assert_eq!(CliError::CleanupErrors(2).exit_status(), EXIT_FAILURE);
+//! ```
+
+use std::{io, path::PathBuf};
+
+use lro_extract::ExtractError;
+
+/// Exit status on success.
+pub const EXIT_SUCCESS: u8 = 0;
+/// Exit status of a failure at run time.
+pub const EXIT_FAILURE: u8 = 1;
+/// Exit status of a usage error (the same as clap's for bad flags).
+pub const EXIT_USAGE: u8 = 2;
+
+/// The exit-status table, as printed at the end of `lro --help`.
+pub const EXIT_STATUS_HELP: &str = "\
+Exit status (every subcommand):
+  0  success
+  1  failure at run time: an unreadable or refused file, a timeout, cleanup errors
+  2  usage error: bad flags or values, conflicting modes, a filter that does not compile";
+
+/// Why a command failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CliError {
+    /// The command line asks for something impossible.
+    #[error("{0}")]
+    Usage(String),
+    /// Extraction (or the path guard in front of it) failed.
+    #[error(transparent)]
+    Extract(#[from] ExtractError),
+    /// The offload file's header could not be read.
+    #[error(transparent)]
+    Read(#[from] lro_core::file::ReadError),
+    /// A path could not be resolved or read.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The path.
+        path: PathBuf,
+        /// The OS error.
+        source: io::Error,
+    },
+    /// Writing to stdout failed.
+    #[error("cannot write the output: {0}")]
+    Output(io::Error),
+    /// `lro gc` was given something that is not a directory.
+    #[error("{} is not a directory", .0.display())]
+    NotADirectory(PathBuf),
+    /// Cleanup ran but could not remove some files.
+    #[error("{0} files could not be cleaned up")]
+    CleanupErrors(usize),
+}
+
+impl CliError {
+    /// The process exit status for this error (see the table above).
+    pub fn exit_status(&self) -> u8 {
+        match self {
+            CliError::Usage(_)
+            | CliError::Extract(ExtractError::InvalidRequest(_) | ExtractError::Compile(_)) => {
+                EXIT_USAGE
+            }
+            _ => EXIT_FAILURE,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn usage_errors_are_told_apart_from_run_time_failures() {
+        let usage = CliError::from(ExtractError::Compile("map(".into()));
+        assert_eq!(usage.exit_status(), EXIT_USAGE);
+        let timeout = CliError::from(ExtractError::Timeout {
+            limit: std::time::Duration::from_millis(1),
+        });
+        assert_eq!(timeout.exit_status(), EXIT_FAILURE);
+        assert_ne!(EXIT_SUCCESS, EXIT_FAILURE);
+    }
+}
