@@ -1,10 +1,18 @@
-"""Shared helpers for the deploy/ tests: the metric catalogue (deploy/metrics.json),
-dashboard traversal and a small PromQL scanner for metric and label names."""
+"""Shared helpers for the deploy/ tests: the metric catalogue, dashboard
+traversal and a small PromQL scanner for metric and label names.
+
+The catalogue is deploy/metrics.json, generated from
+`lro_core::metric::catalogue` (also printed by `lro metrics --json`) and read
+through deploy/tools/catalogue.py, the loader the dashboard generator uses too.
+Tests take metric names (`M.TOOL_RESULTS_TOTAL`) and label values
+(`L.ToolOutcome.Inline`) from it and never type them
+(test_no_hand_typed_names.py enforces it)."""
 
 from __future__ import annotations
 
 import json
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
@@ -12,7 +20,17 @@ from typing import Iterator
 import yaml
 
 REPO = Path(__file__).resolve().parents[2]
-CATALOGUE = REPO / "deploy" / "metrics.json"
+TOOLS_DIR = REPO / "deploy" / "tools"
+if str(TOOLS_DIR) not in sys.path:
+    sys.path.insert(0, str(TOOLS_DIR))
+
+import catalogue  # noqa: E402  (deploy/tools/catalogue.py)
+from catalogue import BUCKET, COUNT, EXTRACT_TOOL, HISTOGRAM_SUFFIXES, SUM  # noqa: E402,F401  (re-exported)
+
+CATALOGUE = catalogue.CATALOGUE
+CAT = catalogue.load()
+M, L = CAT.M, CAT.L  # metric names by Rust constant name; label values by set and variant
+
 DASHBOARD_DIR = REPO / "dashboards"
 DASHBOARDS = ["lro-overview.json", "lro-conformance.json"]
 PROM_DIR = REPO / "deploy" / "prometheus"
@@ -26,11 +44,10 @@ RATE_INTERVAL = "[$__rate_interval]"
 BUILTIN_SERIES = {"up": ()}
 # Labels Prometheus attaches to every scraped series.
 TARGET_LABELS = {"job", "instance"}
-HISTOGRAM_SUFFIXES = ("_bucket", "_sum", "_count")
 
 
 # ---------------------------------------------------------------------------
-# metric.rs
+# The metric catalogue (deploy/metrics.json)
 # ---------------------------------------------------------------------------
 
 
@@ -42,12 +59,8 @@ class Metric:
 
 
 def load_metrics(path: Path = CATALOGUE) -> dict[str, Metric]:
-    """The metric catalogue the code generates (`lro metrics --json`)."""
-    doc = json.loads(path.read_text(encoding="utf-8"))
-    return {
-        m["name"]: Metric(m["name"], m["type"].capitalize(), tuple(l["name"] for l in m["labels"]))
-        for m in doc["metrics"]
-    }
+    """The metric catalogue the code generates (`lro metrics --json`), by name."""
+    return {m.name: Metric(m.name, m.type.capitalize(), m.label_names) for m in catalogue.load(path).metrics}
 
 
 def resolve_series(name: str, metrics: dict[str, Metric]) -> tuple[Metric | None, set[str]]:
@@ -62,7 +75,7 @@ def resolve_series(name: str, metrics: dict[str, Metric]) -> tuple[Metric | None
     for suffix in HISTOGRAM_SUFFIXES:
         base = name[: -len(suffix)]
         if name.endswith(suffix) and base in metrics and metrics[base].kind == "Histogram":
-            extra = {"le"} if suffix == "_bucket" else set()
+            extra = {"le"} if suffix == BUCKET else set()
             return metrics[base], set(metrics[base].labels) | TARGET_LABELS | extra
     return None, set()
 

@@ -17,6 +17,9 @@
 Needs: cargo (or LRO_MEMORY_SERVER_BIN=path/to/memory-server), `prometheus`
 on PATH (Debian package prometheus), pip packages pytest, mcp, pyyaml.
 Uses only 127.0.0.1. Takes about a minute once the binary is built.
+
+Metric names and label values come from the catalogue, deploy/metrics.json
+(lrolib.M, lrolib.L), never typed here.
 """
 
 from __future__ import annotations
@@ -41,9 +44,13 @@ import pytest
 import yaml
 
 from lrolib import (
+    CATALOGUE,
     DASHBOARDS,
+    EXTRACT_TOOL,
     PROM_DIR,
     REPO,
+    L,
+    M,
     content_panels,
     load_dashboard,
     load_metrics,
@@ -65,8 +72,13 @@ EXPIRY_TIMEOUT_S = 90
 SETTLE_TIMEOUT_S = 90
 CARGO_BUILD_TIMEOUT_S = 1800
 
+METRICS = load_metrics()
 MEMORY_TOOLS = {"list_memories", "recall_memories", "search_memories", "inject_context"}
-EXTRACT_TOOL = "lro_extract"
+# The metrics about EXTRACT_TOOL: not checked when the server does not list the tool.
+EXTRACT_METRICS = frozenset({M.EXTRACT_REQUESTS_TOTAL, M.EXTRACT_DURATION_SECONDS})
+OUTCOME = L.ToolOutcome
+EXTRACT = L.ExtractOutcome
+MODE = L.ExtractMode
 
 # Loopback traffic must never go through a proxy from the environment.
 _NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))
@@ -144,7 +156,7 @@ class Prometheus:
         status, body = http_get(url, timeout=15)
         doc = json.loads(body)
         if status != 200 or doc.get("status") != "success":
-            raise PromError(f"{path} {params}: HTTP {status}: {doc.get('errorType')}: {doc.get('error')}")
+            raise PromError(f"{path} {params}: HTTP {status}: {body[:1000]}")
         return doc["data"]
 
     def query(self, expr: str) -> list[dict]:
@@ -274,14 +286,16 @@ async def workload(url: str, offload_dir: Path, prom: Prometheus) -> Observed:
                 for _ in range(5):
                     path = offload_path(await call(session, "list_memories", {"detail": "full"}))
                     assert path
-                    r = await session.call_tool(EXTRACT_TOOL, {"file_path": path, "recipe": 1})
+                    # Arguments: the offload file and recipe 1 of the descriptor's recipe library.
+                    r = await session.call_tool(EXTRACT_TOOL, dict(file_path=path, recipe=1))
                     if not is_error(r):
                         seen.extracted += 1
                         break
                     last = text_of(r)[:300]
-                assert seen.extracted == round_ + 1, f"lro_extract recipe 1 never succeeded: {last}"
+                assert seen.extracted == round_ + 1, f"{EXTRACT_TOOL} recipe 1 never succeeded: {last}"
                 if round_ == 0:
-                    await scraped(prom, f'sum(lro_extract_requests_total{{job="{JOB}", mode="recipe", outcome="ok"}}) >= 1')
+                    recipe_ok = f'job="{JOB}", {MODE.eq(MODE.Recipe)}, {EXTRACT.eq(EXTRACT.Ok)}'
+                    await scraped(prom, f"sum({M.EXTRACT_REQUESTS_TOTAL}{{{recipe_ok}}}) >= 1")
 
         # A real write failure: the offload directory becomes a regular file.
         # The call must still succeed, truncated, with a warning.
@@ -447,7 +461,7 @@ def stack(tmp_path_factory):
         )
         server, prometheus, prom, instance, offload_dir = up.server, up.prometheus, up.prom, up.instance, up.offload_dir
         # A few samples before the workload, so increases start from a baseline.
-        wait_until(lambda: (prom.value(f'count_over_time(lro_build_info{{job="{JOB}"}}[1m])') or 0) >= 3, STARTUP_TIMEOUT_S, "baseline samples")
+        wait_until(lambda: (prom.value(f'count_over_time({M.BUILD_INFO}{{job="{JOB}"}}[1m])') or 0) >= 3, STARTUP_TIMEOUT_S, "baseline samples")
 
         try:
             seen = anyio.run(workload, up.mcp_url, offload_dir, prom)
@@ -456,9 +470,9 @@ def stack(tmp_path_factory):
 
         # Cleanup expires the 1-second-old files (schedule: every 2 s).
         wait_until(
-            lambda: (prom.value(f'sum(lro_offload_files_expired_total{{job="{JOB}"}})') or 0) > 0,
+            lambda: (prom.value(f'sum({M.OFFLOAD_FILES_EXPIRED_TOTAL}{{job="{JOB}"}})') or 0) > 0,
             EXPIRY_TIMEOUT_S,
-            "lro_offload_files_expired_total to rise",
+            f"{M.OFFLOAD_FILES_EXPIRED_TOTAL} to rise",
         )
         yield Stack(prom, instance, seen, server, prometheus)
     finally:
@@ -486,12 +500,18 @@ def substitute(expr: str, instance: str) -> str:
     return re.sub(r"\$(\w+)", lambda m: values.get(m.group(1), m.group(0)), expr)
 
 
+def is_extract_series(name: str) -> bool:
+    """A series of one of EXTRACT_METRICS (histograms as _bucket/_sum/_count)."""
+    m, _ = resolve_series(name, METRICS)
+    return m is not None and m.name in EXTRACT_METRICS
+
+
 def extract_only(expr: str, seen: Observed) -> bool:
-    """True for expressions about lro_extract when the server does not list it."""
+    """True for expressions about the extraction tool when the server does not list it."""
     if EXTRACT_TOOL in seen.tools:
         return False
     names = scan(expr).metrics
-    return bool(names) and any(n.startswith("lro_extract_") for n in names)
+    return bool(names) and any(is_extract_series(n) for n in names)
 
 
 def all_panel_exprs():
@@ -544,14 +564,14 @@ def test_workload_exercised_every_outcome(stack):
     assert seen.inline and seen.offloaded and seen.truncated
     counts = {
         r["metric"]["outcome"]: float(r["value"][1])
-        for r in stack.prom.query(f'sum by (outcome) (lro_tool_results_total{{job="{JOB}"}})')
+        for r in stack.prom.query(f'sum by (outcome) ({M.TOOL_RESULTS_TOTAL}{{job="{JOB}"}})')
     }
-    for outcome in ("inline", "offloaded", "truncated"):
+    for outcome in (OUTCOME.Inline, OUTCOME.Offloaded, OUTCOME.Truncated):
         assert counts.get(outcome, 0) > 0, f"no {outcome} results in Prometheus: {counts}\n{stack.logs()}"
-    failures = stack.prom.value(f'sum(lro_offload_write_failures_total{{job="{JOB}"}})')
+    failures = stack.prom.value(f'sum({M.OFFLOAD_WRITE_FAILURES_TOTAL}{{job="{JOB}"}})')
     assert failures and failures >= 1, "the induced write failure was not counted"
     if EXTRACT_TOOL in seen.tools:
-        assert stack.prom.value(f'sum(lro_extract_requests_total{{job="{JOB}", outcome="ok"}})'), "lro_extract not counted"
+        assert stack.prom.value(f'sum({M.EXTRACT_REQUESTS_TOTAL}{{job="{JOB}", {EXTRACT.eq(EXTRACT.Ok)}}})'), f"{EXTRACT_TOOL} not counted"
     else:
         import warnings
 
@@ -565,7 +585,7 @@ def test_every_panel_query_returns_data(settled):
 
 def test_every_referenced_metric_is_exported(settled):
     """Each series name in any panel or rule exists, so `or vector(0)` cannot hide a typo."""
-    metrics = load_metrics()
+    metrics = METRICS
     names = set()
     for _, _, _, expr in all_panel_exprs():
         names |= set(scan(expr).metrics)
@@ -573,10 +593,10 @@ def test_every_referenced_metric_is_exported(settled):
         names |= set(scan(rule["expr"]).metrics)
     missing = []
     for name in sorted(names):
-        if name.startswith("lro_extract_") and EXTRACT_TOOL not in settled.seen.tools:
+        if is_extract_series(name) and EXTRACT_TOOL not in settled.seen.tools:
             continue
         m, _ = resolve_series(name, metrics)
-        assert m is not None, f"{name} is not in metric.rs"
+        assert m is not None, f"{name} is not in {CATALOGUE.relative_to(REPO)}"
         if not settled.prom.api("series", **{"match[]": f'{name}{{job="{JOB}"}}'}):
             missing.append(name)
     assert missing == [], f"named by dashboards or rules but not exported: {missing}"
@@ -606,7 +626,7 @@ def test_conformance_dashboard_reads_pass(settled):
             continue
         value = settled.prom.value(substitute(expr, settled.instance))
         assert value == 1, f"{panel['title']}: {value} (expected 1 = PASS)\n    {expr}"
-    level = settled.prom.query(f'lro_build_info{{job="{JOB}"}}')
+    level = settled.prom.query(f'{M.BUILD_INFO}{{job="{JOB}"}}')
     assert level and level[0]["metric"].get("conformance_level"), level
 
 

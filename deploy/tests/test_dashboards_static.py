@@ -5,8 +5,11 @@
   ${datasource}; every panel has a unit and a unique id;
 - every rate()/irate()/increase() uses [$__rate_interval];
 - every metric name in any expression, variable query or alert rule is one
-  crates/lro-core/src/metric.rs documents (histograms as _bucket/_sum/_count),
-  and every label used in a matcher belongs to that metric.
+  of deploy/metrics.json (generated from `lro_core::metric::catalogue`, also
+  printed by `lro metrics --json`; histograms as _bucket/_sum/_count), and
+  every label used in a matcher belongs to that metric.
+
+Metric names and label values below come from that catalogue (lrolib.M, lrolib.L).
 """
 
 from __future__ import annotations
@@ -18,10 +21,13 @@ import sys
 import pytest
 
 from lrolib import (
+    BUCKET,
     DASHBOARDS,
     DS_REF,
     RATE_INTERVAL,
     REPO,
+    L,
+    M,
     check_expr,
     content_panels,
     iter_panels,
@@ -38,6 +44,7 @@ from lrolib import (
 )
 
 METRICS = load_metrics()
+OUTCOME = L.ToolOutcome
 
 
 @pytest.fixture(params=DASHBOARDS)
@@ -48,22 +55,36 @@ def dash(request) -> dict:
 # ---------------------------------------------------------------- the checker itself
 
 
+# A name the catalogue does not have, in the catalogue's own naming style.
+BOGUS = M.TOOL_RESULTS_TOTAL + "_bogus"
+
+
 def test_metric_catalogue_parsed():
-    assert "lro_tool_results_total" in METRICS
-    assert METRICS["lro_tool_results_total"].labels == ("tool", "outcome")
-    assert METRICS["lro_offload_write_duration_seconds"].kind == "Histogram"
-    assert METRICS["lro_build_info"].labels == ("version", "conformance_level")
+    assert M.TOOL_RESULTS_TOTAL in METRICS
+    assert METRICS[M.TOOL_RESULTS_TOTAL].labels == ("tool", "outcome")
+    assert METRICS[M.OFFLOAD_WRITE_DURATION_SECONDS].kind == "Histogram"
+    assert METRICS[M.BUILD_INFO].labels == ("version", "conformance_level")
     assert len(METRICS) >= 18
+
+
+def test_catalogue_lookups_fail_loudly():
+    """A mistyped key is an error naming the key, not a query that matches nothing."""
+    with pytest.raises(AttributeError, match="TOOL_RESULT_TOTAL"):
+        M.TOOL_RESULT_TOTAL  # noqa: B018
+    with pytest.raises(AttributeError, match="Outcome"):
+        L.Outcome  # noqa: B018
+    with pytest.raises(AttributeError, match="Inlined"):
+        OUTCOME.Inlined  # noqa: B018
 
 
 @pytest.mark.parametrize(
     "expr, complaint",
     [
-        ('sum(rate(lro_bogus_total{job="x"}[$__rate_interval]))', "unknown metric 'lro_bogus_total'"),
-        ("lro_offload_write_duration_seconds", "unknown metric"),  # histogram without suffix
-        ('sum(lro_offload_write_failures_total{tool="x"})', "no label 'tool'"),
-        ("sum by (tool) (lro_cleanup_runs_total)", "grouping label 'tool'"),
-        ("lro_build_info_total", "unknown metric"),
+        (f'sum(rate({BOGUS}{{job="x"}}[$__rate_interval]))', f"unknown metric '{BOGUS}'"),
+        (M.OFFLOAD_WRITE_DURATION_SECONDS, "unknown metric"),  # histogram without suffix
+        (f'sum({M.OFFLOAD_WRITE_FAILURES_TOTAL}{{tool="x"}})', "no label 'tool'"),
+        (f"sum by (tool) ({M.CLEANUP_RUNS_TOTAL})", "grouping label 'tool'"),
+        (M.BUILD_INFO + "_total", "unknown metric"),
     ],
 )
 def test_checker_rejects(expr, complaint):
@@ -73,10 +94,10 @@ def test_checker_rejects(expr, complaint):
 @pytest.mark.parametrize(
     "expr",
     [
-        'histogram_quantile(0.99, sum by (le) (rate(lro_offload_write_duration_seconds_bucket{tool=~"$tool"}[$__rate_interval])))',
-        "time() - max by (job, instance) (lro_cleanup_last_success_timestamp_seconds) > 2 * 3600",
+        f'histogram_quantile(0.99, sum by (le) (rate({M.OFFLOAD_WRITE_DURATION_SECONDS}{BUCKET}{{tool=~"$tool"}}[$__rate_interval])))',
+        f"time() - max by (job, instance) ({M.CLEANUP_LAST_SUCCESS_TIMESTAMP_SECONDS}) > 2 * 3600",
         'up{job="memory-server"} == 0',
-        "absent(lro_build_info)",
+        f"absent({M.BUILD_INFO})",
     ],
 )
 def test_checker_accepts(expr):
@@ -191,22 +212,22 @@ def test_overview_covers_the_brief():
     dash = load_dashboard("lro-overview.json")
     exprs = " ".join(e for _, _, e in panel_exprs(dash))
     for needed in [
-        'outcome="offloaded"',
-        "sum by (outcome) (rate(lro_tool_results_total",
-        "lro_estimated_tokens_saved_total",
-        "lro_offloaded_bytes_total",
-        "lro_offload_write_failures_total",
-        "lro_result_estimated_tokens_bucket",
-        "lro_offload_files{",
-        "lro_offload_disk_bytes{",
-        "lro_cleanup_runs_total",
-        "lro_offload_files_expired_total",
-        "time() - max by (instance) (lro_cleanup_last_success_timestamp_seconds",
-        "lro_extract_requests_total",
+        OUTCOME.eq(OUTCOME.Offloaded),
+        f"sum by (outcome) (rate({M.TOOL_RESULTS_TOTAL}",
+        M.ESTIMATED_TOKENS_SAVED_TOTAL,
+        M.OFFLOADED_BYTES_TOTAL,
+        M.OFFLOAD_WRITE_FAILURES_TOTAL,
+        M.RESULT_ESTIMATED_TOKENS + BUCKET,
+        M.OFFLOAD_FILES + "{",
+        M.OFFLOAD_DISK_BYTES + "{",
+        M.CLEANUP_RUNS_TOTAL,
+        M.OFFLOAD_FILES_EXPIRED_TOTAL,
+        f"time() - max by (instance) ({M.CLEANUP_LAST_SUCCESS_TIMESTAMP_SECONDS}",
+        M.EXTRACT_REQUESTS_TOTAL,
     ]:
         assert needed in exprs, needed
     for q in ("0.5", "0.95", "0.99"):
-        assert f"histogram_quantile({q}, sum by (le) (rate(lro_offload_write_duration_seconds_bucket" in exprs
+        assert f"histogram_quantile({q}, sum by (le) (rate({M.OFFLOAD_WRITE_DURATION_SECONDS}{BUCKET}" in exprs
     types = {p["type"] for p in content_panels(dash)}
     assert {"timeseries", "stat", "heatmap", "table"} <= types
     table = next(p for p in content_panels(dash) if p["type"] == "table")
@@ -217,13 +238,13 @@ def test_conformance_covers_level_3():
     dash = load_dashboard("lro-conformance.json")
     by_title = {p["title"]: p for p in content_panels(dash)}
     level = by_title["Declared conformance level"]["targets"][0]["expr"]
-    assert "lro_build_info" in level and "conformance_level" in level
+    assert M.BUILD_INFO in level and "conformance_level" in level
     requirements = {
-        "Threshold detection": ['outcome="inline"', 'outcome="offloaded"'],
-        "JSONL output": ["lro_offloaded_records_total"],
-        "Custodial cleanup on schedule": ["lro_cleanup_last_success_timestamp_seconds"],
-        "Fallback to inline truncation": ['outcome="truncated"', "lro_offload_write_failures_total"],
-        "Observability events": ["lro_cleanup_runs_total"],
+        "Threshold detection": [OUTCOME.eq(OUTCOME.Inline), OUTCOME.eq(OUTCOME.Offloaded)],
+        "JSONL output": [M.OFFLOADED_RECORDS_TOTAL],
+        "Custodial cleanup on schedule": [M.CLEANUP_LAST_SUCCESS_TIMESTAMP_SECONDS],
+        "Fallback to inline truncation": [OUTCOME.eq(OUTCOME.Truncated), M.OFFLOAD_WRITE_FAILURES_TOTAL],
+        "Observability events": [M.CLEANUP_RUNS_TOTAL],
     }
     for title, needles in requirements.items():
         panel = by_title[title]
@@ -279,5 +300,5 @@ def test_alert_thresholds():
     assert "[5m]" in rules["LroOffloadWriteFailures"][0]["expr"]
     stalled = " ".join(r["expr"] for r in rules["LroCleanupStalled"])
     assert "time() - " in stalled and "> 2 * 3600" in stalled
-    assert "absent(lro_build_info" in rules["LroMetricsAbsent"][0]["expr"]
+    assert f"absent({M.BUILD_INFO}" in rules["LroMetricsAbsent"][0]["expr"]
     assert "up{" in rules["LroTargetDown"][0]["expr"] and "== 0" in rules["LroTargetDown"][0]["expr"]

@@ -7,7 +7,9 @@ expiring the 3 files (TTL 2 s, schedule every second). A real Prometheus
 scrapes the server every second; every assertion goes through its HTTP API.
 `promtool check metrics` must accept the raw exposition.
 
-Shares the process and Prometheus helpers of test_dashboards_live.py.
+Shares the process and Prometheus helpers of test_dashboards_live.py. Metric
+names and label values come from the catalogue, deploy/metrics.json (lrolib.M,
+lrolib.L), never typed here.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from lrolib import COUNT, SUM, L, M
 from test_dashboards_live import (
     JOB,
     Prometheus,
@@ -33,6 +36,11 @@ from test_dashboards_live import (
 )
 
 EXPIRY_TIMEOUT_S = 60
+
+OUTCOME = L.ToolOutcome
+FAILURE = L.WriteFailureReason
+EXPIRY = L.ExpiryReason
+CLEANUP = L.CleanupOutcome
 
 
 async def exact_workload(url: str, offload_dir: Path) -> dict:
@@ -80,41 +88,44 @@ def settle(prom: Prometheus, expr: str, expected: float, timeout: float = EXPIRY
     wait_until(lambda: prom.value(expr) == expected, timeout, f"{expr} == {expected} (last: {prom.value(expr)})")
 
 
+def series(metric: str, *matchers: str) -> str:
+    """metric{job="memory-server", matchers...}"""
+    return metric + "{" + ", ".join((f'job="{JOB}"', *matchers)) + "}"
+
+
 def test_tool_results_and_offload_series_are_exact(run):
     prom, _, workload, _ = run
-    sel = f'job="{JOB}"'
-    settle(prom, f'sum(lro_tool_results_total{{{sel}, outcome="offloaded"}})', 3)
-    settle(prom, f'sum(lro_tool_results_total{{{sel}, outcome="inline"}})', 2)
-    settle(prom, f'sum(lro_tool_results_total{{{sel}, outcome="truncated"}})', 1)
-    settle(prom, f'sum(lro_offload_write_failures_total{{{sel}, reason="not_a_directory"}})', 1)
-    settle(prom, f'sum(lro_offload_write_failures_total{{{sel}}})', 1)
-    settle(prom, f'sum(lro_offload_write_duration_seconds_count{{{sel}}})', 3)
-    settle(prom, f'sum(lro_offloaded_records_total{{{sel}}})', 1500)
-    settle(prom, f'sum(lro_offloaded_bytes_total{{{sel}}})', workload["bytes"])
-    assert prom.value(f'sum(lro_offload_write_duration_seconds_sum{{{sel}}})') > 0
+    settle(prom, f"sum({series(M.TOOL_RESULTS_TOTAL, OUTCOME.eq(OUTCOME.Offloaded))})", 3)
+    settle(prom, f"sum({series(M.TOOL_RESULTS_TOTAL, OUTCOME.eq(OUTCOME.Inline))})", 2)
+    settle(prom, f"sum({series(M.TOOL_RESULTS_TOTAL, OUTCOME.eq(OUTCOME.Truncated))})", 1)
+    settle(prom, f"sum({series(M.OFFLOAD_WRITE_FAILURES_TOTAL, FAILURE.eq(FAILURE.NotADirectory))})", 1)
+    settle(prom, f"sum({series(M.OFFLOAD_WRITE_FAILURES_TOTAL)})", 1)
+    settle(prom, f"sum({series(M.OFFLOAD_WRITE_DURATION_SECONDS + COUNT)})", 3)
+    settle(prom, f"sum({series(M.OFFLOADED_RECORDS_TOTAL)})", 1500)
+    settle(prom, f"sum({series(M.OFFLOADED_BYTES_TOTAL)})", workload["bytes"])
+    assert prom.value(f"sum({series(M.OFFLOAD_WRITE_DURATION_SECONDS + SUM)})") > 0
     # Every result, inline or not, lands in the size histogram.
-    settle(prom, f'sum(lro_result_estimated_tokens_count{{{sel}}})', 6)
+    settle(prom, f"sum({series(M.RESULT_ESTIMATED_TOKENS + COUNT)})", 6)
 
 
 def test_cleanup_expires_every_offloaded_file(run):
     prom, _, workload, _ = run
-    sel = f'job="{JOB}"'
-    settle(prom, f'sum(lro_offload_files_expired_total{{{sel}, reason="ttl"}})', 3)
-    settle(prom, f'sum(lro_cleanup_bytes_freed_total{{{sel}}})', workload["bytes"])
-    settle(prom, f'lro_offload_files{{{sel}}}', 0)
-    settle(prom, f'lro_offload_disk_bytes{{{sel}}}', 0)
-    assert prom.value(f'sum(lro_cleanup_runs_total{{{sel}, outcome="success"}})') >= 1
-    assert prom.value(f'sum(lro_cleanup_runs_total{{{sel}, outcome="error"}})') == 0
-    last = prom.value(f'lro_cleanup_last_success_timestamp_seconds{{{sel}}}')
+    settle(prom, f"sum({series(M.OFFLOAD_FILES_EXPIRED_TOTAL, EXPIRY.eq(EXPIRY.Ttl))})", 3)
+    settle(prom, f"sum({series(M.CLEANUP_BYTES_FREED_TOTAL)})", workload["bytes"])
+    settle(prom, series(M.OFFLOAD_FILES), 0)
+    settle(prom, series(M.OFFLOAD_DISK_BYTES), 0)
+    assert prom.value(f"sum({series(M.CLEANUP_RUNS_TOTAL, CLEANUP.eq(CLEANUP.Success))})") >= 1
+    assert prom.value(f"sum({series(M.CLEANUP_RUNS_TOTAL, CLEANUP.eq(CLEANUP.Error))})") == 0
+    last = prom.value(series(M.CLEANUP_LAST_SUCCESS_TIMESTAMP_SECONDS))
     assert abs(time.time() - last) < 120, last
-    assert prom.value(f'sum(lro_offload_files_expired_total{{{sel}, reason="quota"}})') == 0
+    assert prom.value(f"sum({series(M.OFFLOAD_FILES_EXPIRED_TOTAL, EXPIRY.eq(EXPIRY.Quota))})") == 0
 
 
 def test_promtool_accepts_the_exposition(run, tmp_path):
     _, instance, _, _ = run
     status, body = http_get(f"http://{instance}/metrics")
     assert status == 200
-    assert "lro_build_info" in body
+    assert M.BUILD_INFO in body
     promtool = shutil.which("promtool")
     assert promtool, "promtool not found: apt-get install -y prometheus"
     proc = subprocess.run([promtool, "check", "metrics"], input=body, capture_output=True, text=True, timeout=60)

@@ -15,7 +15,10 @@ Conventions every panel follows (the static tests enforce them):
   on each target; the dashboards declare a `datasource` variable, no __inputs;
 - a unit in fieldConfig.defaults.unit and a unique id;
 - every rate()/increase() uses [$__rate_interval];
-- only metric names documented in crates/lro-core/src/metric.rs.
+- only metric names and label values of deploy/metrics.json (generated from
+  `lro_core::metric::catalogue`, also printed by `lro metrics --json`), taken
+  from it through deploy/tools/catalogue.py, never typed here
+  (deploy/tests/test_no_hand_typed_names.py enforces it).
 """
 
 from __future__ import annotations
@@ -25,8 +28,23 @@ import json
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+if str(HERE) not in sys.path:  # run as a script, deploy/tools is already there
+    sys.path.insert(0, str(HERE))
+
+import catalogue  # noqa: E402
+from catalogue import BUCKET, COUNT, EXTRACT_TOOL  # noqa: E402
+
+ROOT = HERE.parents[1]
 OUT_DIR = ROOT / "dashboards"
+
+CAT = catalogue.load()
+M, L = CAT.M, CAT.L  # metric names by Rust constant name; label values by set and variant
+OUTCOME = L.ToolOutcome  # the outcome label of TOOL_RESULTS_TOTAL
+CLEANUP = L.CleanupOutcome
+EXPIRY = L.ExpiryReason
+MODE = L.ExtractMode
+EXTRACT = L.ExtractOutcome
 
 DS = {"type": "prometheus", "uid": "${datasource}"}
 
@@ -49,7 +67,7 @@ def rate(metric: str, extra: str = "", tool: bool = False, fn: str = "rate") -> 
 
 
 def quantile(q: float, metric: str, tool: bool = False, by: str = "le") -> str:
-    return f"histogram_quantile({q}, sum by ({by}) ({rate(metric + '_bucket', tool=tool)}))"
+    return f"histogram_quantile({q}, sum by ({by}) ({rate(metric + BUCKET, tool=tool)}))"
 
 
 # ---------------------------------------------------------------------------
@@ -318,9 +336,9 @@ def variables() -> list[dict]:
             "skipUrlSync": False,
             "type": "datasource",
         },
-        query_var("job", "Job", "label_values(lro_build_info, job)"),
-        query_var("instance", "Instance", 'label_values(lro_build_info{job=~"$job"}, instance)'),
-        query_var("tool", "Tool", 'label_values(lro_tool_results_total{job=~"$job", instance=~"$instance"}, tool)'),
+        query_var("job", "Job", f"label_values({M.BUILD_INFO}, job)"),
+        query_var("instance", "Instance", f'label_values({M.BUILD_INFO}{{job=~"$job"}}, instance)'),
+        query_var("tool", "Tool", f'label_values({M.TOOL_RESULTS_TOTAL}{{job=~"$job", instance=~"$instance"}}, tool)'),
     ]
 
 
@@ -362,17 +380,12 @@ def dashboard(uid: str, title: str, description: str, tags: list[str], panels: l
     }
 
 
-RESULTS = "lro_tool_results_total"
-FAILURES = "lro_offload_write_failures_total"
+RESULTS = M.TOOL_RESULTS_TOTAL
+FAILURES = M.OFFLOAD_WRITE_FAILURES_TOTAL
 
-
-def eq(label: str, value: str) -> str:
-    return f'{label}="{value}"'
-
-
-INLINE = eq("outcome", "inline")
-OFFLOADED = eq("outcome", "offloaded")
-TRUNCATED = eq("outcome", "truncated")
+INLINE = OUTCOME.eq(OUTCOME.Inline)
+OFFLOADED = OUTCOME.eq(OUTCOME.Offloaded)
+TRUNCATED = OUTCOME.eq(OUTCOME.Truncated)
 
 
 def failure_ratio_expr() -> str:
@@ -389,74 +402,77 @@ def offload_rate_expr(by: str = "") -> str:
 
 
 def overview() -> dict:
-    L = Layout()
+    grid = Layout()
+    percentiles = (0.5, 0.95, 0.99)
 
-    L.row("Summary")
-    L.add(stat("Offload rate", "Share of tool results that were offloaded to a JSONL file (offloaded ÷ all tool results).", "percentunit",
-               targets((offload_rate_expr(), "offload rate")), decimals=1, mappings=nan_text("no results")), 4, 4)
-    L.add(stat("Tool results", "Tool results seen by the LRO layer, all outcomes.", "ops",
-               targets((f"sum({rate(RESULTS, tool=True)})", "results/s"))), 4, 4)
-    L.add(stat("Estimated tokens saved", "Estimated tokens kept out of the model context per second (result tokens minus descriptor tokens).", "short",
-               targets((f"sum({rate('lro_estimated_tokens_saved_total', tool=True)})", "tokens/s"))), 4, 4)
-    L.add(stat("Write failure ratio", "Failed offload writes ÷ offload write attempts. Every failure fell back to a truncated inline result. Alert LroOffloadWriteFailureRatioHigh fires above 5%.", "percentunit",
-               targets((failure_ratio_expr(), "failure ratio")), steps=thresholds((None, "green"), (0.000001, "orange"), (0.05, "red")), decimals=1, mappings=nan_text("no writes")), 4, 4)
-    L.add(stat("Offload files on disk", "Offload files on disk after the last cleanup scan.", "short",
-               targets((f"sum(lro_offload_files{sel()})", "files"))), 4, 4)
-    L.add(stat("Offload disk usage", "Bytes of offload files on disk after the last cleanup scan. Alert LroOffloadDiskUsageHigh fires above 1 GiB.", "bytes",
-               targets((f"sum(lro_offload_disk_bytes{sel()})", "bytes")), steps=thresholds((None, "green"), (1073741824, "red"))), 4, 4)
+    grid.row("Summary")
+    grid.add(stat("Offload rate", f"Share of tool results that were offloaded to a JSONL file ({OUTCOME.Offloaded} ÷ all tool results).", "percentunit",
+                  targets((offload_rate_expr(), "offload rate")), decimals=1, mappings=nan_text("no results")), 4, 4)
+    grid.add(stat("Tool results", "Tool results seen by the LRO layer, all outcomes.", "ops",
+                  targets((f"sum({rate(RESULTS, tool=True)})", "results/s"))), 4, 4)
+    grid.add(stat("Estimated tokens saved", "Estimated tokens kept out of the model context per second (result tokens minus descriptor tokens).", "short",
+                  targets((f"sum({rate(M.ESTIMATED_TOKENS_SAVED_TOTAL, tool=True)})", "tokens/s"))), 4, 4)
+    grid.add(stat("Write failure ratio", "Failed offload writes ÷ offload write attempts. Every failure fell back to a truncated inline result. Alert LroOffloadWriteFailureRatioHigh fires above 5%.", "percentunit",
+                  targets((failure_ratio_expr(), "failure ratio")), steps=thresholds((None, "green"), (0.000001, "orange"), (0.05, "red")), decimals=1, mappings=nan_text("no writes")), 4, 4)
+    grid.add(stat("Offload files on disk", "Offload files on disk after the last cleanup scan.", "short",
+                  targets((f"sum({M.OFFLOAD_FILES}{sel()})", "files"))), 4, 4)
+    grid.add(stat("Offload disk usage", "Bytes of offload files on disk after the last cleanup scan. Alert LroOffloadDiskUsageHigh fires above 1 GiB.", "bytes",
+                  targets((f"sum({M.OFFLOAD_DISK_BYTES}{sel()})", "bytes")), steps=thresholds((None, "green"), (1073741824, "red"))), 4, 4)
 
-    L.row("Results")
-    L.add(timeseries("Offload rate", "Offloaded ÷ all tool results, for the selected tools.", "percentunit",
-                     targets((offload_rate_expr(), "offload rate")), max_=1), 12, 8)
-    L.add(timeseries("Tool results by outcome", "inline: under the threshold; offloaded: written to a JSONL file; truncated: the write failed and the result fell back to inline truncation; bypassed: proxy client or offloading disabled.", "ops",
-                     targets((f"sum by (outcome) ({rate(RESULTS, tool=True)})", "{{outcome}}")), stack=True), 12, 8)
+    grid.row("Results")
+    grid.add(timeseries("Offload rate", "Offloaded ÷ all tool results, for the selected tools.", "percentunit",
+                        targets((offload_rate_expr(), "offload rate")), max_=1), 12, 8)
+    grid.add(timeseries("Tool results by outcome", f"{OUTCOME.Inline}: under the threshold; {OUTCOME.Offloaded}: written to a JSONL file; {OUTCOME.Truncated}: the write failed and the result fell back to inline truncation; {OUTCOME.Bypassed}: proxy client or offloading disabled.", "ops",
+                        targets((f"sum by (outcome) ({rate(RESULTS, tool=True)})", "{{outcome}}")), stack=True), 12, 8)
 
-    L.row("Savings")
-    L.add(timeseries("Estimated tokens saved", "Estimated tokens kept out of the model context per second, by tool.", "short",
-                     targets((f"sum by (tool) ({rate('lro_estimated_tokens_saved_total', tool=True)})", "{{tool}}")), stack=True), 8, 8)
-    L.add(timeseries("Bytes offloaded", "Bytes written to offload files per second, by tool.", "binBps",
-                     targets((f"sum by (tool) ({rate('lro_offloaded_bytes_total', tool=True)})", "{{tool}}")), stack=True), 8, 8)
-    L.add(timeseries("Records offloaded", "Records (JSONL lines) written to offload files per second, by tool.", "short",
-                     targets((f"sum by (tool) ({rate('lro_offloaded_records_total', tool=True)})", "{{tool}}")), stack=True), 8, 8)
+    grid.row("Savings")
+    grid.add(timeseries("Estimated tokens saved", "Estimated tokens kept out of the model context per second, by tool.", "short",
+                        targets((f"sum by (tool) ({rate(M.ESTIMATED_TOKENS_SAVED_TOTAL, tool=True)})", "{{tool}}")), stack=True), 8, 8)
+    grid.add(timeseries("Bytes offloaded", "Bytes written to offload files per second, by tool.", "binBps",
+                        targets((f"sum by (tool) ({rate(M.OFFLOADED_BYTES_TOTAL, tool=True)})", "{{tool}}")), stack=True), 8, 8)
+    grid.add(timeseries("Records offloaded", "Records (JSONL lines) written to offload files per second, by tool.", "short",
+                        targets((f"sum by (tool) ({rate(M.OFFLOADED_RECORDS_TOTAL, tool=True)})", "{{tool}}")), stack=True), 8, 8)
 
-    L.row("Write failures")
-    L.add(timeseries("Offload write failures by reason", "Failed offload writes per second, by reason. Each one fell back to a truncated inline result with a warning; the call itself succeeded.", "ops",
-                     targets((f"sum by (reason) ({rate(FAILURES)})", "{{reason}}")), stack=True), 12, 8)
-    L.add(timeseries("Offload write failure ratio", "Failed writes ÷ (successful offloads + failed writes). The red area is the 5% paging threshold.", "percentunit",
-                     targets((failure_ratio_expr(), "failure ratio")), threshold=0.05, max_=1), 12, 8)
+    grid.row("Write failures")
+    grid.add(timeseries("Offload write failures by reason", "Failed offload writes per second, by reason. Each one fell back to a truncated inline result with a warning; the call itself succeeded.", "ops",
+                        targets((f"sum by (reason) ({rate(FAILURES)})", "{{reason}}")), stack=True), 12, 8)
+    grid.add(timeseries("Offload write failure ratio", "Failed writes ÷ (successful offloads + failed writes). The red area is the 5% paging threshold.", "percentunit",
+                        targets((failure_ratio_expr(), "failure ratio")), threshold=0.05, max_=1), 12, 8)
 
-    L.row("Latency and result size")
-    L.add(timeseries("Offload write latency", "Time to write one offload file (temp file + fsync + rename).", "s",
-                     targets(*[(quantile(q, "lro_offload_write_duration_seconds", tool=True), f"p{int(q * 100)}") for q in (0.5, 0.95, 0.99)])), 8, 8)
-    L.add(heatmap("Result size distribution", "Estimated tokens of intercepted tool results (lro_result_estimated_tokens buckets). Results above the threshold (default 1600) are offloaded.", "short",
-                  targets((f"sum by (le) ({rate('lro_result_estimated_tokens_bucket', tool=True)})", "{{le}}"), fmt="heatmap")), 8, 8)
-    L.add(timeseries("Result size percentiles", "p50/p95/p99 of the estimated tokens of intercepted results.", "short",
-                     targets(*[(quantile(q, "lro_result_estimated_tokens", tool=True), f"p{int(q * 100)}") for q in (0.5, 0.95, 0.99)])), 8, 8)
+    grid.row("Latency and result size")
+    grid.add(timeseries("Offload write latency", "Time to write one offload file (temp file + fsync + rename).", "s",
+                        targets(*[(quantile(q, M.OFFLOAD_WRITE_DURATION_SECONDS, tool=True), f"p{int(q * 100)}") for q in percentiles])), 8, 8)
+    grid.add(heatmap("Result size distribution", f"Estimated tokens of intercepted tool results ({M.RESULT_ESTIMATED_TOKENS} buckets). Results above the threshold (default 1600) are offloaded.", "short",
+                     targets((f"sum by (le) ({rate(M.RESULT_ESTIMATED_TOKENS + BUCKET, tool=True)})", "{{le}}"), fmt="heatmap")), 8, 8)
+    grid.add(timeseries("Result size percentiles", "p50/p95/p99 of the estimated tokens of intercepted results.", "short",
+                        targets(*[(quantile(q, M.RESULT_ESTIMATED_TOKENS, tool=True), f"p{int(q * 100)}") for q in percentiles])), 8, 8)
 
-    L.row("Disk and cleanup")
-    L.add(timeseries("Offload files on disk", "Offload files on disk after each cleanup scan, by instance.", "short",
-                     targets((f"sum by (instance) (lro_offload_files{sel()})", "{{instance}}"))), 8, 8)
-    L.add(timeseries("Offload bytes on disk", "Bytes of offload files on disk after each cleanup scan, by instance. The red area is the LroOffloadDiskUsageHigh threshold (1 GiB).", "bytes",
-                     targets((f"sum by (instance) (lro_offload_disk_bytes{sel()})", "{{instance}}")), threshold=1073741824), 8, 8)
-    L.add(timeseries("Time since last successful cleanup", f"Seconds since the custodial cleanup last succeeded. The red area is the LroCleanupStalled threshold: twice the default hourly schedule ({CLEANUP_STALL_SECONDS} s).", "s",
-                     targets((f"time() - max by (instance) (lro_cleanup_last_success_timestamp_seconds{sel()})", "{{instance}}")), threshold=CLEANUP_STALL_SECONDS), 8, 8)
-    L.add(timeseries("Cleanup runs by outcome", "Cleanup runs per rate interval: success, or error (the run went on past an error; no success timestamp).", "short",
-                     targets((f"sum by (outcome) ({rate('lro_cleanup_runs_total', fn='increase')})", "{{outcome}}")), stack=True, draw="bars"), 6, 8)
-    L.add(timeseries("Files removed by cleanup", "Offload files deleted by cleanup per rate interval, by reason (ttl, quota), and stale temp files of interrupted writes.", "short",
-                     targets((f"sum by (reason) ({rate('lro_offload_files_expired_total', fn='increase')})", "expired: {{reason}}"),
-                             (f"sum({rate('lro_cleanup_temp_files_removed_total', fn='increase')})", "stale temp files")), stack=True, draw="bars"), 6, 8)
-    L.add(timeseries("Bytes freed by cleanup", "Bytes deleted by cleanup per rate interval.", "bytes",
-                     targets((f"sum({rate('lro_cleanup_bytes_freed_total', fn='increase')})", "bytes freed")), draw="bars"), 6, 8)
-    L.add(timeseries("Cleanup duration", "p50/p95/p99 of cleanup run time.", "s",
-                     targets(*[(quantile(q, "lro_cleanup_duration_seconds"), f"p{int(q * 100)}") for q in (0.5, 0.95, 0.99)])), 6, 8)
+    grid.row("Disk and cleanup")
+    grid.add(timeseries("Offload files on disk", "Offload files on disk after each cleanup scan, by instance.", "short",
+                        targets((f"sum by (instance) ({M.OFFLOAD_FILES}{sel()})", "{{instance}}"))), 8, 8)
+    grid.add(timeseries("Offload bytes on disk", "Bytes of offload files on disk after each cleanup scan, by instance. The red area is the LroOffloadDiskUsageHigh threshold (1 GiB).", "bytes",
+                        targets((f"sum by (instance) ({M.OFFLOAD_DISK_BYTES}{sel()})", "{{instance}}")), threshold=1073741824), 8, 8)
+    grid.add(timeseries("Time since last successful cleanup", f"Seconds since the custodial cleanup last succeeded. The red area is the LroCleanupStalled threshold: twice the default hourly schedule ({CLEANUP_STALL_SECONDS} s).", "s",
+                        targets((f"time() - max by (instance) ({M.CLEANUP_LAST_SUCCESS_TIMESTAMP_SECONDS}{sel()})", "{{instance}}")), threshold=CLEANUP_STALL_SECONDS), 8, 8)
+    grid.add(timeseries("Cleanup runs by outcome", f"Cleanup runs per rate interval: {CLEANUP.Success}, or {CLEANUP.Error} (the run went on past an error; no success timestamp).", "short",
+                        targets((f"sum by (outcome) ({rate(M.CLEANUP_RUNS_TOTAL, fn='increase')})", "{{outcome}}")), stack=True, draw="bars"), 6, 8)
+    grid.add(timeseries("Files removed by cleanup", f"Offload files deleted by cleanup per rate interval, by reason ({EXPIRY.Ttl}, {EXPIRY.Quota}), and stale temp files of interrupted writes.", "short",
+                        targets((f"sum by (reason) ({rate(M.OFFLOAD_FILES_EXPIRED_TOTAL, fn='increase')})", "expired: {{reason}}"),
+                                (f"sum({rate(M.CLEANUP_TEMP_FILES_REMOVED_TOTAL, fn='increase')})", "stale temp files")), stack=True, draw="bars"), 6, 8)
+    grid.add(timeseries("Bytes freed by cleanup", "Bytes deleted by cleanup per rate interval.", "bytes",
+                        targets((f"sum({rate(M.CLEANUP_BYTES_FREED_TOTAL, fn='increase')})", "bytes freed")), draw="bars"), 6, 8)
+    grid.add(timeseries("Cleanup duration", "p50/p95/p99 of cleanup run time.", "s",
+                        targets(*[(quantile(q, M.CLEANUP_DURATION_SECONDS), f"p{int(q * 100)}") for q in percentiles])), 6, 8)
 
-    L.row("Extraction (lro_extract)")
-    L.add(timeseries("Extraction requests", "lro_extract calls per second by mode (recipe, query, structured, lines, grep) and outcome (ok, error, timeout, truncated).", "ops",
-                     targets((f"sum by (mode, outcome) ({rate('lro_extract_requests_total')})", "{{mode}} {{outcome}}")), stack=True), 12, 8)
-    L.add(timeseries("Extraction latency", "p50/p95/p99 of lro_extract run time.", "s",
-                     targets(*[(quantile(q, "lro_extract_duration_seconds"), f"p{int(q * 100)}") for q in (0.5, 0.95, 0.99)])), 12, 8)
+    modes = ", ".join((MODE.Recipe, MODE.Query, MODE.Structured, MODE.Lines, MODE.Grep))
+    outcomes = ", ".join((EXTRACT.Ok, EXTRACT.Error, EXTRACT.Timeout, EXTRACT.Truncated))
+    grid.row(f"Extraction ({EXTRACT_TOOL})")
+    grid.add(timeseries("Extraction requests", f"{EXTRACT_TOOL} calls per second by mode ({modes}) and outcome ({outcomes}).", "ops",
+                        targets((f"sum by (mode, outcome) ({rate(M.EXTRACT_REQUESTS_TOTAL)})", "{{mode}} {{outcome}}")), stack=True), 12, 8)
+    grid.add(timeseries("Extraction latency", f"p50/p95/p99 of {EXTRACT_TOOL} run time.", "s",
+                        targets(*[(quantile(q, M.EXTRACT_DURATION_SECONDS), f"p{int(q * 100)}") for q in percentiles])), 12, 8)
 
-    L.row("Per tool")
+    grid.row("Per tool")
     cols = [
         ("A", "Results/s", "ops"),
         ("B", "Offload rate", "percentunit"),
@@ -465,22 +481,22 @@ def overview() -> dict:
         ("E", "Write p95", "s"),
         ("F", "Result size p95 (tokens)", "short"),
     ]
-    L.add(table("Per-tool breakdown", "Rates over the rate interval at the end of the time range, one row per tool.", "short",
-                targets(
-                    (f"sum by (tool) ({rate(RESULTS, tool=True)})", "{{tool}}"),
-                    (offload_rate_expr("tool"), "{{tool}}"),
-                    (f"sum by (tool) ({rate('lro_estimated_tokens_saved_total', tool=True)})", "{{tool}}"),
-                    (f"sum by (tool) ({rate('lro_offloaded_bytes_total', tool=True)})", "{{tool}}"),
-                    (quantile(0.95, "lro_offload_write_duration_seconds", tool=True, by="tool, le"), "{{tool}}"),
-                    (quantile(0.95, "lro_result_estimated_tokens", tool=True, by="tool, le"), "{{tool}}"),
-                    instant=True, fmt="table"), cols), 24, 9)
+    grid.add(table("Per-tool breakdown", "Rates over the rate interval at the end of the time range, one row per tool.", "short",
+                   targets(
+                       (f"sum by (tool) ({rate(RESULTS, tool=True)})", "{{tool}}"),
+                       (offload_rate_expr("tool"), "{{tool}}"),
+                       (f"sum by (tool) ({rate(M.ESTIMATED_TOKENS_SAVED_TOTAL, tool=True)})", "{{tool}}"),
+                       (f"sum by (tool) ({rate(M.OFFLOADED_BYTES_TOTAL, tool=True)})", "{{tool}}"),
+                       (quantile(0.95, M.OFFLOAD_WRITE_DURATION_SECONDS, tool=True, by="tool, le"), "{{tool}}"),
+                       (quantile(0.95, M.RESULT_ESTIMATED_TOKENS, tool=True, by="tool, le"), "{{tool}}"),
+                       instant=True, fmt="table"), cols), 24, 9)
 
     return dashboard(
         "lro-overview",
         "LRO overview",
-        "Large Result Offloading: offload rate, tokens saved, write failures, latency, result sizes, disk usage, cleanup and extraction. Metric reference: crates/lro-core/src/metric.rs.",
+        "Large Result Offloading: offload rate, tokens saved, write failures, latency, result sizes, disk usage, cleanup and extraction. Metric reference: deploy/metrics.json (lro metrics).",
         ["lro", "mcp"],
-        L.panels,
+        grid.panels,
     )
 
 
@@ -496,57 +512,59 @@ def requirement(title: str, description: str, expr: str) -> dict:
 
 
 def conformance() -> dict:
-    L = Layout()
+    grid = Layout()
     s = sel()
 
     threshold = f"(sum({RESULTS}{sel(INLINE)}) > bool 0) * (sum({RESULTS}{sel(OFFLOADED)}) > bool 0)"
-    jsonl = f"(sum(lro_offloaded_records_total{s}) > bool 0) * (sum(lro_offloaded_bytes_total{s}) > bool 0)"
-    cleanup = f"min((time() - lro_cleanup_last_success_timestamp_seconds{s}) < bool {CLEANUP_STALL_SECONDS})"
+    jsonl = f"(sum({M.OFFLOADED_RECORDS_TOTAL}{s}) > bool 0) * (sum({M.OFFLOADED_BYTES_TOTAL}{s}) > bool 0)"
+    cleanup = f"min((time() - {M.CLEANUP_LAST_SUCCESS_TIMESTAMP_SECONDS}{s}) < bool {CLEANUP_STALL_SECONDS})"
     truncated = f"sum({RESULTS}{sel(TRUNCATED)})"
     fallback = f"({truncated} > bool 0) * ({truncated} >= bool sum({FAILURES}{s}))"
-    events = f"(sum(lro_offload_write_duration_seconds_count{s}) > bool 0) * (sum(lro_cleanup_runs_total{s}) > bool 0)"
-    recipe_ok = sel(eq("mode", "recipe") + ", " + eq("outcome", "ok"))
-    recipes = f"sum(lro_extract_requests_total{recipe_ok}) > bool 0"
+    writes = M.OFFLOAD_WRITE_DURATION_SECONDS + COUNT  # one observation per successful offload write
+    events = f"(sum({writes}{s}) > bool 0) * (sum({M.CLEANUP_RUNS_TOTAL}{s}) > bool 0)"
+    recipe_ok = sel(MODE.eq(MODE.Recipe) + ", " + EXTRACT.eq(EXTRACT.Ok))
+    recipes = f"sum({M.EXTRACT_REQUESTS_TOTAL}{recipe_ok}) > bool 0"
 
-    L.row("Declared")
-    L.add(stat("Declared conformance level", "conformance_level label of lro_build_info, as declared by the build.", "none",
-               targets((f"max by (conformance_level) (lro_build_info{s})", "Level {{conformance_level}}")),
-               text_mode="name", graph=False, steps=thresholds((None, "blue"))), 6, 5)
-    L.add(stat("Version", "version label of lro_build_info, per instance.", "none",
-               targets((f"max by (instance, version) (lro_build_info{s})", "{{version}}")),
-               text_mode="name", graph=False, steps=thresholds((None, "blue"))), 6, 5)
-    L.add(requirement("Level 3 evidence (all requirements below)", "PASS when every requirement panel below passes for the selected instances. Counters are cumulative since each process started, so a restart clears the evidence until traffic and a cleanup run recur.",
-                      f"({threshold}) * ({jsonl}) * ({cleanup}) * ({fallback}) * ({events})"), 12, 5)
+    grid.row("Declared")
+    grid.add(stat("Declared conformance level", f"conformance_level label of {M.BUILD_INFO}, as declared by the build.", "none",
+                  targets((f"max by (conformance_level) ({M.BUILD_INFO}{s})", "Level {{conformance_level}}")),
+                  text_mode="name", graph=False, steps=thresholds((None, "blue"))), 6, 5)
+    grid.add(stat("Version", f"version label of {M.BUILD_INFO}, per instance.", "none",
+                  targets((f"max by (instance, version) ({M.BUILD_INFO}{s})", "{{version}}")),
+                  text_mode="name", graph=False, steps=thresholds((None, "blue"))), 6, 5)
+    grid.add(requirement("Level 3 evidence (all requirements below)", "PASS when every requirement panel below passes for the selected instances. Counters are cumulative since each process started, so a restart clears the evidence until traffic and a cleanup run recur.",
+                         f"({threshold}) * ({jsonl}) * ({cleanup}) * ({fallback}) * ({events})"), 12, 5)
 
-    L.row("Level 3 requirements (evidence since process start)")
-    L.add(requirement("Threshold detection", "Both outcomes were observed: results under the threshold stayed inline and results above it were offloaded (lro_tool_results_total, outcome inline and offloaded).", threshold), 8, 5)
-    L.add(requirement("JSONL output", "Offload files were written: records and bytes went to JSONL files (lro_offloaded_records_total, lro_offloaded_bytes_total).", jsonl), 8, 5)
-    L.add(requirement("Custodial cleanup on schedule", f"Every selected instance completed a successful cleanup within {CLEANUP_STALL_SECONDS} s, twice the default hourly schedule (lro_cleanup_last_success_timestamp_seconds). NO DATA: cleanup never succeeded since start.", cleanup), 8, 5)
-    L.add(requirement("Fallback to inline truncation", "Write failures fell back to truncated inline results instead of failed calls: the truncated outcome was observed and is at least the number of write failures. NOT OBSERVED until a write has failed at least once.", fallback), 8, 5)
-    L.add(requirement("Observability events", "Offloaded and CleanupCompleted events reached the metrics pipeline (lro_offload_write_duration_seconds_count, lro_cleanup_runs_total).", events), 8, 5)
-    L.add(requirement("Recipe extraction (lro_extract)", "Optional: a recipe from the jq recipe library was executed by lro_extract (lro_extract_requests_total, mode recipe, outcome ok). The library itself ships in every descriptor; this shows it in use.", recipes), 8, 5)
+    grid.row("Level 3 requirements (evidence since process start)")
+    grid.add(requirement("Threshold detection", f"Both outcomes were observed: results under the threshold stayed inline and results above it were offloaded ({RESULTS}, outcome {OUTCOME.Inline} and {OUTCOME.Offloaded}).", threshold), 8, 5)
+    grid.add(requirement("JSONL output", f"Offload files were written: records and bytes went to JSONL files ({M.OFFLOADED_RECORDS_TOTAL}, {M.OFFLOADED_BYTES_TOTAL}).", jsonl), 8, 5)
+    grid.add(requirement("Custodial cleanup on schedule", f"Every selected instance completed a successful cleanup within {CLEANUP_STALL_SECONDS} s, twice the default hourly schedule ({M.CLEANUP_LAST_SUCCESS_TIMESTAMP_SECONDS}). NO DATA: cleanup never succeeded since start.", cleanup), 8, 5)
+    grid.add(requirement("Fallback to inline truncation", f"Write failures fell back to truncated inline results instead of failed calls: the {OUTCOME.Truncated} outcome was observed and is at least the number of write failures. NOT OBSERVED until a write has failed at least once.", fallback), 8, 5)
+    grid.add(requirement("Observability events", f"Offloaded and CleanupCompleted events reached the metrics pipeline ({writes}, {M.CLEANUP_RUNS_TOTAL}).", events), 8, 5)
+    grid.add(requirement(f"Recipe extraction ({EXTRACT_TOOL})", f"Optional: a recipe from the jq recipe library was executed by {EXTRACT_TOOL} ({M.EXTRACT_REQUESTS_TOTAL}, mode {MODE.Recipe}, outcome {EXTRACT.Ok}). The library itself ships in every descriptor; this shows it in use.", recipes), 8, 5)
 
-    L.row("Evidence over time")
-    L.add(timeseries("Tool results by outcome", "inline vs offloaded shows threshold detection; truncated shows the fallback path.", "ops",
-                     targets((f"sum by (outcome) ({rate(RESULTS)})", "{{outcome}}")), stack=True), 12, 8)
-    L.add(timeseries("Fallback vs write failures", "Truncated results and write failures should move together: each failed write became a truncated inline result.", "ops",
-                     targets((f"sum({rate(RESULTS, TRUNCATED)})", "truncated results"),
-                             (f"sum({rate(FAILURES)})", "write failures"))), 12, 8)
-    L.add(timeseries("Time since last successful cleanup", f"The red area is the LroCleanupStalled threshold ({CLEANUP_STALL_SECONDS} s).", "s",
-                     targets((f"time() - max by (instance) (lro_cleanup_last_success_timestamp_seconds{s})", "{{instance}}")), threshold=CLEANUP_STALL_SECONDS), 12, 8)
-    L.add(timeseries("Events by type", "Observability events per second, as counted by the metrics they update.", "ops",
-                     targets((f"sum({rate('lro_offload_write_duration_seconds_count')})", "Offloaded"),
-                             (f"sum({rate(FAILURES)})", "OffloadWriteFailed"),
-                             (f"sum({rate('lro_offload_files_expired_total')})", "OffloadFileExpired"),
-                             (f"sum({rate('lro_cleanup_runs_total')})", "CleanupCompleted"),
-                             (f"sum({rate('lro_extract_requests_total')})", "Extracted"))), 12, 8)
+    grid.row("Evidence over time")
+    grid.add(timeseries("Tool results by outcome", f"{OUTCOME.Inline} vs {OUTCOME.Offloaded} shows threshold detection; {OUTCOME.Truncated} shows the fallback path.", "ops",
+                        targets((f"sum by (outcome) ({rate(RESULTS)})", "{{outcome}}")), stack=True), 12, 8)
+    grid.add(timeseries("Fallback vs write failures", "Truncated results and write failures should move together: each failed write became a truncated inline result.", "ops",
+                        targets((f"sum({rate(RESULTS, TRUNCATED)})", f"{OUTCOME.Truncated} results"),
+                                (f"sum({rate(FAILURES)})", "write failures"))), 12, 8)
+    grid.add(timeseries("Time since last successful cleanup", f"The red area is the LroCleanupStalled threshold ({CLEANUP_STALL_SECONDS} s).", "s",
+                        targets((f"time() - max by (instance) ({M.CLEANUP_LAST_SUCCESS_TIMESTAMP_SECONDS}{s})", "{{instance}}")), threshold=CLEANUP_STALL_SECONDS), 12, 8)
+    # Legends name the observability events (lro-core Event variants), each counted by the metric it updates.
+    grid.add(timeseries("Events by type", "Observability events per second, as counted by the metrics they update.", "ops",
+                        targets((f"sum({rate(writes)})", "Offloaded"),
+                                (f"sum({rate(FAILURES)})", "OffloadWriteFailed"),
+                                (f"sum({rate(M.OFFLOAD_FILES_EXPIRED_TOTAL)})", "OffloadFileExpired"),
+                                (f"sum({rate(M.CLEANUP_RUNS_TOTAL)})", "CleanupCompleted"),
+                                (f"sum({rate(M.EXTRACT_REQUESTS_TOTAL)})", "Extracted"))), 12, 8)
 
     return dashboard(
         "lro-conformance",
         "LRO conformance (Level 3)",
         "Large Result Offloading Level 3 conformance at a glance: threshold detection, JSONL output, custodial cleanup, fallback to inline truncation and observability events, as evidenced by the metrics.",
         ["lro", "mcp", "conformance"],
-        L.panels,
+        grid.panels,
     )
 
 

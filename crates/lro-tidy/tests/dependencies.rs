@@ -1,0 +1,154 @@
+//! The dependency rules of ARCHITECTURE.md, checked on `cargo metadata`.
+//!
+//! Rules apply to normal (non-dev, non-build) dependencies, followed
+//! transitively: a crate that reaches tokio through a helper crate still
+//! depends on tokio.
+
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    process::Command,
+};
+
+use serde_json::Value;
+
+/// Workspace member name -> every package it reaches through normal
+/// dependencies.
+struct Graph {
+    members: BTreeSet<String>,
+    reach: BTreeMap<String, BTreeSet<String>>,
+}
+
+impl Graph {
+    fn load() -> Self {
+        let out = Command::new(env!("CARGO"))
+            .args(["metadata", "--format-version", "1", "--offline"])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .expect("cargo metadata runs");
+        assert!(
+            out.status.success(),
+            "cargo metadata failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let meta: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let name_of: BTreeMap<&str, &str> = meta["packages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| (p["id"].as_str().unwrap(), p["name"].as_str().unwrap()))
+            .collect();
+        let members: BTreeSet<String> = meta["workspace_members"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|id| name_of[id.as_str().unwrap()].to_owned())
+            .collect();
+        // Direct normal dependencies by package id.
+        let mut direct: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+        for node in meta["resolve"]["nodes"].as_array().unwrap() {
+            let deps = node["deps"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|d| {
+                    d["dep_kinds"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .any(|k| k["kind"].is_null())
+                })
+                .map(|d| d["pkg"].as_str().unwrap())
+                .collect();
+            direct.insert(node["id"].as_str().unwrap(), deps);
+        }
+        let mut reach = BTreeMap::new();
+        for (id, name) in &name_of {
+            if !members.contains(*name) {
+                continue;
+            }
+            let mut seen = BTreeSet::new();
+            let mut stack = vec![*id];
+            while let Some(at) = stack.pop() {
+                for dep in direct.get(at).into_iter().flatten() {
+                    if seen.insert(*dep) {
+                        stack.push(dep);
+                    }
+                }
+            }
+            reach.insert(
+                (*name).to_owned(),
+                seen.iter().map(|id| name_of[id].to_owned()).collect(),
+            );
+        }
+        Self { members, reach }
+    }
+
+    fn reaches(&self, from: &str, to: &str) -> bool {
+        self.reach[from].contains(to)
+    }
+}
+
+/// The library crates: every `lro-*` member except the binary crate and the
+/// telemetry installer. New crates (proxy, audit, context) fall under it by
+/// name.
+fn libraries(graph: &Graph) -> Vec<&str> {
+    graph
+        .members
+        .iter()
+        .map(String::as_str)
+        .filter(|m| m.starts_with("lro-") && !["lro-cli", "lro-telemetry", "lro-tidy"].contains(m))
+        .collect()
+}
+
+#[test]
+fn lro_core_knows_nothing_of_runtimes_mcp_or_http() {
+    let graph = Graph::load();
+    for forbidden in ["tokio", "rmcp", "hyper", "axum"] {
+        assert!(
+            !graph.reaches("lro-core", forbidden),
+            "lro-core depends on {forbidden}"
+        );
+    }
+    // The check sees real edges.
+    assert!(graph.reaches("lro-core", "serde_json"));
+    assert!(graph.reaches("lro-tower", "rmcp"));
+}
+
+#[test]
+fn extraction_and_cleanup_know_nothing_of_mcp() {
+    let graph = Graph::load();
+    for krate in ["lro-extract", "lro-scheduler"] {
+        assert!(!graph.reaches(krate, "rmcp"), "{krate} depends on rmcp");
+    }
+}
+
+#[test]
+fn only_binaries_and_examples_install_exporters() {
+    let graph = Graph::load();
+    let libs = libraries(&graph);
+    assert!(
+        libs.contains(&"lro-core") && libs.contains(&"lro-tower"),
+        "{libs:?}"
+    );
+    for lib in &libs {
+        assert!(
+            !graph.reaches(lib, "lro-telemetry"),
+            "{lib} depends on lro-telemetry"
+        );
+        assert!(
+            !graph.reaches(lib, "metrics-exporter-prometheus"),
+            "{lib} installs an exporter"
+        );
+    }
+    assert!(graph.reaches("memory-server", "lro-telemetry"));
+}
+
+#[test]
+fn tidy_depends_on_no_workspace_crate() {
+    let graph = Graph::load();
+    let ours: Vec<&String> = graph.reach["lro-tidy"]
+        .iter()
+        .filter(|d| graph.members.contains(*d))
+        .collect();
+    assert!(ours.is_empty(), "{ours:?}");
+}
