@@ -30,6 +30,7 @@ use crate::{
 /// Extract from, inspect and clean up Large Result Offloading files.
 #[derive(Debug, Parser)]
 #[command(name = "lro", version, about, after_help = EXIT_STATUS_HELP)]
+#[non_exhaustive]
 pub struct Cli {
     /// What to do.
     #[command(subcommand)]
@@ -54,6 +55,7 @@ pub enum Command {
 
 /// `lro extract`.
 #[derive(Debug, Args)]
+#[non_exhaustive]
 pub struct ExtractArgs {
     /// The offload file.
     pub file: PathBuf,
@@ -183,6 +185,7 @@ impl ExtractArgs {
 
 /// `lro inspect`.
 #[derive(Debug, Args)]
+#[non_exhaustive]
 pub struct InspectArgs {
     /// The offload file.
     pub file: PathBuf,
@@ -193,6 +196,7 @@ pub struct InspectArgs {
 
 /// `lro metrics`.
 #[derive(Debug, Args)]
+#[non_exhaustive]
 pub struct MetricsArgs {
     /// Print the catalogue as JSON (what `deploy/metrics.json` holds).
     #[arg(long)]
@@ -201,6 +205,7 @@ pub struct MetricsArgs {
 
 /// `lro gc`.
 #[derive(Debug, Args)]
+#[non_exhaustive]
 pub struct GcArgs {
     /// The offload directory.
     pub dir: PathBuf,

@@ -32,6 +32,7 @@ use serde_json::Value;
 
 /// One recipe as shown by `inspect`.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct RecipeLine {
     /// 1 to 10.
     pub number: u8,
@@ -45,6 +46,7 @@ pub struct RecipeLine {
 
 /// What `inspect` found.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct Report {
     /// The canonical path.
     pub path: String,

@@ -1,6 +1,11 @@
 //! The protocol's data types, serialized exactly like the spec's structs, and
 //! the guidance templates.
 //!
+//! The spec's structs (`OffloadHeader`, `OffloadResponse`, `OffloadSummary`,
+//! `JqRecipe`, and the minimal profile's `MinimalOffloadResponse`) have the
+//! spec's fields, no more; they change only with the spec, so they are not
+//! `#[non_exhaustive]` and can be built and matched field by field.
+//!
 //! ```
 //! use lro_core::descriptor::{Detail, OffloadHeader};
 //!

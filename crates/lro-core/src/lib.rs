@@ -19,7 +19,7 @@
 //! | [`file`] | naming, the atomic writer, the reader |
 //! | [`offload`] | the pipeline and the truncation fallback |
 //! | [`event`] | observability events and sinks |
-//! | [`metric`] | every metric name, in one place |
+//! | [`metric`] | the metric catalogue and its typed label values (a leaf) |
 //!
 //! ```
 //! use lro_core::{offload::{Offloader, OffloadInput}, records::RecordSet, tokens::{ScriptAware, TokenEstimator}};

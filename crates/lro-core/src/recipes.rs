@@ -31,6 +31,7 @@ use crate::descriptor::{Detail, JqRecipe};
 
 /// One named parameter of a recipe.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct RecipeParam {
     /// Variable name (`$name` in the filter, `params.name` in `lro_extract`).
     pub name: String,
@@ -40,6 +41,7 @@ pub struct RecipeParam {
 
 /// One recipe: a jq filter, how to run it, and its parameters.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Recipe {
     /// 1 to 10.
     pub number: u8,
@@ -135,6 +137,7 @@ pub fn shell_quote(s: &str) -> String {
 
 /// The ten recipes for one file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct RecipeSet {
     /// Whether these are the spec's memory recipes.
     pub memories: bool,

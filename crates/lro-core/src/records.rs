@@ -40,6 +40,7 @@ pub enum RecordKind {
 
 /// Records ready to be written, each a single line of JSON.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct RecordSet<'a> {
     /// How the records were found.
     pub kind: RecordKind,

@@ -128,6 +128,7 @@ pub enum EntryKind {
 
 /// A regular file in the offload directory whose name matches the pattern.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Entry {
     /// Full path.
     pub path: PathBuf,
@@ -156,6 +157,7 @@ impl Entry {
 
 /// The result of [`scan`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Scan {
     /// Matching regular files, in directory order.
     pub entries: Vec<Entry>,

@@ -2,8 +2,7 @@
 
 use std::{net::SocketAddr, sync::mpsc, thread, time::Duration};
 
-use lro_core::metric::{self, DURATION_BUCKETS, Kind, TOKEN_BUCKETS};
-use metrics::Unit;
+use lro_core::metric::{self, DURATION_BUCKETS};
 use metrics_exporter_prometheus::{
     BuildError, Matcher, PrometheusBuilder, PrometheusHandle, PrometheusRecorder,
 };
@@ -14,21 +13,6 @@ use crate::TelemetryError;
 /// listener does it (the exporter's own default is the same).
 const UPKEEP_INTERVAL: Duration = Duration::from_secs(5);
 
-/// The buckets a histogram gets, or `None` for a histogram LRO does not
-/// know (it keeps the exporter's default rendering).
-pub(crate) fn buckets_for(def: &metric::MetricDef) -> Option<&'static [f64]> {
-    if def.kind != Kind::Histogram {
-        return None;
-    }
-    if def.unit == Some(Unit::Seconds) {
-        Some(DURATION_BUCKETS)
-    } else if def.name.ends_with("_tokens") {
-        Some(TOKEN_BUCKETS)
-    } else {
-        None
-    }
-}
-
 /// The exporter configuration: real histograms (buckets, not summaries) for
 /// every LRO histogram and for any other `_seconds` histogram of the host.
 /// Recommended naming stays off: LRO names already carry their unit and
@@ -37,7 +21,7 @@ pub(crate) fn builder() -> Result<PrometheusBuilder, BuildError> {
     let mut builder = PrometheusBuilder::new()
         .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), DURATION_BUCKETS)?;
     for def in metric::ALL {
-        if let Some(buckets) = buckets_for(def) {
+        if let Some(buckets) = def.buckets {
             builder = builder.set_buckets_for_metric(Matcher::Full(def.name.into()), buckets)?;
         }
     }
@@ -141,21 +125,22 @@ pub(crate) fn install(addr: Option<SocketAddr>) -> Result<PrometheusHandle, Tele
 #[cfg(test)]
 mod tests {
     use super::*;
+    use lro_core::metric::{Kind, TOKEN_BUCKETS};
 
     #[test]
     fn every_lro_histogram_gets_buckets() {
         for def in metric::ALL.iter().filter(|d| d.kind == Kind::Histogram) {
             assert!(
-                buckets_for(def).is_some(),
+                def.buckets.is_some(),
                 "{} would render as a summary",
                 def.name
             );
+            if def.unit == Some(metrics::Unit::Seconds) {
+                assert_eq!(def.buckets, Some(DURATION_BUCKETS), "{}", def.name);
+            }
         }
-        let tokens = metric::ALL
-            .iter()
-            .find(|d| d.name == metric::RESULT_ESTIMATED_TOKENS)
-            .unwrap();
-        assert_eq!(buckets_for(tokens), Some(TOKEN_BUCKETS));
+        let tokens = metric::find(metric::RESULT_ESTIMATED_TOKENS).unwrap();
+        assert_eq!(tokens.buckets, Some(TOKEN_BUCKETS));
     }
 
     #[test]

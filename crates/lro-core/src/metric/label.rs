@@ -17,6 +17,7 @@ use std::fmt;
 
 /// A closed set of label values, as listed in the metric catalogue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct LabelSet {
     /// The Rust enum's name, e.g. `ToolOutcome`.
     pub name: &'static str,

@@ -113,6 +113,7 @@ impl Kind {
 
 /// One label of a metric.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct LabelDef {
     /// The label name.
     pub name: &'static str,
@@ -138,6 +139,7 @@ const TOOL: LabelDef = LabelDef::open("tool");
 
 /// One metric's definition.
 #[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
 pub struct MetricDef {
     /// The name of the Rust constant that holds [`MetricDef::name`], e.g.
     /// `TOOL_RESULTS_TOTAL`; the deploy tooling looks metrics up by it.
