@@ -6,7 +6,7 @@ mod support;
 use std::{fs, path::Path, time::Duration};
 
 use lro_core::{
-    event::{ExpiryReason, LroEvent, MemorySink},
+    event::{CleanupOutcome, ExpiryReason, LroEvent, MemorySink},
     metric,
 };
 use lro_scheduler::{
@@ -241,12 +241,24 @@ fn metrics_count_expiries_and_set_gauges() {
     let m = Metrics::take(&snapshotter);
     let expired = metric::OFFLOAD_FILES_EXPIRED_TOTAL;
     let runs = metric::CLEANUP_RUNS_TOTAL;
-    assert_eq!(m.counter(expired, &[("reason", "ttl")]), 2);
-    assert_eq!(m.counter(expired, &[("reason", "quota")]), 1);
+    assert_eq!(
+        m.counter(expired, &[("reason", ExpiryReason::Ttl.as_str())]),
+        2
+    );
+    assert_eq!(
+        m.counter(expired, &[("reason", ExpiryReason::Quota.as_str())]),
+        1
+    );
     assert_eq!(m.gauge(metric::OFFLOAD_FILES), 1.0);
     assert_eq!(m.gauge(metric::OFFLOAD_DISK_BYTES), 80.0);
-    assert_eq!(m.counter(runs, &[("outcome", "success")]), 1);
-    assert_eq!(m.counter(runs, &[("outcome", "error")]), 0);
+    assert_eq!(
+        m.counter(runs, &[("outcome", CleanupOutcome::Success.as_str())]),
+        1
+    );
+    assert_eq!(
+        m.counter(runs, &[("outcome", CleanupOutcome::Error.as_str())]),
+        0
+    );
     assert_eq!(m.counter(metric::CLEANUP_BYTES_FREED_TOTAL, &[]), 90);
 
     // An hour later the 80-byte file has expired and a new 5-byte one exists;
@@ -260,11 +272,20 @@ fn metrics_count_expiries_and_set_gauges() {
         run_once(dir.path(), &policy, later, &());
     });
     let m = Metrics::take(&snapshotter);
-    assert_eq!(m.counter(expired, &[("reason", "ttl")]), 1);
-    assert_eq!(m.counter(expired, &[("reason", "quota")]), 0);
+    assert_eq!(
+        m.counter(expired, &[("reason", ExpiryReason::Ttl.as_str())]),
+        1
+    );
+    assert_eq!(
+        m.counter(expired, &[("reason", ExpiryReason::Quota.as_str())]),
+        0
+    );
     assert_eq!(m.gauge(metric::OFFLOAD_FILES), 1.0);
     assert_eq!(m.gauge(metric::OFFLOAD_DISK_BYTES), 5.0);
-    assert_eq!(m.counter(runs, &[("outcome", "success")]), 1);
+    assert_eq!(
+        m.counter(runs, &[("outcome", CleanupOutcome::Success.as_str())]),
+        1
+    );
 }
 
 #[test]
@@ -331,7 +352,10 @@ fn an_unreadable_directory_counts_as_an_error_run() {
     assert_eq!(done.errors, 1);
     let m = Metrics::take(&snapshotter);
     assert_eq!(
-        m.counter(metric::CLEANUP_RUNS_TOTAL, &[("outcome", "error")]),
+        m.counter(
+            metric::CLEANUP_RUNS_TOTAL,
+            &[("outcome", CleanupOutcome::Error.as_str())]
+        ),
         1
     );
 }
