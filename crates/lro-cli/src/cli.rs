@@ -84,10 +84,11 @@ pub struct ExtractArgs {
     /// Sort by a field (`-field` for descending).
     #[arg(long, value_name = "FIELD", allow_hyphen_values = true)]
     pub sort_by: Option<String>,
-    /// Skip this many matching records.
+    /// Skip this many matching records; with --recipe or --query, results
+    /// (elements of the one array of a slurping filter).
     #[arg(long)]
     pub offset: Option<usize>,
-    /// Print at most this many records (or groups).
+    /// Print at most this many records, groups, results or elements.
     #[arg(long)]
     pub limit: Option<usize>,
     /// Count matching records per value of a field.

@@ -32,6 +32,13 @@ pub struct ExtractConfig {
     pub max_output_bytes: usize,
     /// Most results (values, lines); more are cut with a notice.
     pub max_output_values: usize,
+    /// Most estimated tokens of output (measured with the extractor's
+    /// estimator), or none; more are cut with a notice.
+    pub max_output_tokens: Option<usize>,
+    /// Whether simple filter shapes run on the raw record line and only the
+    /// fields a filter reads are parsed. They give the same bytes as the
+    /// plain jaq path, only faster; off, every record goes through jaq.
+    pub fast_paths: bool,
 }
 
 impl Default for ExtractConfig {
@@ -41,6 +48,8 @@ impl Default for ExtractConfig {
             timeout: DEFAULT_TIMEOUT,
             max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
             max_output_values: DEFAULT_MAX_OUTPUT_VALUES,
+            max_output_tokens: None,
+            fast_paths: true,
         }
     }
 }
@@ -80,6 +89,22 @@ impl ExtractConfig {
     #[must_use]
     pub fn max_output_values(mut self, values: usize) -> Self {
         self.max_output_values = values;
+        self
+    }
+
+    /// Sets the most estimated tokens of output. Defaults to none (only the
+    /// byte and value limits apply).
+    #[must_use]
+    pub fn max_output_tokens(mut self, tokens: Option<usize>) -> Self {
+        self.max_output_tokens = tokens;
+        self
+    }
+
+    /// Turns the raw-line fast paths and projection on or off. Defaults to
+    /// on.
+    #[must_use]
+    pub fn fast_paths(mut self, on: bool) -> Self {
+        self.fast_paths = on;
         self
     }
 }

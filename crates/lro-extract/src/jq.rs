@@ -37,6 +37,7 @@
 //! environment), `input`/`inputs`, `halt`, module imports.
 
 use std::{
+    borrow::Cow,
     io::{BufRead, BufReader, Read},
     rc::Rc,
     sync::{
@@ -57,7 +58,8 @@ use serde_json::Value;
 
 use crate::{
     ExtractError,
-    output::{Collector, Flow, floor_char_boundary},
+    output::{Collector, Flow, Window, floor_char_boundary},
+    render,
 };
 
 /// Smallest stack of a worker thread. Stacks are reserved address space;
@@ -528,6 +530,9 @@ pub(crate) struct Job<'g> {
     pub(crate) fast: Option<crate::fast::FastFilter>,
     pub(crate) vars: Vec<String>,
     pub(crate) slurp: bool,
+    /// `offset`/`limit` of the request; with `slurp`, they page the
+    /// elements of a single array (or object) result.
+    pub(crate) window: Window,
     pub(crate) render: Render,
     pub(crate) guard: &'g Guard,
 }
@@ -573,15 +578,26 @@ impl Job<'_> {
             // `ManyOriginals`).
             let records = Val::Arr(Rc::new(all));
             let originals: &dyn Originals = if keep_lines { &originals } else { &NoOriginals };
+            let mut results = Vec::new();
             for y in self.program.id.run((ctx.clone(), records.clone())) {
-                let y = y.map_err(|e| ExtractError::Runtime {
+                results.push(y.map_err(|e| ExtractError::Runtime {
                     line: None,
                     message: exn_message(e),
-                })?;
-                if emit(&y, self.render, out, originals)? == Flow::Stop {
-                    break;
+                })?);
+            }
+            match results.as_slice() {
+                [one @ (Val::Arr(_) | Val::Obj(_))] if self.window != Window::default() => {
+                    emit_elements(one, self.window, out, originals)?;
+                }
+                _ => {
+                    for y in &results {
+                        if emit(y, self.render, out, originals)? == Flow::Stop {
+                            break;
+                        }
+                    }
                 }
             }
+            drop(results);
             drop(records);
             return Ok(());
         }
@@ -592,13 +608,13 @@ impl Job<'_> {
             if let Some(fast) = &self.fast {
                 match fast.apply(line) {
                     Some(crate::fast::FastOut::Skip) => continue,
-                    Some(crate::fast::FastOut::Line) if out.fits(line.len()) => {
+                    Some(crate::fast::FastOut::Line) if out.fits(line) => {
                         if push_fast(out, line, false) == Flow::Stop {
                             break 'records;
                         }
                         continue;
                     }
-                    Some(crate::fast::FastOut::Bytes(b)) if out.fits(b.len()) => {
+                    Some(crate::fast::FastOut::Bytes(b)) if out.fits(&b) => {
                         if push_fast(out, &b, self.render.raw) == Flow::Stop {
                             break 'records;
                         }
@@ -629,8 +645,13 @@ impl Job<'_> {
 }
 
 fn push_fast(out: &mut Collector, bytes: &[u8], raw: bool) -> Flow {
-    if out.count() > 0 && !out.fits(bytes.len()) {
-        out.cut_bytes();
+    let bytes: &[u8] = &if raw {
+        Cow::Borrowed(bytes)
+    } else {
+        render::canonical(bytes)
+    };
+    if out.count() > 0 && !out.fits(bytes) && !out.skips_next() {
+        out.cut_budget();
         return Flow::Stop;
     }
     let keep = out.keeps_values();
@@ -710,8 +731,8 @@ impl<R: Read> Lines<R> {
 }
 
 /// Renders one result and hands it to the collector. A first result that
-/// is too big on its own is shortened (arrays to their first elements,
-/// strings to a prefix); other oversized first results are an error.
+/// is too big on its own is shown in part: an array or object cut at an
+/// element, a string shortened (raw text at a line end), never broken JSON.
 fn emit(
     y: &Val,
     render: Render,
@@ -734,7 +755,7 @@ fn emit(
         }
         None => write_json(&mut buf, y, 0, cap, orig)?,
     };
-    if rendered && out.fits(buf.len()) {
+    if (rendered && out.fits(&buf)) || out.skips_next() {
         let keep = out.keeps_values();
         let value = if keep {
             to_value(y, 0, orig)?
@@ -744,76 +765,65 @@ fn emit(
         return Ok(out.push(&buf, || value));
     }
     if out.count() > 0 {
-        out.cut_bytes();
+        out.cut_budget();
         return Ok(Flow::Stop);
     }
     shorten(y, render, out, orig)
 }
 
+/// Shows as much of a first result that does not fit as fits.
 fn shorten(
     y: &Val,
     render: Render,
     out: &mut Collector,
     orig: &dyn Originals,
 ) -> Result<Flow, ExtractError> {
-    let budget = out.remaining_bytes().saturating_sub(1);
     match y {
-        Val::Arr(items) => {
-            let mut buf = vec![b'['];
-            let mut kept = 0;
-            for item in items.iter() {
-                let mut elem = Vec::new();
-                let room = budget.saturating_sub(buf.len() + 2);
-                if !write_json(&mut elem, item, 1, room, orig)?
-                    || buf.len() + elem.len() + 2 > budget
-                {
-                    break;
-                }
-                if kept > 0 {
-                    buf.push(b',');
-                }
-                buf.extend_from_slice(&elem);
-                kept += 1;
-            }
-            buf.push(b']');
-            let value = if out.keeps_values() {
-                Value::Array(
-                    items
-                        .iter()
-                        .take(kept)
-                        .map(|v| to_value(v, 1, orig))
-                        .collect::<Result<_, _>>()?,
-                )
-            } else {
-                Value::Null
-            };
-            out.push(&buf, || value);
-            out.cut(format!(
-                "the result is an array of {} elements; only the first {kept} fit in max_output_bytes. Narrow it (e.g. map({{id, title}}), .[:{kept}]) or page with .[N:M]",
-                items.len()
-            ));
+        Val::Arr(_) | Val::Obj(_) => {
+            emit_elements(y, Window::default(), out, orig)?;
             Ok(Flow::Stop)
         }
         Val::TStr(s) | Val::BStr(s) => {
             let text = String::from_utf8_lossy(s);
-            let quoted = !render.raw;
-            let room = if quoted {
-                // Escapes can double the size; keep well inside the budget.
-                budget / 2
+            // The prefix shown and its rendered line.
+            let (prefix, line): (&str, Vec<u8>) = if render.raw {
+                // Raw text is cut at a line end, never inside a line.
+                let end = text
+                    .match_indices('\n')
+                    .map(|(i, _)| i)
+                    .take_while(|&i| out.fits(&text.as_bytes()[..i]))
+                    .last()
+                    .unwrap_or(0);
+                (&text[..end], text.as_bytes()[..end].to_vec())
             } else {
-                budget
+                // The longest prefix that still fits as a JSON string.
+                let quoted = |n: usize| {
+                    let mut q = Vec::new();
+                    render::write_str(&mut q, floor_char_boundary(&text, n).as_bytes());
+                    q
+                };
+                let (mut lo, mut hi) = (0, text.len());
+                while lo < hi {
+                    let mid = (lo + hi).div_ceil(2);
+                    if out.fits(&quoted(mid)) {
+                        lo = mid;
+                    } else {
+                        hi = mid - 1;
+                    }
+                }
+                (floor_char_boundary(&text, lo), quoted(lo))
             };
-            let prefix = floor_char_boundary(&text, room.saturating_sub(2));
-            let line = if quoted {
-                serde_json::to_string(prefix).unwrap_or_default()
+            let shown = if prefix.is_empty() {
+                "none".to_owned()
             } else {
-                prefix.to_owned()
+                let value = Value::String(prefix.to_owned());
+                out.push_unpaged(&line, || value);
+                format!("the first {}", prefix.chars().count())
             };
-            out.push(line.as_bytes(), || Value::String(prefix.to_owned()));
             out.cut(format!(
-                "the result is a string of {} bytes; only the first {} fit in max_output_bytes",
-                s.len(),
-                prefix.len()
+                "the result is a string of {} characters; {shown} fit {}. Narrow it, e.g. .[0:2000] or one field of it",
+                text.chars().count(),
+                out.budget_name()
             ));
             Ok(Flow::Stop)
         }
@@ -823,6 +833,91 @@ fn shorten(
     }
 }
 
+/// Shows the elements of an array (entries of an object) in `window`, as
+/// many as fit, as one valid array (object); records the cut when some
+/// are left out.
+pub(crate) fn emit_elements(
+    y: &Val,
+    window: Window,
+    out: &mut Collector,
+    orig: &dyn Originals,
+) -> Result<(), ExtractError> {
+    let (total, open, close) = match y {
+        Val::Arr(items) => (items.len(), b'[', b']'),
+        Val::Obj(map) => (map.len(), b'{', b'}'),
+        _ => {
+            return Err(ExtractError::OutputLimit {
+                limit: out.remaining_bytes(),
+            });
+        }
+    };
+    let entries: Vec<(Option<&Val>, &Val)> = match y {
+        Val::Arr(items) => items.iter().map(|v| (None, v)).collect(),
+        Val::Obj(map) => map.iter().map(|(k, v)| (Some(k), v)).collect(),
+        _ => unreachable!("checked above"),
+    };
+    let from = window.offset.min(total);
+    let end = window
+        .limit
+        .map_or(total, |l| from.saturating_add(l).min(total));
+    let mut buf = vec![open];
+    let mut tokens = out.tokens_of(b"[]");
+    let mut kept = Vec::new();
+    let mut elem = Vec::new();
+    for (i, (key, item)) in entries.iter().enumerate().take(end).skip(from) {
+        elem.clear();
+        match key {
+            None => {}
+            Some(Val::TStr(s) | Val::BStr(s)) => render::write_str(&mut elem, s),
+            Some(other) => {
+                // jaq allows non-string keys; JSON does not.
+                let mut text = Vec::new();
+                write_json(&mut text, other, 1, usize::MAX, &NoOriginals)?;
+                render::write_str(&mut elem, &text);
+            }
+        }
+        if key.is_some() {
+            elem.push(b':');
+        }
+        let room = out.remaining_bytes().saturating_sub(buf.len() + 2);
+        if !write_json(&mut elem, item, 1, room, orig)? {
+            break;
+        }
+        let elem_tokens = out.tokens_of(&elem);
+        if !out.fits_size(buf.len() + elem.len() + 2, tokens + elem_tokens) {
+            break;
+        }
+        if !kept.is_empty() {
+            buf.push(b',');
+        }
+        buf.extend_from_slice(&elem);
+        tokens += elem_tokens;
+        kept.push(i);
+    }
+    buf.push(close);
+    let shown = kept.len();
+    if shown > 0 {
+        let value = if out.keeps_values() {
+            match y {
+                Val::Arr(items) => Value::Array(
+                    kept.iter()
+                        .map(|&i| to_value(&items[i], 1, orig))
+                        .collect::<Result<_, _>>()?,
+                ),
+                _ => serde_json::from_slice(&buf).unwrap_or(Value::Null),
+            }
+        } else {
+            Value::Null
+        };
+        out.push_unpaged(&buf, || value);
+    }
+    if shown < end - from || end < total {
+        // A full page of a longer result is not a cut, only a next part.
+        out.cut_elements(from, shown, total, shown < end - from);
+    }
+    Ok(())
+}
+
 fn too_deep() -> ExtractError {
     ExtractError::Runtime {
         line: None,
@@ -830,9 +925,9 @@ fn too_deep() -> ExtractError {
     }
 }
 
-/// Writes `v` as compact JSON, the way `jq -c` does (NaN as `null`,
-/// infinities as ±1.7976931348623157e+308). Returns `Ok(false)` as soon as
-/// more than `cap` bytes were written.
+/// Writes `v` as compact JSON, the way `jq -c` does, through the one
+/// rendering of [`render`]. Returns `Ok(false)` as soon as more than `cap`
+/// bytes were written.
 pub(crate) fn write_json(
     out: &mut Vec<u8>,
     v: &Val,
@@ -844,7 +939,7 @@ pub(crate) fn write_json(
         return Err(too_deep());
     }
     if let Some(line) = orig.original(v) {
-        out.extend_from_slice(line);
+        out.extend_from_slice(&render::canonical(line));
         return Ok(out.len() <= cap);
     }
     match v {
@@ -852,7 +947,7 @@ pub(crate) fn write_json(
         Val::Bool(true) => out.extend_from_slice(b"true"),
         Val::Bool(false) => out.extend_from_slice(b"false"),
         Val::Num(n) => write_num(out, n),
-        Val::TStr(s) | Val::BStr(s) => write_str(out, s),
+        Val::TStr(s) | Val::BStr(s) => render::write_str(out, s),
         Val::Arr(items) => {
             out.push(b'[');
             for (i, item) in items.iter().enumerate() {
@@ -872,12 +967,12 @@ pub(crate) fn write_json(
                     out.push(b',');
                 }
                 match k {
-                    Val::TStr(s) | Val::BStr(s) => write_str(out, s),
+                    Val::TStr(s) | Val::BStr(s) => render::write_str(out, s),
                     other => {
                         // jaq allows non-string keys; JSON does not.
                         let mut key = Vec::new();
                         write_json(&mut key, other, depth + 1, cap, &NoOriginals)?;
-                        write_str(out, &key);
+                        render::write_str(out, &key);
                     }
                 }
                 out.push(b':');
@@ -895,55 +990,11 @@ fn write_num(out: &mut Vec<u8>, n: &jaq_json::Num) {
     use jaq_json::Num;
     match n {
         Num::Int(i) => out.extend_from_slice(i.to_string().as_bytes()),
-        Num::Float(f) if f.is_nan() => out.extend_from_slice(b"null"),
-        Num::Float(f) if f.is_infinite() => {
-            let s = if *f > 0.0 {
-                "1.7976931348623157e+308"
-            } else {
-                "-1.7976931348623157e+308"
-            };
-            out.extend_from_slice(s.as_bytes());
-        }
-        Num::Float(f) => {
-            let s = serde_json::Number::from_f64(*f)
-                .map(|n| n.to_string())
-                .unwrap_or_else(|| "null".into());
-            out.extend_from_slice(s.as_bytes());
-        }
-        // Decimal literals keep their text (valid JSON as parsed); big
-        // integers print in full.
-        other => out.extend_from_slice(other.to_string().as_bytes()),
+        Num::Float(f) => render::write_f64(out, *f),
+        // Decimal literals and big integers: through their text, so they
+        // print like the same number read from a file.
+        other => render::write_number_text(out, other.to_string().as_bytes()),
     }
-}
-
-fn write_str(out: &mut Vec<u8>, s: &[u8]) {
-    out.push(b'"');
-    let text = String::from_utf8_lossy(s);
-    let mut start = 0;
-    let bytes = text.as_bytes();
-    for (i, &b) in bytes.iter().enumerate() {
-        let esc: &[u8] = match b {
-            b'"' => b"\\\"",
-            b'\\' => b"\\\\",
-            b'\n' => b"\\n",
-            b'\r' => b"\\r",
-            b'\t' => b"\\t",
-            0x08 => b"\\b",
-            0x0c => b"\\f",
-            0..=0x1f | 0x7f => {
-                out.extend_from_slice(&bytes[start..i]);
-                out.extend_from_slice(format!("\\u{b:04x}").as_bytes());
-                start = i + 1;
-                continue;
-            }
-            _ => continue,
-        };
-        out.extend_from_slice(&bytes[start..i]);
-        out.extend_from_slice(esc);
-        start = i + 1;
-    }
-    out.extend_from_slice(&bytes[start..]);
-    out.push(b'"');
 }
 
 /// Converts a jaq value into a `serde_json` value.

@@ -53,6 +53,7 @@ mod guard;
 mod jq;
 mod output;
 mod project;
+mod render;
 mod request;
 mod scan;
 mod structured;
@@ -72,6 +73,7 @@ use std::{
 };
 
 use lro_core::{
+    ScriptAware, TokenEstimator,
     descriptor::OffloadHeader,
     event::{Extracted, LroEvent},
     metric::label::{ExtractMode, ExtractOutcome},
@@ -92,7 +94,7 @@ pub use request::{
 
 use crate::{
     jq::{Guard, Job, Render, Stop},
-    output::Collector,
+    output::{Collector, Cut, Limits, Window},
     structured::Structured,
     text::GrepPlan,
 };
@@ -164,10 +166,19 @@ impl Plan {
 ///
 /// Cheap to share: wrap it in an `Arc` and call [`Extractor::run`] from
 /// several threads at once; every call gets its own worker thread.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Extractor {
     cfg: ExtractConfig,
+    estimator: Arc<dyn TokenEstimator>,
     active: Arc<AtomicUsize>,
+}
+
+impl std::fmt::Debug for Extractor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Extractor")
+            .field("cfg", &self.cfg)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Extractor {
@@ -175,8 +186,17 @@ impl Extractor {
     pub fn new(cfg: ExtractConfig) -> Self {
         Self {
             cfg,
+            estimator: Arc::new(ScriptAware),
             active: Arc::new(AtomicUsize::new(0)),
         }
+    }
+
+    /// Sets the estimator that measures output against
+    /// [`ExtractConfig::max_output_tokens`]. Defaults to [`ScriptAware`].
+    #[must_use]
+    pub fn estimator(mut self, estimator: Arc<dyn TokenEstimator>) -> Self {
+        self.estimator = estimator;
+        self
     }
 
     /// The configuration.
@@ -201,7 +221,7 @@ impl Extractor {
     /// Blocks the calling thread up to about the configured timeout; call
     /// it from a blocking-capable thread (e.g. `spawn_blocking`).
     pub fn run(&self, req: &ExtractRequest) -> Result<ExtractOutput, ExtractError> {
-        let collector = Collector::buffer(self.cfg.max_output_bytes, self.cfg.max_output_values);
+        let collector = Collector::buffer(self.limits());
         self.run_with(req, collector)
     }
 
@@ -213,9 +233,19 @@ impl Extractor {
         req: &ExtractRequest,
         out: Box<dyn Write + Send>,
     ) -> Result<ExtractOutput, ExtractError> {
-        let collector =
-            Collector::writer(out, self.cfg.max_output_bytes, self.cfg.max_output_values);
+        let collector = Collector::writer(out, self.limits());
         self.run_with(req, collector)
+    }
+
+    fn limits(&self) -> Limits {
+        Limits {
+            max_bytes: self.cfg.max_output_bytes,
+            max_values: self.cfg.max_output_values,
+            max_tokens: self
+                .cfg
+                .max_output_tokens
+                .map(|max| (max, self.estimator.clone())),
+        }
     }
 
     fn run_with(
@@ -225,7 +255,9 @@ impl Extractor {
     ) -> Result<ExtractOutput, ExtractError> {
         let (mode, plan) = Plan::new(req)?;
         let file = self.resolve(&req.file_path)?;
-        self.bounded(move |guard| execute(mode, plan, file, guard, collector))
+        let req = req.clone();
+        let fast_paths = self.cfg.fast_paths;
+        self.bounded(move |guard| execute(&req, mode, plan, file, guard, collector, fast_paths))
     }
 
     /// Runs `job` on a worker thread, waiting at most the timeout.
@@ -368,15 +400,26 @@ fn read_header(
 }
 
 fn execute(
+    req: &ExtractRequest,
     mode: ExtractMode,
     plan: Plan,
     file: ResolvedFile,
     guard: &Guard,
-    mut out: Collector,
+    out: Collector,
+    fast_paths: bool,
 ) -> Result<ExtractOutput, ExtractError> {
     let mut reader = BufReader::with_capacity(256 * 1024, file.open()?);
     let header = read_header(&mut reader, &file)?;
     let mut raw = false;
+    // With slurp, offset/limit page the elements of the one result; else
+    // the stream of results.
+    let mut elements = false;
+    let window = Window {
+        offset: req.offset.unwrap_or(0),
+        limit: req.limit,
+    };
+    let paged = matches!(mode, ExtractMode::Recipe | ExtractMode::Query);
+    let mut out = if paged { out.window(window) } else { out };
     match plan {
         Plan::Recipe { number, params } => {
             let (sample_bytes, sample) = read_sample(&mut reader, &file)?;
@@ -411,13 +454,15 @@ fn execute(
                 .map(|n| (*n).to_owned())
                 .zip(vars.iter().cloned())
                 .collect();
-            let fast = fast_path(&recipe.filter, &named, recipe.slurp, raw);
+            let fast = fast_path(&recipe.filter, &named, recipe.slurp, raw, fast_paths);
+            elements = recipe.slurp;
             Job {
                 program: &program,
-                projection: project::analyze(&recipe.filter, recipe.slurp),
+                projection: project::analyze(&recipe.filter, recipe.slurp).filter(|_| fast_paths),
                 fast,
                 vars,
                 slurp: recipe.slurp,
+                window,
                 render: Render { raw },
                 guard,
             }
@@ -430,13 +475,15 @@ fn execute(
         } => {
             let names: Vec<&str> = params.keys().map(String::as_str).collect();
             let program = jq::compile_with_vars(&code, &names)?;
-            let fast = fast_path(&code, &params, slurp, false);
+            let fast = fast_path(&code, &params, slurp, false, fast_paths);
+            elements = slurp;
             Job {
                 program: &program,
-                projection: project::analyze(&code, slurp),
+                projection: project::analyze(&code, slurp).filter(|_| fast_paths),
                 fast,
                 vars: params.into_values().collect(),
                 slurp,
+                window,
                 render: Render { raw: false },
                 guard,
             }
@@ -446,7 +493,35 @@ fn execute(
         Plan::Lines(window) => text::run_lines(&window, header.count, reader, guard, &mut out)?,
         Plan::Grep(g) => g.run(reader, guard, &mut out)?,
     }
-    Ok(out.finish(mode, raw))
+    Ok(out.finish(mode, raw, |cut| next_part(req, mode, cut, elements)))
+}
+
+/// The request that shows what comes after `cut`, when offset/limit can
+/// express it: the next elements of a slurped result, or the next results
+/// of a stream (recipe, query, structured).
+fn next_part(
+    req: &ExtractRequest,
+    mode: ExtractMode,
+    cut: Cut,
+    elements: bool,
+) -> Option<ExtractRequest> {
+    let mut next = req.clone();
+    match (mode, cut) {
+        (ExtractMode::Recipe | ExtractMode::Query, Cut::Elements { from, shown, .. })
+            if elements && shown > 0 =>
+        {
+            next.offset = Some(from + shown);
+            next.limit = Some(req.limit.unwrap_or(shown));
+        }
+        (
+            ExtractMode::Recipe | ExtractMode::Query | ExtractMode::Structured,
+            Cut::Results { shown },
+        ) if shown > 0 => {
+            next.offset = Some(req.offset.unwrap_or(0) + shown);
+        }
+        _ => return None,
+    }
+    Some(next)
 }
 
 fn fast_path(
@@ -454,8 +529,9 @@ fn fast_path(
     vars: &BTreeMap<String, String>,
     slurp: bool,
     raw: bool,
+    enabled: bool,
 ) -> Option<fast::FastFilter> {
-    if slurp {
+    if slurp || !enabled {
         return None;
     }
     fast::FastFilter::new(code, vars).filter(|f| f.fits_render(raw))

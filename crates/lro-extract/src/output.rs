@@ -2,16 +2,20 @@
 //!
 //! Every mode renders its results as text lines (one compact JSON value per
 //! line, raw strings for `-r` recipes, `N:text` for text modes) and hands
-//! them to a [`Collector`], which enforces `max_output_values` and
-//! `max_output_bytes`: past either, it stops the producer and records a
-//! notice instead of failing.
-//!
-use std::io::Write;
+//! them to a [`Collector`], which enforces `max_output_values`,
+//! `max_output_bytes` and the token budget: past any, it stops the producer
+//! between results (never inside one) and records a notice, with the request
+//! for the next part, instead of failing. It also applies `offset`/`limit`
+//! to the stream of a recipe's or query's results.
 
-use lro_core::metric::label::ExtractMode;
+use std::{io::Write, sync::Arc};
+
+use lro_core::{TokenEstimator, metric::label::ExtractMode};
 
 use serde::Serialize;
 use serde_json::Value;
+
+use crate::ExtractRequest;
 
 /// What an extraction returns.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -32,10 +36,23 @@ pub struct ExtractOutput {
     /// Why output was cut, or other facts the reader needs (e.g. a line was
     /// shortened); also the last line of `text`, prefixed with `# `.
     pub notice: Option<String>,
+    /// The request that shows the next part after a cut, when the mode can
+    /// express one (recipe, query and structured); its notice names it too.
+    pub next: Option<ExtractRequest>,
     /// What to show the model: one result per line (compact JSON, raw
     /// strings for raw output), then the notice as a `# ` line when there is
     /// one; `# no results` when nothing matched.
     pub text: String,
+    #[serde(skip)]
+    results_len: usize,
+}
+
+impl ExtractOutput {
+    /// The result lines of [`ExtractOutput::text`], without the `# ` notice
+    /// line, for callers that show the notice on its own.
+    pub fn results(&self) -> &str {
+        &self.text[..self.results_len]
+    }
 }
 
 /// Whether the producer should go on.
@@ -50,42 +67,96 @@ enum Sink {
     Writer(Box<dyn Write + Send>),
 }
 
-/// Collects rendered result lines within the output budget.
+/// The output budget of one call.
+#[derive(Clone)]
+pub(crate) struct Limits {
+    pub(crate) max_bytes: usize,
+    pub(crate) max_values: usize,
+    /// Most estimated tokens, measured with the estimator.
+    pub(crate) max_tokens: Option<(usize, Arc<dyn TokenEstimator>)>,
+}
+
+impl Limits {
+    #[cfg(test)]
+    pub(crate) fn bytes(max_bytes: usize, max_values: usize) -> Self {
+        Self {
+            max_bytes,
+            max_values,
+            max_tokens: None,
+        }
+    }
+}
+
+/// `offset`/`limit` on the stream of results.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Window {
+    pub(crate) offset: usize,
+    pub(crate) limit: Option<usize>,
+}
+
+/// Where output stopped short of everything the filter produces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Cut {
+    /// The stream stopped after `shown` results; more may follow.
+    Results { shown: usize },
+    /// The single result is an array (or object): `shown` of its `total`
+    /// elements (entries), starting at element `from`, are shown.
+    Elements {
+        from: usize,
+        shown: usize,
+        total: usize,
+    },
+}
+
+/// Collects rendered result lines within the output budget. Lines are
+/// whole results: nothing is ever cut inside one.
 pub(crate) struct Collector {
-    max_bytes: usize,
-    max_values: usize,
+    limits: Limits,
+    window: Window,
     keep_values: bool,
     sink: Sink,
     values: Vec<Value>,
     count: usize,
+    skipped: usize,
     bytes: usize,
+    tokens: usize,
     truncated: bool,
+    cut: Option<Cut>,
     notices: Vec<String>,
 }
 
 impl Collector {
     /// Collects into memory, keeping values.
-    pub(crate) fn buffer(max_bytes: usize, max_values: usize) -> Self {
-        Self::with_sink(Sink::Buffer(Vec::new()), max_bytes, max_values, true)
+    pub(crate) fn buffer(limits: Limits) -> Self {
+        Self::with_sink(Sink::Buffer(Vec::new()), limits, true)
     }
 
     /// Streams lines to `w`, keeping no values.
-    pub(crate) fn writer(w: Box<dyn Write + Send>, max_bytes: usize, max_values: usize) -> Self {
-        Self::with_sink(Sink::Writer(w), max_bytes, max_values, false)
+    pub(crate) fn writer(w: Box<dyn Write + Send>, limits: Limits) -> Self {
+        Self::with_sink(Sink::Writer(w), limits, false)
     }
 
-    fn with_sink(sink: Sink, max_bytes: usize, max_values: usize, keep_values: bool) -> Self {
+    fn with_sink(sink: Sink, limits: Limits, keep_values: bool) -> Self {
         Self {
-            max_bytes,
-            max_values,
+            limits,
+            window: Window::default(),
             keep_values,
             sink,
             values: Vec::new(),
             count: 0,
+            skipped: 0,
             bytes: 0,
+            tokens: 0,
             truncated: false,
+            cut: None,
             notices: Vec::new(),
         }
+    }
+
+    /// Shows only the results in `window` (the stream's offset/limit).
+    pub(crate) fn window(mut self, window: Window) -> Self {
+        self.window = window;
+        self
     }
 
     /// Whether values are kept (so the producer should build them).
@@ -100,15 +171,14 @@ impl Collector {
 
     /// Bytes still available for one more line (its newline included).
     pub(crate) fn remaining_bytes(&self) -> usize {
-        self.max_bytes.saturating_sub(self.bytes)
+        self.limits.max_bytes.saturating_sub(self.bytes)
     }
 
-    /// Whether one more result is allowed at all; records the notice when
-    /// not.
+    /// Whether one more result is allowed at all; records the cut when not.
     pub(crate) fn admit(&mut self) -> Flow {
-        if self.count >= self.max_values {
-            self.cut(format!(
-                "output stopped after {} results (max_output_values); narrow the query or use offset/limit to page",
+        if self.count >= self.limits.max_values {
+            self.cut_results(format!(
+                "output stopped after {} results (max_output_values)",
                 self.count
             ));
             return Flow::Stop;
@@ -116,34 +186,61 @@ impl Collector {
         Flow::Continue
     }
 
-    /// Whether `len` more bytes (plus a newline) fit.
-    pub(crate) fn fits(&self, len: usize) -> bool {
-        self.bytes.saturating_add(len).saturating_add(1) <= self.max_bytes
+    /// The estimated tokens of `line` and its newline, when tokens are
+    /// budgeted.
+    pub(crate) fn tokens_of(&self, line: &[u8]) -> usize {
+        match &self.limits.max_tokens {
+            Some((_, estimator)) => estimator.estimate(&String::from_utf8_lossy(line)) + 1,
+            None => 0,
+        }
     }
 
-    /// Adds one result line. `value` is built only when values are kept.
-    /// Returns `Stop` when the line does not fit (nothing is added then) or
-    /// a limit is now reached.
+    /// Whether `line` (plus a newline) fits what is left of every budget.
+    pub(crate) fn fits(&self, line: &[u8]) -> bool {
+        let tokens = match &self.limits.max_tokens {
+            Some((_, estimator)) => estimator.estimate(&String::from_utf8_lossy(line)),
+            None => 0,
+        };
+        self.fits_size(line.len(), tokens)
+    }
+
+    /// Adds one result line, unless the window skips it. `value` is built
+    /// only when values are kept. Returns `Stop` when the line does not fit
+    /// (nothing is added then) or a limit is now reached.
     pub(crate) fn push(&mut self, line: &[u8], value: impl FnOnce() -> Value) -> Flow {
+        if self.skipped < self.window.offset {
+            self.skipped += 1;
+            return Flow::Continue;
+        }
+        if self.window.limit.is_some_and(|limit| self.count >= limit) {
+            // The page is full and the filter has more: say where it goes on.
+            self.cut = Some(Cut::Results { shown: self.count });
+            return Flow::Stop;
+        }
         if self.admit() == Flow::Stop {
             return Flow::Stop;
         }
-        if !self.fits(line.len()) {
-            self.cut_bytes();
+        if !self.fits(line) {
+            self.cut_budget();
             return Flow::Stop;
         }
+        self.push_unpaged(line, value);
+        Flow::Continue
+    }
+
+    /// Adds one result line whatever the window (it was applied already).
+    pub(crate) fn push_unpaged(&mut self, line: &[u8], value: impl FnOnce() -> Value) {
         self.write_line(line);
         if self.keep_values {
             self.values.push(value());
         }
         self.count += 1;
-        Flow::Continue
     }
 
     /// Adds a line that is not a result (a `--` separator).
     pub(crate) fn push_separator(&mut self, line: &[u8]) -> Flow {
-        if !self.fits(line.len()) {
-            self.cut_bytes();
+        if !self.fits(line) {
+            self.cut_budget();
             return Flow::Stop;
         }
         self.write_line(line);
@@ -151,6 +248,7 @@ impl Collector {
     }
 
     fn write_line(&mut self, line: &[u8]) {
+        self.tokens += self.tokens_of(line);
         self.bytes += line.len() + 1;
         match &mut self.sink {
             Sink::Buffer(b) => {
@@ -161,18 +259,59 @@ impl Collector {
                 // A closed pipe (e.g. `lro extract ... | head`) is not an
                 // extraction error; the remaining output is simply dropped.
                 if w.write_all(line).and_then(|()| w.write_all(b"\n")).is_err() {
-                    self.max_bytes = self.bytes;
+                    self.limits.max_bytes = self.bytes;
                 }
             }
         }
     }
 
-    /// Records that output was cut by the byte budget.
-    pub(crate) fn cut_bytes(&mut self) {
-        self.cut(format!(
-            "output cut at {} results: max_output_bytes ({}) reached; narrow the query, select fewer fields, or page with offset/limit",
-            self.count, self.max_bytes
-        ));
+    /// The budget a result that does not fit ran into, for notices: the
+    /// token budget when there is one (it is the tighter in practice).
+    pub(crate) fn budget_name(&self) -> String {
+        match &self.limits.max_tokens {
+            Some((max, _)) => format!("the {max}-token output limit"),
+            None => format!("max_output_bytes ({})", self.limits.max_bytes),
+        }
+    }
+
+    /// Records that the next result did not fit the budget.
+    pub(crate) fn cut_budget(&mut self) {
+        let budget = self.budget_name();
+        self.cut_results(format!("output cut at {} results by {budget}", self.count));
+    }
+
+    fn cut_results(&mut self, notice: String) {
+        self.cut = Some(Cut::Results { shown: self.count });
+        self.cut(notice);
+    }
+
+    /// Records that only `shown` of the single result's `total` elements,
+    /// from element `from`, are shown; `truncated` when a limit, not the
+    /// requested window, left elements out.
+    pub(crate) fn cut_elements(
+        &mut self,
+        from: usize,
+        shown: usize,
+        total: usize,
+        truncated: bool,
+    ) {
+        self.truncated |= truncated;
+        self.cut = Some(Cut::Elements { from, shown, total });
+    }
+
+    /// Whether the window skips the next result (so its size is moot).
+    pub(crate) fn skips_next(&self) -> bool {
+        self.skipped < self.window.offset
+    }
+
+    /// Whether a line of `bytes` bytes and `tokens` estimated tokens fits.
+    pub(crate) fn fits_size(&self, bytes: usize, tokens: usize) -> bool {
+        let bytes_ok = self.bytes.saturating_add(bytes).saturating_add(1) <= self.limits.max_bytes;
+        bytes_ok
+            && match &self.limits.max_tokens {
+                Some((max, _)) => self.tokens + tokens < *max,
+                None => true,
+            }
     }
 
     /// Records a truncation with its reason.
@@ -188,8 +327,37 @@ impl Collector {
         }
     }
 
-    /// Finishes: flushes a writer, renders the text.
-    pub(crate) fn finish(self, mode: ExtractMode, raw: bool) -> ExtractOutput {
+    /// Finishes: flushes a writer, renders the text. `next` is the request
+    /// that shows what comes after a cut, when the mode can express one.
+    pub(crate) fn finish(
+        mut self,
+        mode: ExtractMode,
+        raw: bool,
+        next: impl FnOnce(Cut) -> Option<ExtractRequest>,
+    ) -> ExtractOutput {
+        let next = self.cut.and_then(|cut| {
+            if let Cut::Elements { from, shown, total } = cut {
+                let (first, last) = (from + 1, from + shown);
+                self.notices.insert(
+                    0,
+                    if shown == 0 {
+                        format!(
+                            "the result is an array or object of {total} elements, and not even one fits {}",
+                            self.budget_name()
+                        )
+                    } else if from == 0 {
+                        format!("showing {shown} of {total} elements")
+                    } else {
+                        format!("showing elements {first}-{last} of {total}")
+                    },
+                );
+            }
+            next(cut)
+        });
+        if let Some(next) = &next {
+            let call = serde_json::to_string(next).expect("requests serialize");
+            self.notices.push(format!("next part: {call}"));
+        }
         let notice = (!self.notices.is_empty()).then(|| self.notices.join("; "));
         let mut text = match self.sink {
             Sink::Buffer(b) => String::from_utf8(b)
@@ -199,6 +367,7 @@ impl Collector {
                 String::new()
             }
         };
+        let results_len = text.len();
         if self.keep_values {
             match &notice {
                 Some(n) => {
@@ -217,7 +386,9 @@ impl Collector {
             count: self.count,
             truncated: self.truncated,
             notice,
+            next,
             text,
+            results_len,
         }
     }
 }
@@ -241,11 +412,11 @@ mod tests {
 
     #[test]
     fn value_limit_cuts_with_notice() {
-        let mut c = Collector::buffer(1000, 2);
+        let mut c = Collector::buffer(Limits::bytes(1000, 2));
         assert_eq!(c.push(b"1", || json!(1)), Flow::Continue);
         assert_eq!(c.push(b"2", || json!(2)), Flow::Continue);
         assert_eq!(c.push(b"3", || json!(3)), Flow::Stop);
-        let out = c.finish(ExtractMode::Query, false);
+        let out = c.finish(ExtractMode::Query, false, |_| None);
         assert_eq!(out.values, [json!(1), json!(2)]);
         assert!(out.truncated);
         assert!(
@@ -256,18 +427,19 @@ mod tests {
 
     #[test]
     fn byte_limit_counts_newlines() {
-        let mut c = Collector::buffer(4, 100);
+        let mut c = Collector::buffer(Limits::bytes(4, 100));
         assert_eq!(c.push(b"ab", || json!("ab")), Flow::Continue);
         assert_eq!(c.remaining_bytes(), 1);
         assert_eq!(c.push(b"c", || json!("c")), Flow::Stop);
-        let out = c.finish(ExtractMode::Query, true);
+        let out = c.finish(ExtractMode::Query, true, |_| None);
         assert_eq!(out.count, 1);
         assert!(out.notice.unwrap().contains("max_output_bytes (4)"));
     }
 
     #[test]
     fn empty_output_says_so() {
-        let out = Collector::buffer(10, 10).finish(ExtractMode::Grep, false);
+        let out =
+            Collector::buffer(Limits::bytes(10, 10)).finish(ExtractMode::Grep, false, |_| None);
         assert_eq!(out.text, "# no results\n");
         assert!(!out.truncated);
     }

@@ -29,7 +29,10 @@ use crate::ExtractError;
 /// One `lro_extract` call. Give `file_path` and exactly one of: `recipe`;
 /// `query`; the structured form (`where`, `match`, `fields`, `sort_by`,
 /// `offset`, `limit`, `count`, `group_by`, in any combination); `lines`; or
-/// `grep`. Results come back one compact JSON value per line.
+/// `grep`. `offset`/`limit` also page the output of `recipe` and `query`.
+/// Results come back one compact JSON value per line; output over the
+/// limit is cut between results (an array between elements) and the notice
+/// gives the exact request for the next part.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]
@@ -91,13 +94,15 @@ pub struct ExtractRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sort_by: Option<String>,
 
-    /// Structured form: skip this many matching records (after sorting).
-    /// Default 0.
+    /// Skip this many results. Structured form: matching records (after
+    /// sorting). With `recipe` or `query`: results of the filter, or, when
+    /// it runs over all records (`slurp`, recipes 6, 8 and 9), elements of
+    /// the one array it returns. Default 0.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub offset: Option<usize>,
 
-    /// Structured form: return at most this many records (after `offset`),
-    /// or at most this many groups with `group_by`.
+    /// Return at most this many records, groups (`group_by`), results or
+    /// elements, after `offset` (see `offset`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit: Option<usize>,
 
@@ -294,7 +299,7 @@ pub const DEFAULT_MAX_MATCHES: usize = 100;
 /// Largest [`Grep::context`].
 pub const MAX_CONTEXT: usize = 50;
 
-const EXCLUSIVE: &str = "give exactly one of recipe, query, where/fields/sort_by/offset/limit/count/group_by, lines, grep";
+const EXCLUSIVE: &str = "give exactly one of recipe, query, where/fields/sort_by/count/group_by, lines, grep (offset/limit page any of the first three)";
 
 impl ExtractRequest {
     /// A request for `file_path` with no mode chosen yet.
@@ -305,15 +310,18 @@ impl ExtractRequest {
         }
     }
 
+    /// Whether structured-only options are set (`offset`/`limit` also page
+    /// recipes and queries, so alone they mean structured only when neither
+    /// is given).
     fn structured_set(&self) -> bool {
+        let paging = self.offset.is_some() || self.limit.is_some();
         self.r#where.is_some()
             || self.r#match.is_some()
             || self.fields.is_some()
             || self.sort_by.is_some()
-            || self.offset.is_some()
-            || self.limit.is_some()
             || self.count.is_some()
             || self.group_by.is_some()
+            || (paging && self.recipe.is_none() && self.query.is_none())
     }
 
     /// The mode this request selects — recipe, query, structured, lines or
@@ -342,6 +350,13 @@ impl ExtractRequest {
         };
         if self.slurp.is_some() && mode != ExtractMode::Query {
             return invalid("slurp only applies to query".into());
+        }
+        if (self.offset.is_some() || self.limit.is_some())
+            && matches!(mode, ExtractMode::Lines | ExtractMode::Grep)
+        {
+            return invalid(format!(
+                "offset/limit do not apply to {mode}; use the window of lines, or max_matches"
+            ));
         }
         if self.params.is_some() && !matches!(mode, ExtractMode::Recipe | ExtractMode::Query) {
             return invalid("params only apply to recipe or query".into());

@@ -15,6 +15,7 @@ use crate::{
     ExtractError,
     jq::{Guard, Lines},
     output::{Collector, Flow},
+    render,
     request::{Condition, ExtractRequest, Match, Op},
 };
 
@@ -339,8 +340,8 @@ impl Structured {
     /// whole, else the projection.
     fn render(&self, record: &Value, line: &[u8]) -> Vec<u8> {
         match &self.fields {
-            None => line.to_vec(),
-            Some(fields) => serde_json::to_vec(&project(record, fields)).unwrap_or_default(),
+            None => render::canonical(line).into_owned(),
+            Some(fields) => render::to_vec(&project(record, fields)),
         }
     }
 
@@ -414,7 +415,7 @@ impl Structured {
         }
         if self.count {
             let v = json!({ "count": matched });
-            out.push(v.to_string().as_bytes(), || v.clone());
+            out.push(&render::to_vec(&v), || v.clone());
             return Ok(());
         }
         if self.group_by.is_some() {
@@ -423,9 +424,11 @@ impl Structured {
             let take = self.limit.unwrap_or(usize::MAX);
             for (key, count) in list.into_iter().skip(self.offset).take(take) {
                 // Written by hand so `key` comes first (serde_json sorts keys).
-                let line = format!("{{\"key\":{key},\"count\":{count}}}");
+                let mut line = b"{\"key\":".to_vec();
+                render::write_value(&mut line, &key);
+                line.extend_from_slice(format!(",\"count\":{count}}}").as_bytes());
                 let v = json!({ "key": key, "count": count });
-                if out.push(line.as_bytes(), || v) == Flow::Stop {
+                if out.push(&line, || v) == Flow::Stop {
                     break;
                 }
             }

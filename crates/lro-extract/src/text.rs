@@ -226,11 +226,11 @@ mod tests {
     use lro_core::metric::label::ExtractMode;
 
     fn grep(text: &str, g: Grep) -> crate::ExtractOutput {
-        let mut out = Collector::buffer(1 << 20, 1000);
+        let mut out = Collector::buffer(crate::output::Limits::bytes(1 << 20, 1000));
         let plan = GrepPlan::new(&g).unwrap();
         plan.run(text.as_bytes(), &Guard::unbounded(), &mut out)
             .unwrap();
-        out.finish(ExtractMode::Grep, false)
+        out.finish(ExtractMode::Grep, false, |_| None)
     }
 
     #[test]

@@ -52,14 +52,9 @@ fn compare_recipe(ex: &Extractor, file: &Offloaded, n: u8, params: &BTreeMap<Str
         let jq = json_values(&expected);
         let what = format!("recipe {n} ({}) {params:?}", recipe.filter);
         assert_same_values(&out.values, &jq, &what);
-        // The text is the same values, one per line.
-        let text: String = out
-            .text
-            .lines()
-            .filter(|l| !l.starts_with("# "))
-            .map(|l| format!("{l}\n"))
-            .collect();
-        assert_same_values(&json_values(&text), &jq, &format!("text of {what}"));
+        // The text prints the same values exactly: strings byte for byte,
+        // numbers by value.
+        assert_same_text(out.results(), &expected, &format!("text of {what}"));
     }
 }
 
@@ -181,6 +176,7 @@ fn custom_queries_with_params_match_jq() {
         });
         let out = ex.run(&req).unwrap_or_else(|e| panic!("{query}: {e}"));
         assert_same_values(&out.values, &expected, query);
+        assert_same_text(out.results(), &jq_stdout(&file.path, &args), query);
     }
 }
 
@@ -221,4 +217,117 @@ fn unknown_recipe_params_list_the_accepted_ones() {
     req.recipe = Some(1);
     let e = ex.run(&req).unwrap_err().to_string();
     assert!(e.contains("takes no params"), "{e}");
+}
+
+/// Runs recipe `n` with the layer's default budget (1600 tokens) and checks
+/// that what is shown is a prefix of jq's output, cut between values (an
+/// array between elements), and that every line parses.
+fn shown_is_a_prefix_of_jq(ex: &Extractor, file: &Offloaded, n: u8) -> usize {
+    let recipe = file.recipes.get(n).unwrap();
+    let expected = jq_stdout(&file.path, &recipe.jq_args(&BTreeMap::new()));
+    let mut req = ExtractRequest::new(file.path.to_string_lossy());
+    req.recipe = Some(n);
+    let out = ex.run(&req).unwrap_or_else(|e| panic!("recipe {n}: {e}"));
+    let shown: Vec<&str> = out.results().lines().collect();
+    let jq_lines: Vec<&str> = expected.lines().collect();
+    let what = format!("recipe {n} ({})", recipe.filter);
+    if recipe.slurp {
+        // One array: the shown elements are jq's first elements.
+        assert_eq!(shown.len(), 1, "{what}");
+        let ours: Vec<&serde_json::value::RawValue> = serde_json::from_str(shown[0]).unwrap();
+        let theirs: Vec<&serde_json::value::RawValue> = serde_json::from_str(jq_lines[0]).unwrap();
+        assert!(ours.len() <= theirs.len(), "{what}");
+        let prefix: Vec<&str> = theirs[..ours.len()].iter().map(|r| r.get()).collect();
+        assert_same_text(shown[0], &format!("[{}]", prefix.join(",")), &what);
+        if ours.len() < theirs.len() {
+            let notice = out.notice.as_deref().unwrap_or_default();
+            let want = format!("showing {} of {} elements", ours.len(), theirs.len());
+            assert!(notice.contains(&want), "{what}: {notice}");
+        }
+        ours.len()
+    } else {
+        assert!(shown.len() <= jq_lines.len(), "{what}");
+        for (i, line) in shown.iter().enumerate() {
+            if recipe.raw {
+                assert_eq!(*line, jq_lines[i], "{what}, raw line {i}");
+            } else {
+                serde_json::from_str::<Value>(line).unwrap_or_else(|e| panic!("{what}: {e}"));
+                assert_same_text(line, jq_lines[i], &format!("{what}, result {i}"));
+            }
+        }
+        assert_eq!(out.truncated, shown.len() < jq_lines.len(), "{what}");
+        shown.len()
+    }
+}
+
+#[test]
+fn output_over_the_budget_is_a_valid_prefix_of_jq_at_every_detail() {
+    let dir = tempfile::tempdir().unwrap();
+    let ex = Extractor::new(ExtractConfig::new(dir.path()).max_output_tokens(Some(1600)));
+    let corpus = corpus(500, 9);
+    let mut cut = 0;
+    for detail in Detail::ALL {
+        let records: Vec<Value> = corpus.iter().map(|m| at_detail(m, detail)).collect();
+        let file = offload(dir.path(), "recall", &records, detail);
+        for n in 1..=10u8 {
+            let shown = shown_is_a_prefix_of_jq(&ex, &file, n);
+            cut += usize::from(shown < 500);
+        }
+    }
+    assert!(cut >= 20, "the budget bites: {cut} recipe runs were cut");
+}
+
+#[test]
+fn next_parts_page_through_the_whole_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let ex = Extractor::new(ExtractConfig::new(dir.path()).max_output_tokens(Some(1600)));
+    let records: Vec<Value> = corpus(200, 5)
+        .iter()
+        .map(|m| at_detail(m, Detail::Full))
+        .collect();
+    let file = offload(dir.path(), "recall", &records, Detail::Full);
+    // A slurped array (recipe 8, sort by created) and a stream (recipe 4).
+    for n in [8u8, 4] {
+        let recipe = file.recipes.get(n).unwrap();
+        let expected = jq_stdout(&file.path, &recipe.jq_args(&BTreeMap::new()));
+        let mut req = ExtractRequest::new(file.path.to_string_lossy());
+        req.recipe = Some(n);
+        let mut parts = Vec::new();
+        let mut calls = 0;
+        loop {
+            let out = ex.run(&req).unwrap();
+            calls += 1;
+            parts.push(out.results().to_owned());
+            match out.next {
+                Some(next) => {
+                    // The notice names the same request.
+                    let notice = out.notice.unwrap();
+                    assert!(
+                        notice.contains(&serde_json::to_string(&next).unwrap()),
+                        "{notice}"
+                    );
+                    req = next;
+                }
+                None => break,
+            }
+            assert!(calls < 100, "paging ends");
+        }
+        assert!(calls > 2, "recipe {n} needed several parts");
+        let joined = if recipe.slurp {
+            let elements: Vec<String> = parts
+                .iter()
+                .flat_map(|p| {
+                    serde_json::from_str::<Vec<&serde_json::value::RawValue>>(p.trim())
+                        .unwrap()
+                        .into_iter()
+                        .map(|r| r.get().to_owned())
+                        .collect::<Vec<_>>()
+                })
+                .collect();
+            format!("[{}]", elements.join(","))
+        } else {
+            parts.concat()
+        };
+        assert_same_text(&joined, &expected, &format!("recipe {n} paged"));
+    }
 }

@@ -310,3 +310,68 @@ pub fn assert_same_values(native: &[Value], jq: &[Value], what: &str) {
         }
     }
 }
+
+/// One lexical JSON token: a string as its exact printed bytes, a number
+/// as its value, anything else (punctuation, literals) as its bytes.
+#[derive(Debug, PartialEq)]
+pub enum Token {
+    Str(String),
+    Num(f64),
+    Other(String),
+}
+
+/// The JSON tokens of `text`, whitespace between tokens dropped.
+pub fn tokens(text: &str) -> Vec<Token> {
+    let b = text.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b' ' | b'\n' | b'\r' | b'\t' => i += 1,
+            b'"' => {
+                let mut j = i + 1;
+                while b[j] != b'"' {
+                    j += if b[j] == b'\\' { 2 } else { 1 };
+                }
+                out.push(Token::Str(text[i..=j].to_owned()));
+                i = j + 1;
+            }
+            b'-' | b'0'..=b'9' => {
+                let mut j = i;
+                while j < b.len() && matches!(b[j], b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9')
+                {
+                    j += 1;
+                }
+                out.push(Token::Num(text[i..j].parse().unwrap()));
+                i = j;
+            }
+            b'a'..=b'z' => {
+                let mut j = i;
+                while j < b.len() && b[j].is_ascii_lowercase() {
+                    j += 1;
+                }
+                out.push(Token::Other(text[i..j].to_owned()));
+                i = j;
+            }
+            _ => {
+                out.push(Token::Other(text[i..i + 1].to_owned()));
+                i += 1;
+            }
+        }
+    }
+    out
+}
+
+/// Asserts two outputs print the same values exactly: strings byte for
+/// byte (`"café"` is not `"caf\u00e9"`), numbers by value (`1e+17` is
+/// `100000000000000000`); on failure, names the first differing token.
+pub fn assert_same_text(native: &str, jq: &str, what: &str) {
+    let (a, b) = (tokens(native), tokens(jq));
+    if let Some(i) = (0..a.len().max(b.len())).find(|&i| a.get(i) != b.get(i)) {
+        panic!(
+            "{what}: token {i} differs: native {:?}, jq {:?}",
+            a.get(i),
+            b.get(i)
+        );
+    }
+}

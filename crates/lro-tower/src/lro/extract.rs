@@ -2,7 +2,7 @@
 
 use std::{sync::Arc, time::Instant};
 
-use lro_core::{TokenEstimator, event, metric::label::ExtractOutcome};
+use lro_core::{event, metric::label::ExtractOutcome};
 use lro_extract::ExtractRequest;
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool};
 use tracing::Span;
@@ -16,9 +16,12 @@ const DESCRIPTION: &str = "Query a result set that was offloaded to a JSONL file
 offload descriptor) without reading the whole file. Give file_path and exactly one of: recipe (1-10, \
 the descriptor's jq recipes, with optional params), query (a jq filter applied to each record; \
 slurp=true applies it to the array of all records), the structured form (where conditions combined \
-by match all/any, fields, sort_by, offset, limit, count, group_by) — best for several conditions at \
-once, e.g. namespace equals X and priority >= 3 and content contains Y, with count=true — or, for any \
-file, lines (a window by line number) or grep (a pattern with context lines).";
+by match all/any, fields, sort_by, count, group_by) — best for several conditions at once, e.g. \
+namespace equals X and priority >= 3 and content contains Y, with count=true — or, for any file, \
+lines (a window by line number) or grep (a pattern with context lines). offset/limit page the \
+output of recipe, query and the structured form: the results, or for slurp (and recipes 6, 8, 9) \
+the elements of the one array returned. Output over the limit is cut between results, never inside \
+one, and the notice gives the exact arguments for the next part.";
 
 /// The tool definition, with an input schema generated from the request type.
 pub(crate) fn tool() -> Tool {
@@ -64,23 +67,11 @@ pub(crate) async fn call(shared: &Arc<Shared>, arguments: Option<JsonObject>) ->
     );
     match result {
         Ok(out) => {
-            let mut text = out.text;
-            let mut notice = out.notice;
-            // An extraction result is never offloaded again (that would loop):
-            // over the threshold it is cut at a line boundary with a notice.
-            let threshold = shared.cfg.threshold_tokens as usize;
-            if shared.estimator.estimate(&text) > threshold {
-                let cut = lines_within(&text, threshold, &*shared.estimator);
-                let shown = text[..cut].lines().count();
-                text.truncate(cut);
-                notice = Some(format!(
-                    "Output truncated to about {threshold} tokens: showing {shown} of {} results. \
-                     Narrow it with where, fields, limit or count.",
-                    out.count
-                ));
-            }
-            let mut content = vec![ContentBlock::text(text)];
-            content.extend(notice.map(ContentBlock::text));
+            // The extractor already kept the output within the threshold,
+            // cut between results (never inside one): an extraction result
+            // is never offloaded again, which would loop.
+            let mut content = vec![ContentBlock::text(out.results())];
+            content.extend(out.notice.map(ContentBlock::text));
             CallToolResult::success(content)
         }
         Err(e) => {
@@ -91,39 +82,5 @@ pub(crate) async fn call(shared: &Arc<Shared>, arguments: Option<JsonObject>) ->
             trace::on_failure(&Span::current(), error_type);
             CallToolResult::error(vec![ContentBlock::text(e.to_string())])
         }
-    }
-}
-
-/// The length of the longest run of whole lines at the start of `text` that
-/// the estimator puts within `budget` tokens. Measured with the configured
-/// estimator, so text in scripts that cost more per byte (CJK) is cut as
-/// early as it must be, and no earlier.
-fn lines_within(text: &str, budget: usize, estimator: &dyn TokenEstimator) -> usize {
-    let ends: Vec<usize> = text.match_indices('\n').map(|(i, _)| i).collect();
-    // Binary search for the last line end whose prefix fits: the estimate of
-    // a prefix never decreases as the prefix grows.
-    let fits = ends.partition_point(|&end| estimator.estimate(&text[..end]) <= budget);
-    match fits {
-        0 => 0,
-        n => ends[n - 1],
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use lro_core::ScriptAware;
-
-    #[test]
-    fn cuts_by_the_estimate_not_by_bytes() {
-        // Three-byte CJK characters: one token each for the script-aware estimator.
-        let line = "数据库连接超时错误".repeat(4);
-        let text: String = (0..50).map(|_| format!("{line}\n")).collect();
-        let cut = lines_within(&text, 100, &ScriptAware);
-        assert!(ScriptAware.estimate(&text[..cut]) <= 100);
-        // The next line would not have fitted.
-        let next = cut + line.len() + 1;
-        assert!(ScriptAware.estimate(&text[..next]) > 100);
-        assert_eq!(lines_within("one very long line", 1, &ScriptAware), 0);
     }
 }

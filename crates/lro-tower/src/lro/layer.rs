@@ -40,12 +40,15 @@ impl LroLayer {
             .ttl(std::time::Duration::from_secs(cfg.ttl_seconds))
             .profile(cfg.profile)
             .native_extract(cfg.extract);
-        let extractor = cfg.extract.then(|| Extractor::new(ExtractConfig::new(dir)));
+        let estimator: Arc<dyn TokenEstimator> = Arc::new(ScriptAware);
+        let extractor = cfg
+            .extract
+            .then(|| extractor(&cfg, ExtractConfig::new(dir), &estimator));
         Self {
             shared: Arc::new(Shared {
                 cfg,
                 offloader,
-                estimator: Arc::new(ScriptAware),
+                estimator,
                 sink: Arc::new(()),
                 extractor,
             }),
@@ -76,7 +79,13 @@ impl LroLayer {
     /// for Latin text, one token per CJK character).
     #[must_use]
     pub fn estimator(self, estimator: impl TokenEstimator) -> Self {
-        self.map(|s| s.estimator = Arc::new(estimator))
+        self.map(|s| {
+            s.estimator = Arc::new(estimator);
+            // `lro_extract` measures its output with the same estimator.
+            if let Some(ex) = &s.extractor {
+                s.extractor = Some(extractor(&s.cfg, ex.config().clone(), &s.estimator));
+            }
+        })
     }
 
     /// Sets the sink that receives every event after tracing and metrics.
@@ -87,14 +96,16 @@ impl LroLayer {
     }
 
     /// Sets the limits of `lro_extract` (time, output size). Its root
-    /// directory is always the output directory. Defaults to 5 s and 256 KiB.
+    /// directory is always the output directory, and its output is always
+    /// kept within the threshold (of the `lro_extract` tool, when it has its
+    /// own). Defaults to 5 s and 256 KiB.
     /// Has no effect when `extract` is off in the configuration.
     #[must_use]
     pub fn extract_config(self, cfg: ExtractConfig) -> Self {
         self.map(|s| {
             if s.extractor.is_some() {
                 let cfg = cfg.root_dir(s.offloader.dir().to_owned());
-                s.extractor = Some(Extractor::new(cfg));
+                s.extractor = Some(extractor(&s.cfg, cfg, &s.estimator));
             }
         })
     }
@@ -108,6 +119,17 @@ impl LroLayer {
     pub fn wrap<H>(&self, inner: H) -> Lro<H> {
         Lro::from_shared(inner, self.shared.clone())
     }
+}
+
+/// The `lro_extract` engine: `cfg`, with output kept within the tool's
+/// threshold as `estimator` measures it.
+fn extractor(
+    offload: &OffloadConfig,
+    cfg: ExtractConfig,
+    estimator: &Arc<dyn TokenEstimator>,
+) -> Extractor {
+    let budget = offload.threshold_for(super::EXTRACT_TOOL);
+    Extractor::new(cfg.max_output_tokens(Some(budget))).estimator(estimator.clone())
 }
 
 impl<H> Layer<H> for LroLayer {

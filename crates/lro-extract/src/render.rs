@@ -1,0 +1,359 @@
+//! One rendering of a JSON value, whichever path produced it.
+//!
+//! The fast paths copy bytes out of the file, projection and jaq build
+//! values, the structured mode holds `serde_json` values: all of them print
+//! through these functions, so the same value always comes out as the same
+//! bytes, and those bytes are what `jq -c` (1.6) prints:
+//!
+//! - strings as UTF-8, escaping only `"`, `\`, control characters and DEL
+//!   (short escapes where JSON has them, else `\u00XX`);
+//! - integers that fit 64 bits as they are;
+//! - every other number through `f64`, printed as jq 1.6 does: the shortest
+//!   digits that round-trip, positional unless the exponent is below -4 or
+//!   far beyond the digits (`1500`, `0.0001`, `1e-05`, `1e+17`).
+//!
+//! Bytes copied from a file are kept as they are when they are already in
+//! that form (the common case, checked by one scan) and rewritten token by
+//! token otherwise, so key order and every other byte stay as jq prints
+//! them.
+
+use std::borrow::Cow;
+
+use serde_json::Value;
+
+/// Writes `s` as a JSON string the way jq does.
+pub(crate) fn write_str(out: &mut Vec<u8>, s: &[u8]) {
+    out.push(b'"');
+    let text = String::from_utf8_lossy(s);
+    let bytes = text.as_bytes();
+    let mut start = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        let short: &[u8] = match b {
+            b'"' => b"\\\"",
+            b'\\' => b"\\\\",
+            b'\n' => b"\\n",
+            b'\r' => b"\\r",
+            b'\t' => b"\\t",
+            0x08 => b"\\b",
+            0x0c => b"\\f",
+            0..=0x1f | 0x7f => {
+                out.extend_from_slice(&bytes[start..i]);
+                out.extend_from_slice(format!("\\u{b:04x}").as_bytes());
+                start = i + 1;
+                continue;
+            }
+            _ => continue,
+        };
+        out.extend_from_slice(&bytes[start..i]);
+        out.extend_from_slice(short);
+        start = i + 1;
+    }
+    out.extend_from_slice(&bytes[start..]);
+    out.push(b'"');
+}
+
+/// Writes a double the way jq 1.6 prints numbers.
+pub(crate) fn write_f64(out: &mut Vec<u8>, f: f64) {
+    if f.is_nan() {
+        out.extend_from_slice(b"null");
+        return;
+    }
+    if f.is_sign_negative() {
+        out.push(b'-');
+    }
+    let f = f.abs();
+    if f.is_infinite() {
+        out.extend_from_slice(b"1.7976931348623157e+308");
+        return;
+    }
+    if f == 0.0 {
+        out.push(b'0');
+        return;
+    }
+    // Rust's `{:e}` gives the shortest digits that round-trip.
+    let sci = format!("{f:e}");
+    let (mantissa, exp) = sci.split_once('e').expect("{:e} has an exponent");
+    let exp: i32 = exp.parse().expect("{:e} exponent is an integer");
+    let digits: Vec<u8> = mantissa.bytes().filter(u8::is_ascii_digit).collect();
+    let n = digits.len() as i32;
+    let point = exp + 1;
+    if point <= -4 || point > n + 15 {
+        out.push(digits[0]);
+        if n > 1 {
+            out.push(b'.');
+            out.extend_from_slice(&digits[1..]);
+        }
+        let e = point - 1;
+        out.extend_from_slice(
+            format!("e{}{:02}", if e < 0 { '-' } else { '+' }, e.abs()).as_bytes(),
+        );
+    } else if point <= 0 {
+        out.extend_from_slice(b"0.");
+        out.extend(std::iter::repeat_n(b'0', (-point) as usize));
+        out.extend_from_slice(&digits);
+    } else if point >= n {
+        out.extend_from_slice(&digits);
+        out.extend(std::iter::repeat_n(b'0', (point - n) as usize));
+    } else {
+        out.extend_from_slice(&digits[..point as usize]);
+        out.push(b'.');
+        out.extend_from_slice(&digits[point as usize..]);
+    }
+}
+
+/// Writes a JSON number given as text (a literal from a file or from jaq).
+pub(crate) fn write_number_text(out: &mut Vec<u8>, text: &[u8]) {
+    if is_plain_integer(text) {
+        out.extend_from_slice(text);
+        return;
+    }
+    match std::str::from_utf8(text)
+        .ok()
+        .and_then(|t| t.parse::<f64>().ok())
+    {
+        Some(f) => write_f64(out, f),
+        None => out.extend_from_slice(b"null"),
+    }
+}
+
+/// An integer literal without fraction or exponent that fits 64 bits.
+fn is_plain_integer(text: &[u8]) -> bool {
+    let Ok(t) = std::str::from_utf8(text) else {
+        return false;
+    };
+    !t.contains(['.', 'e', 'E']) && (t.parse::<i64>().is_ok() || t.parse::<u64>().is_ok())
+}
+
+/// Writes a `serde_json` value.
+pub(crate) fn write_value(out: &mut Vec<u8>, v: &Value) {
+    match v {
+        Value::Null => out.extend_from_slice(b"null"),
+        Value::Bool(true) => out.extend_from_slice(b"true"),
+        Value::Bool(false) => out.extend_from_slice(b"false"),
+        Value::Number(n) => match (n.as_i64(), n.as_u64(), n.as_f64()) {
+            (Some(i), _, _) => out.extend_from_slice(i.to_string().as_bytes()),
+            (_, Some(u), _) => out.extend_from_slice(u.to_string().as_bytes()),
+            (_, _, Some(f)) => write_f64(out, f),
+            _ => out.extend_from_slice(b"null"),
+        },
+        Value::String(s) => write_str(out, s.as_bytes()),
+        Value::Array(items) => {
+            out.push(b'[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_value(out, item);
+            }
+            out.push(b']');
+        }
+        Value::Object(map) => {
+            out.push(b'{');
+            for (i, (k, item)) in map.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_str(out, k.as_bytes());
+                out.push(b':');
+                write_value(out, item);
+            }
+            out.push(b'}');
+        }
+    }
+}
+
+/// A `serde_json` value, rendered.
+pub(crate) fn to_vec(v: &Value) -> Vec<u8> {
+    let mut out = Vec::new();
+    write_value(&mut out, v);
+    out
+}
+
+/// JSON text copied from a file, in the one rendering: borrowed when it
+/// already is, rewritten token by token when not. Text that is not valid
+/// JSON is returned as it is (the caller only passes parsed records).
+pub(crate) fn canonical(json: &[u8]) -> Cow<'_, [u8]> {
+    if is_canonical(json) {
+        return Cow::Borrowed(json);
+    }
+    let mut out = Vec::with_capacity(json.len());
+    match rewrite(json, &mut out) {
+        Some(()) => Cow::Owned(out),
+        None => Cow::Borrowed(json),
+    }
+}
+
+/// Whether `json` is already printed the way [`write_value`] prints.
+fn is_canonical(json: &[u8]) -> bool {
+    let mut i = 0;
+    while i < json.len() {
+        match json[i] {
+            b'"' => match string_end(json, i) {
+                Some((end, true)) => i = end,
+                _ => return false,
+            },
+            b'-' | b'0'..=b'9' => {
+                let end = number_end(json, i);
+                let token = &json[i..end];
+                if !is_plain_integer(token) {
+                    let mut again = Vec::with_capacity(token.len());
+                    write_number_text(&mut again, token);
+                    if again != token {
+                        return false;
+                    }
+                }
+                i = end;
+            }
+            b' ' | b'\t' | b'\n' | b'\r' => return false,
+            _ => i += 1,
+        }
+    }
+    true
+}
+
+/// The end of the string token starting at `start` (past its closing
+/// quote), and whether its escapes are the ones [`write_str`] writes.
+fn string_end(json: &[u8], start: usize) -> Option<(usize, bool)> {
+    let mut canonical = true;
+    let mut i = start + 1;
+    while i < json.len() {
+        match json[i] {
+            b'"' => return Some((i + 1, canonical)),
+            b'\\' => {
+                let esc = *json.get(i + 1)?;
+                match esc {
+                    b'"' | b'\\' | b'n' | b'r' | b't' | b'b' | b'f' => i += 2,
+                    b'u' => {
+                        let hex = json.get(i + 2..i + 6)?;
+                        let code = std::str::from_utf8(hex)
+                            .ok()
+                            .and_then(|h| u32::from_str_radix(h, 16).ok())?;
+                        let short = matches!(code, 0x08 | 0x09 | 0x0a | 0x0c | 0x0d);
+                        let lower = hex.iter().all(|c| !c.is_ascii_uppercase());
+                        if !((code < 0x20 && !short) || code == 0x7f) || !lower {
+                            canonical = false;
+                        }
+                        i += 6;
+                    }
+                    _ => {
+                        canonical = false;
+                        i += 2;
+                    }
+                }
+            }
+            0x7f => {
+                canonical = false;
+                i += 1;
+            }
+            _ => i += 1,
+        }
+    }
+    None
+}
+
+fn number_end(json: &[u8], start: usize) -> usize {
+    let mut i = start;
+    while i < json.len() && matches!(json[i], b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9') {
+        i += 1;
+    }
+    i
+}
+
+fn rewrite(json: &[u8], out: &mut Vec<u8>) -> Option<()> {
+    let mut i = 0;
+    while i < json.len() {
+        match json[i] {
+            b'"' => {
+                let (end, canonical) = string_end(json, i)?;
+                if canonical {
+                    out.extend_from_slice(&json[i..end]);
+                } else {
+                    let s: String = serde_json::from_slice(&json[i..end]).ok()?;
+                    write_str(out, s.as_bytes());
+                }
+                i = end;
+            }
+            b'-' | b'0'..=b'9' => {
+                let end = number_end(json, i);
+                write_number_text(out, &json[i..end]);
+                i = end;
+            }
+            b' ' | b'\t' | b'\n' | b'\r' => i += 1,
+            b => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    Some(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn f(x: f64) -> String {
+        let mut out = Vec::new();
+        write_f64(&mut out, x);
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn numbers_print_as_jq_1_6_prints_them() {
+        // Each pair checked against `jq -c .` (jq 1.6).
+        for (x, jq) in [
+            (1e100, "1e+100"),
+            (1.5e-7, "1.5e-07"),
+            (12345678901234567890.0, "12345678901234567000"),
+            (1e17, "1e+17"),
+            (1e16, "1e+16"),
+            (123456789012345678.0, "123456789012345680"),
+            (-1.5e3, "-1500"),
+            (0.1, "0.1"),
+            (1.0, "1"),
+            (2.71, "2.71"),
+            (1e20, "1e+20"),
+            (1e7, "10000000"),
+            (0.0001, "0.0001"),
+            (1e-5, "1e-05"),
+            (0.000123, "0.000123"),
+            (5e-324, "5e-324"),
+            (1.7976931348623157e308, "1.7976931348623157e+308"),
+            (-0.0, "-0"),
+            (0.0, "0"),
+        ] {
+            assert_eq!(f(x), jq, "{x}");
+        }
+        assert_eq!(f(f64::NAN), "null");
+        assert_eq!(f(f64::NEG_INFINITY), "-1.7976931348623157e+308");
+    }
+
+    #[test]
+    fn one_rendering_for_file_bytes_and_values() {
+        let file = br#"{"id": "caf\u00e9", "n":-1.5e3,"big":12345678901234567890,"i":42,"s":"a\/b\u0001\u007F"}"#;
+        let canon = canonical(file);
+        assert_eq!(
+            std::str::from_utf8(&canon).unwrap(),
+            r#"{"id":"café","n":-1500,"big":12345678901234567890,"i":42,"s":"a/b\u0001\u007f"}"#
+        );
+        // Integers that fit 64 bits stay exact (jq 1.6 would print
+        // 12345678901234567000, the same double); the value route gives the
+        // same bytes.
+        let v = json!({"id": "café", "n": -1500.0, "big": 12345678901234567890_u64, "i": 42, "s": "a/b\u{1}\u{7f}"});
+        let mut from_value = Vec::new();
+        write_value(&mut from_value, &v);
+        let mut sorted: Vec<u8> = Vec::new();
+        write_value(
+            &mut sorted,
+            &serde_json::from_slice::<Value>(&canon).unwrap(),
+        );
+        assert_eq!(from_value, sorted);
+        // Already canonical text is not copied.
+        assert!(matches!(
+            canonical(br#"{"a":[1,0.5,"x\n"]}"#),
+            Cow::Borrowed(_)
+        ));
+        assert!(matches!(canonical(b"1500.0"), Cow::Owned(_)));
+    }
+}
