@@ -287,7 +287,7 @@ async def workload(url: str, offload_dir: Path, prom: Prometheus) -> Observed:
                     path = offload_path(await call(session, "list_memories", {"detail": "full"}))
                     assert path
                     # Arguments: the offload file and recipe 1 of the descriptor's recipe library.
-                    r = await session.call_tool(EXTRACT_TOOL, dict(file_path=path, recipe=1))
+                    r = await session.call_tool(EXTRACT_TOOL, dict(file_path=path, recipe=1, limit=5))
                     if not is_error(r):
                         seen.extracted += 1
                         break
