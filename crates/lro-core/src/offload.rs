@@ -33,7 +33,7 @@ use crate::{
     file::{OffloadFileName, WriteError, write_atomic},
     recipes::{RecipeSet, SAMPLE_SIZE, is_memory_sample},
     records::RecordSet,
-    schema::infer_line_schema,
+    schema::{DESCRIPTOR_SCHEMA_CHARS, descriptor_line_schema},
     tokens::TokenEstimator,
 };
 
@@ -215,7 +215,7 @@ impl Offloader {
                         detail,
                     },
                     file_path: file_path.clone(),
-                    line_schema: infer_line_schema(&sample),
+                    line_schema: descriptor_line_schema(&sample, DESCRIPTOR_SCHEMA_CHARS),
                     jq_recipes: recipes.to_jq_recipes(&file_path),
                     guidance,
                 })
