@@ -33,6 +33,8 @@ use figment::{
 };
 use serde::{Deserialize, Serialize};
 
+use crate::descriptor::GuidanceStyle;
+
 /// Default token threshold (normative spec: 1600).
 pub const DEFAULT_OFFLOAD_THRESHOLD_TOKENS: u32 = 1600;
 /// Default file time-to-live in seconds.
@@ -90,6 +92,10 @@ pub struct OffloadConfig {
     pub max_total_bytes: Option<u64>,
     /// Descriptor profile. Defaults to [`DescriptorProfile::Full`].
     pub profile: DescriptorProfile,
+    /// How much the full profile's guidance says: `spec` (the spec's
+    /// templates) or `compact` (count, path, detail level and a pointer to
+    /// the recipes). Defaults to [`GuidanceStyle::Spec`].
+    pub guidance: GuidanceStyle,
     /// Offers the native `lro_extract` tool and points the guidance at it
     /// (the descriptor keeps its jq recipes). Defaults to `true`.
     pub extract: bool,
@@ -107,6 +113,7 @@ impl Default for OffloadConfig {
             cleanup_schedule: DEFAULT_CLEANUP_SCHEDULE.to_owned(),
             max_total_bytes: None,
             profile: DescriptorProfile::Full,
+            guidance: GuidanceStyle::Spec,
             extract: true,
             tools: BTreeMap::new(),
         }
@@ -393,6 +400,13 @@ impl OffloadConfig {
         self
     }
 
+    /// Sets the guidance style. Defaults to [`GuidanceStyle::Spec`].
+    #[must_use]
+    pub fn with_guidance(mut self, style: GuidanceStyle) -> Self {
+        self.guidance = style;
+        self
+    }
+
     /// Sets the cleanup schedule. Defaults to hourly (`0 0 * * * *`).
     #[must_use]
     pub fn with_cleanup_schedule(mut self, cron: impl Into<String>) -> Self {
@@ -528,6 +542,35 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("threshhold_tokens"), "{err}");
+    }
+
+    #[test]
+    fn guidance_style_from_file_and_env() {
+        assert_eq!(OffloadConfig::new().guidance, GuidanceStyle::Spec);
+        let cfg = OffloadConfig::from_toml_str("[prompt.offload]\nguidance = \"compact\"").unwrap();
+        assert_eq!(cfg.guidance, GuidanceStyle::Compact);
+        let cfg = OffloadConfig::from_parts(
+            "[prompt.offload]\nguidance = \"compact\"",
+            [("ATLATL_PROMPT__OFFLOAD__GUIDANCE", "spec")],
+        )
+        .unwrap();
+        assert_eq!(cfg.guidance, GuidanceStyle::Spec);
+    }
+
+    #[test]
+    fn bad_guidance_and_profile_name_the_key_and_the_source() {
+        let err = OffloadConfig::from_parts("", [("ATLATL_PROMPT__OFFLOAD__GUIDANCE", "terse")])
+            .unwrap_err();
+        assert_eq!(err.key(), Some("prompt.offload.guidance"));
+        let text = err.to_string();
+        assert!(
+            text.contains("from environment variable ATLATL_PROMPT__OFFLOAD__GUIDANCE"),
+            "{text}"
+        );
+        assert!(text.contains("compact"), "{text}");
+        let err = OffloadConfig::from_toml_str("[prompt.offload]\nprofile = \"bare\"").unwrap_err();
+        assert_eq!(err.key(), Some("prompt.offload.profile"));
+        assert!(err.to_string().contains("from configuration text"), "{err}");
     }
 
     #[test]

@@ -198,6 +198,18 @@ pub struct OffloadedResult {
     pub created_at: OffsetDateTime,
 }
 
+/// How much the guidance says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GuidanceStyle {
+    /// The spec's templates (shell, or native when `lro_extract` is on).
+    #[default]
+    Spec,
+    /// Three lines: count and path, detail level, and where to look next.
+    /// For deployments whose models need no coaching.
+    Compact,
+}
+
 /// Inputs of the guidance text.
 #[derive(Debug, Clone, Copy)]
 #[non_exhaustive]
@@ -212,6 +224,8 @@ pub struct GuidanceInput<'a> {
     pub detail: Detail,
     /// Whether the records are MIF memories (changes the nouns).
     pub memories: bool,
+    /// How much to say.
+    pub style: GuidanceStyle,
 }
 
 impl<'a> GuidanceInput<'a> {
@@ -223,13 +237,39 @@ impl<'a> GuidanceInput<'a> {
             path,
             detail,
             memories,
+            style: GuidanceStyle::Spec,
         }
+    }
+
+    /// Sets how much the guidance says. Defaults to [`GuidanceStyle::Spec`].
+    #[must_use]
+    pub fn style(mut self, style: GuidanceStyle) -> Self {
+        self.style = style;
+        self
+    }
+
+    fn noun(&self) -> &'static str {
+        if self.memories { "memories" } else { "records" }
+    }
+
+    /// The compact style's first two lines: what, where, at which detail.
+    fn compact_head(&self) -> String {
+        format!(
+            "{count} {noun} offloaded to {path} (line 1 is a header).\n\
+             Detail level: {detail}",
+            count = self.count,
+            noun = self.noun(),
+            path = self.path,
+            detail = self.detail,
+        )
     }
 }
 
-/// The spec's shell guidance template.
+/// The spec's shell guidance template, or its compact form.
 pub fn shell_guidance(g: GuidanceInput<'_>) -> String {
-    let noun = if g.memories { "memories" } else { "records" };
+    if g.style == GuidanceStyle::Compact {
+        return format!("{}\nUse the jq recipes above.", g.compact_head());
+    }
     let obj = if g.memories { "memory" } else { "record" };
     let (browse, filter, analyze) = if g.memories {
         (
@@ -255,57 +295,49 @@ pub fn shell_guidance(g: GuidanceInput<'_>) -> String {
          Read the file directly only if you need the complete dataset.\n\
          The header line (line 1) contains metadata; {obj} objects start at line 2.",
         count = g.count,
+        noun = g.noun(),
         tokens = g.tokens,
         path = g.path,
         detail = g.detail,
     )
 }
 
-/// The spec's native-extraction guidance template, with the structured
-/// filter this implementation adds.
+/// The spec's native-extraction guidance template, or its compact form.
+///
+/// The template names the path once, in the first example, where the spec
+/// repeats it in every example; and it points at `jq_recipes` instead of
+/// listing the recipes again (the spec's list says only "detail-adaptive"
+/// for 9 and 10). The structured filter (`where`) is documented by the
+/// `lro_extract` tool itself, so the guidance does not repeat it.
 pub fn native_guidance(g: GuidanceInput<'_>) -> String {
-    let noun = if g.memories { "memories" } else { "records" };
-    let path = g.path;
-    let (filter, search, custom, recipes) = if g.memories {
+    if g.style == GuidanceStyle::Compact {
+        return format!(
+            "{}\nQuery it with the `lro_extract` tool: file_path and recipe=1-10 \
+             (the jq_recipes above, with params) or query=\"<jq filter>\".",
+            g.compact_head()
+        );
+    }
+    let (filter, custom) = if g.memories {
         (
-            format!(
-                "- Filter by namespace: lro_extract(file_path=\"{path}\", recipe=2, params={{\"namespace\": \"_semantic\"}})"
-            ),
-            format!(
-                "- Search by keyword: lro_extract(file_path=\"{path}\", recipe=3, params={{\"keyword\": \"your term\"}})"
-            ),
-            format!(
-                "- Custom filter: lro_extract(file_path=\"{path}\", query=\"select(.namespace | startswith(\\\"_semantic\\\"))\")"
-            ),
-            "Available recipes: 1=titles+namespaces, 2=filter namespace, 3=search titles,\n\
-             4=IDs+titles, 5=filter type, 6=count by namespace, 7=filter tag, 8=sort by date,\n\
-             9=detail-adaptive, 10=detail-adaptive."
-                .to_owned(),
+            "Filter by namespace: recipe=2, params={\"namespace\": \"_semantic\"}",
+            "select(.namespace | startswith(\\\"_semantic\\\"))",
         )
     } else {
-        (
-            format!("- Filter by field: lro_extract(file_path=\"{path}\", recipe=2)"),
-            format!(
-                "- Search by keyword: lro_extract(file_path=\"{path}\", recipe=3, params={{\"keyword\": \"your term\"}})"
-            ),
-            format!(
-                "- Custom filter: lro_extract(file_path=\"{path}\", query=\"select(. != null)\")"
-            ),
-            "Available recipes: 1..10, listed with their commands in jq_recipes.".to_owned(),
-        )
+        ("Filter by field: recipe=2", "select(. != null)")
     };
     format!(
         "Results offloaded to JSONL ({count} {noun}, ~{tokens} tokens saved).\n\
          Detail level: {detail}\n\
          Use the `lro_extract` tool to query this result set. Examples:\n\
          - Browse: lro_extract(file_path=\"{path}\", recipe=1)\n\
-         {filter}\n\
-         {search}\n\
-         {custom}\n\
-         - Several conditions at once: lro_extract(file_path=\"{path}\", where=[{{\"field\": \"namespace\", \"op\": \"eq\", \"value\": \"...\"}}, ...], count=true)\n\
-         {recipes}",
+         - {filter}\n\
+         - Search by keyword: recipe=3, params={{\"keyword\": \"your term\"}}\n\
+         - Custom filter: query=\"{custom}\"\n\
+         Recipes 1-10 are the jq_recipes above.",
         count = g.count,
+        noun = g.noun(),
         tokens = g.tokens,
+        path = g.path,
         detail = g.detail,
     )
 }
@@ -373,19 +405,30 @@ mod tests {
 
     #[test]
     fn guidance_follows_the_template() {
-        let g = GuidanceInput {
-            count: 247,
-            tokens: 38285,
-            path: "/tmp/a.jsonl",
-            detail: Detail::Full,
-            memories: true,
-        };
+        let g = GuidanceInput::new(247, 38285, "/tmp/a.jsonl", Detail::Full, true);
         let text = shell_guidance(g);
         assert!(text.starts_with("Results offloaded to JSONL (247 memories, ~38285 tokens saved).\nFile: /tmp/a.jsonl\nDetail level: full\n"));
         assert!(text.ends_with("memory objects start at line 2."));
         let native = native_guidance(g);
         assert!(native.contains("Use the `lro_extract` tool"));
         assert!(native.contains("Detail level: full"));
+        assert!(native.contains("lro_extract(file_path=\"/tmp/a.jsonl\", recipe=1)"));
+        assert_eq!(native.matches("/tmp/a.jsonl").count(), 1, "{native}");
+    }
+
+    #[test]
+    fn compact_guidance_keeps_count_detail_and_path() {
+        let g = GuidanceInput::new(247, 38285, "/tmp/a.jsonl", Detail::Light, true)
+            .style(GuidanceStyle::Compact);
+        for text in [shell_guidance(g), native_guidance(g)] {
+            assert!(
+                text.starts_with("247 memories offloaded to /tmp/a.jsonl (line 1 is a header).\nDetail level: light\n"),
+                "{text}"
+            );
+            assert!(text.len() < shell_guidance(g.style(GuidanceStyle::Spec)).len() / 2);
+        }
+        assert!(native_guidance(g).contains("lro_extract"));
+        assert!(shell_guidance(g).contains("jq recipes"));
     }
 
     #[test]

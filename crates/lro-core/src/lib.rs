@@ -51,7 +51,8 @@ pub mod tokens;
 
 pub use config::{ConfigError, DescriptorProfile, OffloadConfig, ToolConfig};
 pub use descriptor::{
-    Detail, JqRecipe, OffloadHeader, OffloadResponse, OffloadSummary, OffloadedResult,
+    Detail, GuidanceStyle, JqRecipe, OffloadHeader, OffloadResponse, OffloadSummary,
+    OffloadedResult,
 };
 pub use event::{EventSink, LroEvent};
 pub use offload::{Descriptor, OffloadInput, OffloadOutput, Offloader};

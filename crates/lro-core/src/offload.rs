@@ -27,13 +27,13 @@ use time::OffsetDateTime;
 use crate::{
     config::DescriptorProfile,
     descriptor::{
-        Detail, GuidanceInput, MinimalOffloadResponse, OffloadHeader, OffloadResponse,
-        OffloadSummary, OffloadedResult, native_guidance, shell_guidance,
+        Detail, GuidanceInput, GuidanceStyle, MinimalOffloadResponse, OffloadHeader,
+        OffloadResponse, OffloadSummary, OffloadedResult, native_guidance, shell_guidance,
     },
     file::{OffloadFileName, WriteError, write_atomic},
     recipes::{RecipeSet, SAMPLE_SIZE, is_memory_sample},
     records::RecordSet,
-    schema::infer_line_schema,
+    schema::{DESCRIPTOR_SCHEMA_CHARS, descriptor_line_schema},
     tokens::TokenEstimator,
 };
 
@@ -111,16 +111,19 @@ pub struct Offloader {
     ttl: Duration,
     profile: DescriptorProfile,
     native_extract: bool,
+    guidance: GuidanceStyle,
 }
 
 impl Offloader {
-    /// Writes into `dir`, TTL one hour, full profile, shell guidance.
+    /// Writes into `dir`, TTL one hour, full profile, the spec's shell
+    /// guidance.
     pub fn new(dir: impl Into<PathBuf>) -> Self {
         Self {
             dir: dir.into(),
             ttl: Duration::from_secs(crate::config::DEFAULT_TTL_SECONDS),
             profile: DescriptorProfile::Full,
             native_extract: false,
+            guidance: GuidanceStyle::Spec,
         }
     }
 
@@ -142,6 +145,14 @@ impl Offloader {
     #[must_use]
     pub fn native_extract(mut self, on: bool) -> Self {
         self.native_extract = on;
+        self
+    }
+
+    /// Sets how much the guidance says. Defaults to [`GuidanceStyle::Spec`]
+    /// (the spec's templates).
+    #[must_use]
+    pub fn guidance(mut self, style: GuidanceStyle) -> Self {
+        self.guidance = style;
         self
     }
 
@@ -190,6 +201,7 @@ impl Offloader {
                     path: &file_path,
                     detail,
                     memories,
+                    style: self.guidance,
                 };
                 let guidance = if self.native_extract {
                     native_guidance(guidance_input)
@@ -215,7 +227,7 @@ impl Offloader {
                         detail,
                     },
                     file_path: file_path.clone(),
-                    line_schema: infer_line_schema(&sample),
+                    line_schema: descriptor_line_schema(&sample, DESCRIPTOR_SCHEMA_CHARS),
                     jq_recipes: recipes.to_jq_recipes(&file_path),
                     guidance,
                 })

@@ -190,12 +190,7 @@ impl RecipeSet {
             .unwrap_or_else(|| "keyword".to_owned());
 
         let mut recipes = vec![
-            Recipe::new(
-                1,
-                "List titles with namespaces",
-                "[.title, .namespace] | @tsv",
-            )
-            .raw(),
+            Recipe::new(1, "Titles and namespaces", "[.title, .namespace] | @tsv").raw(),
             Recipe::new(
                 2,
                 "Filter by namespace prefix",
@@ -208,7 +203,7 @@ impl RecipeSet {
                 "select(.title | test($keyword; \"i\"))",
             )
             .param("keyword", keyword.clone()),
-            Recipe::new(4, "Extract IDs and titles only", "{id, title, namespace}"),
+            Recipe::new(4, "IDs, titles and namespaces", "{id, title, namespace}"),
             Recipe::new(
                 5,
                 "Filter by memory type",
@@ -226,27 +221,22 @@ impl RecipeSet {
         ];
         recipes.extend(match detail {
             Detail::Light => [
-                Recipe::new(9, "List unique namespaces", "map(.namespace) | unique").slurp(),
+                Recipe::new(9, "Unique namespaces", "map(.namespace) | unique").slurp(),
                 Recipe::new(
                     10,
-                    "Count by memory_type",
+                    "Count by memory type",
                     "group_by(.memory_type) | map({memory_type: .[0].memory_type, count: length})",
                 )
                 .slurp(),
             ],
             Detail::Medium => [
-                Recipe::new(
-                    9,
-                    "Sort by confidence, highest first (.confidence)",
-                    "sort_by(-.confidence)",
-                )
-                .slurp(),
+                Recipe::new(9, "Highest confidence first", "sort_by(-.confidence)").slurp(),
                 content_search(keyword),
             ],
             Detail::Full => [
                 Recipe::new(
                     9,
-                    "Sort by confidence, highest first (.provenance.confidence)",
+                    "Highest confidence first",
                     "sort_by(-.provenance.confidence)",
                 )
                 .slurp(),
@@ -428,7 +418,7 @@ impl RecipeSet {
 fn content_search(keyword: String) -> Recipe {
     Recipe::new(
         10,
-        "Full-text search in content (.content)",
+        "Search content by keyword",
         "select(.content | test($pattern; \"i\"))",
     )
     .param("pattern", keyword)

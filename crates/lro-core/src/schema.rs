@@ -1,22 +1,50 @@
 //! Inferring the `line_schema` (a JSON Schema) from sample records.
 //!
+//! [`infer_line_schema`] is the whole schema, with `required`, for tools
+//! such as `lro inspect`. [`descriptor_line_schema`] is what the descriptor
+//! carries: types only, with nesting cut until it fits a budget, because the
+//! model reads it on every offloaded result.
+//!
 //! ```
 //! use serde_json::json;
-//! use lro_core::schema::infer_line_schema;
+//! use lro_core::schema::{descriptor_line_schema, infer_line_schema};
 //!
-//! let schema = infer_line_schema(&[json!({"id": "a", "n": 1}), json!({"id": "b"})]);
+//! let sample = [json!({"id": "a", "n": 1, "p": {"c": 0.5}}), json!({"id": "b", "p": {"c": 1}})];
+//! let schema = infer_line_schema(&sample);
 //! assert_eq!(schema["type"], "object");
 //! assert_eq!(schema["properties"]["n"]["type"], "integer");
-//! assert_eq!(schema["required"], json!(["id"]));
+//! assert_eq!(schema["required"], json!(["id", "p"]));
+//!
+//! let compact = descriptor_line_schema(&sample, 1000);
+//! assert_eq!(compact["properties"]["p"]["properties"]["c"]["type"], "number");
+//! assert!(compact.get("required").is_none());
+//! // Over the budget, nested properties go first; top-level fields stay.
+//! let cut = descriptor_line_schema(&sample, 10);
+//! assert_eq!(cut["properties"]["p"], json!({"type": "object"}));
 //! ```
 
 use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
-/// Nesting beyond this depth is described as `{}` (any value), which keeps
-/// the descriptor small for deeply nested records.
+/// Nesting beyond this depth is described by its type alone, which keeps
+/// the schema small for deeply nested records.
 pub const MAX_DEPTH: usize = 4;
+
+/// How many characters of compact JSON the descriptor's line schema may take
+/// (about 120 tokens). A full-detail MIF memory needs about 1,300 characters
+/// with every level and `required`, which alone was a third of the
+/// descriptor.
+pub const DESCRIPTOR_SCHEMA_CHARS: usize = 480;
+
+/// What a schema spells out.
+#[derive(Clone, Copy)]
+struct Shape {
+    /// Levels of `properties`/`items` below the root.
+    depth: usize,
+    /// Whether objects list their always-present fields.
+    required: bool,
+}
 
 #[derive(Default)]
 struct Node {
@@ -65,7 +93,7 @@ impl Node {
         self.seen
     }
 
-    fn to_schema(&self, depth: usize) -> Value {
+    fn to_schema(&self, depth: usize, shape: Shape) -> Value {
         let mut out = Map::new();
         let mut types: Vec<&str> = self.types.keys().copied().collect();
         // An integer field that is sometimes fractional is a number.
@@ -81,14 +109,14 @@ impl Node {
                 out.insert("type".into(), json!(many));
             }
         }
-        if depth < MAX_DEPTH {
+        if depth < shape.depth {
             if !self.props.is_empty() {
                 let objects = self.objects_seen();
                 let mut props = Map::new();
                 let mut required = Vec::new();
                 for (k, node) in &self.props {
-                    props.insert(k.clone(), node.to_schema(depth + 1));
-                    if node.seen == objects {
+                    props.insert(k.clone(), node.to_schema(depth + 1, shape));
+                    if shape.required && node.seen == objects {
                         required.push(json!(k));
                     }
                 }
@@ -98,21 +126,55 @@ impl Node {
                 }
             }
             if let Some(items) = &self.items {
-                out.insert("items".into(), items.to_schema(depth + 1));
+                out.insert("items".into(), items.to_schema(depth + 1, shape));
             }
         }
         Value::Object(out)
     }
 }
 
-/// A JSON Schema for the given records. `required` lists the fields present
-/// in every sampled object.
-pub fn infer_line_schema(sample: &[Value]) -> Value {
+fn infer(sample: &[Value]) -> Node {
     let mut root = Node::default();
     for record in sample {
         root.add(record, 0);
     }
-    root.to_schema(0)
+    root
+}
+
+/// A JSON Schema for the given records. `required` lists the fields present
+/// in every sampled object.
+pub fn infer_line_schema(sample: &[Value]) -> Value {
+    infer(sample).to_schema(
+        0,
+        Shape {
+            depth: MAX_DEPTH,
+            required: true,
+        },
+    )
+}
+
+/// The descriptor's JSON Schema for the given records: types only (no
+/// `required`), as deep as fits in `max_chars` of compact JSON. Nesting is
+/// cut one level at a time, deepest first; the top-level fields and their
+/// types are always listed, even over the budget. Leaving keywords out only
+/// loosens the schema, so every record the full schema accepts still
+/// validates against it.
+pub fn descriptor_line_schema(sample: &[Value], max_chars: usize) -> Value {
+    let root = infer(sample);
+    let mut depth = MAX_DEPTH;
+    loop {
+        let schema = root.to_schema(
+            0,
+            Shape {
+                depth,
+                required: false,
+            },
+        );
+        if depth == 1 || schema.to_string().len() <= max_chars {
+            return schema;
+        }
+        depth -= 1;
+    }
 }
 
 #[cfg(test)]
@@ -137,6 +199,31 @@ mod tests {
     #[test]
     fn empty_sample_is_an_empty_schema() {
         assert_eq!(infer_line_schema(&[]), json!({}));
+    }
+
+    #[test]
+    fn descriptor_schema_is_types_only_and_cut_to_the_budget() {
+        let sample = [json!({"a": "x", "o": {"b": {"c": 1}}, "t": ["s"]})];
+        let whole = descriptor_line_schema(&sample, usize::MAX);
+        assert!(!whole.to_string().contains("required"), "{whole}");
+        assert_eq!(
+            whole["properties"]["o"]["properties"]["b"]["properties"]["c"]["type"],
+            "integer"
+        );
+        let len = |v: &Value| v.to_string().len();
+        // One level less fits when the budget is one character short.
+        let cut = descriptor_line_schema(&sample, len(&whole) - 1);
+        assert_eq!(
+            cut["properties"]["o"]["properties"]["b"],
+            json!({"type": "object"})
+        );
+        assert!(len(&cut) < len(&whole));
+        let top = descriptor_line_schema(&sample, 0);
+        assert_eq!(
+            top,
+            json!({"type": "object", "properties": {
+                "a": {"type": "string"}, "o": {"type": "object"}, "t": {"type": "array"}}})
+        );
     }
 
     #[test]

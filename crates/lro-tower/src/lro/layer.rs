@@ -32,14 +32,15 @@ impl Default for LroLayer {
 }
 
 impl LroLayer {
-    /// A layer for `cfg`, with the script-aware estimator, no extra event
-    /// sink and shell guidance.
+    /// A layer for `cfg`, with the script-aware estimator and no extra event
+    /// sink.
     pub fn new(cfg: OffloadConfig) -> Self {
         let dir = cfg.resolved_output_dir();
         let offloader = Offloader::new(&dir)
             .ttl(std::time::Duration::from_secs(cfg.ttl_seconds))
             .profile(cfg.profile)
-            .native_extract(cfg.extract);
+            .native_extract(cfg.extract)
+            .guidance(cfg.guidance);
         let estimator: Arc<dyn TokenEstimator> = Arc::new(ScriptAware);
         let extractor = cfg
             .extract

@@ -1,0 +1,209 @@
+//! How many tokens the descriptor costs, and the ceilings it must stay under.
+//!
+//! The setting: the demo's 500 memories offloaded by a recall into a
+//! directory under /tmp whose file paths are exactly as long as
+//! `/tmp/lro-offload/atlatl-recall-{ulid}.jsonl`, measured with the
+//! `ScriptAware` estimator (characters / 4 on this ASCII text). The path
+//! appears once per recipe, so its length moves every figure.
+//!
+//! `cargo test -p memory-server --test descriptor_size -- --nocapture`
+//! prints the table.
+
+use lro_core::{
+    DescriptorProfile, Detail, GuidanceStyle, OffloadInput, OffloadResponse, Offloader, RecordSet,
+    ScriptAware, TokenEstimator,
+};
+use memory_server::corpus::Corpus;
+use serde_json::Value;
+
+/// The full profile's ceiling with the spec's guidance templates.
+const SPEC_CEILING: usize = 800;
+/// The full profile's ceiling with compact guidance. The target was 650, but
+/// the ten recipes (every command names the path, as the spec requires), the
+/// summary and the file path cost about 560 tokens at every detail level
+/// before any schema or guidance: 650 would leave less than a full-detail
+/// memory's top-level field types (about 108) plus a guidance that names the
+/// count, detail level and path. This ceiling guards what compact reaches.
+const COMPACT_CEILING: usize = 740;
+/// The path the figures are quoted for.
+const REFERENCE_PATH: &str = "/tmp/lro-offload/atlatl-recall-01JXXXXXXXXXXXXXXXXXXXXXXX.jsonl";
+
+struct Measured {
+    detail: Detail,
+    native: bool,
+    style: GuidanceStyle,
+    tokens: usize,
+}
+
+fn template(native: bool) -> &'static str {
+    if native { "native" } else { "shell" }
+}
+
+/// Whether `v` satisfies `schema`, for the keywords the line schema uses.
+fn validates(schema: &Value, v: &Value) -> bool {
+    let type_ok = |t: &Value| match t.as_str() {
+        Some("object") => v.is_object(),
+        Some("array") => v.is_array(),
+        Some("string") => v.is_string(),
+        Some("boolean") => v.is_boolean(),
+        Some("null") => v.is_null(),
+        Some("number") => v.is_number(),
+        Some("integer") => v.as_f64().is_some_and(|n| n.fract() == 0.0),
+        _ => false,
+    };
+    let types_ok = match &schema["type"] {
+        Value::Null => true,
+        Value::Array(many) => many.iter().any(type_ok),
+        one => type_ok(one),
+    };
+    let props_ok = match (schema["properties"].as_object(), v.as_object()) {
+        (Some(props), Some(obj)) => props
+            .iter()
+            .all(|(k, s)| obj.get(k).is_none_or(|child| validates(s, child))),
+        _ => true,
+    };
+    let items_ok = match (schema.get("items"), v.as_array()) {
+        (Some(s), Some(items)) => items.iter().all(|item| validates(s, item)),
+        _ => true,
+    };
+    let required_ok = match (schema["required"].as_array(), v.as_object()) {
+        (Some(keys), Some(obj)) => keys
+            .iter()
+            .all(|k| k.as_str().is_some_and(|k| obj.contains_key(k))),
+        _ => true,
+    };
+    types_ok && props_ok && items_ok && required_ok
+}
+
+/// Checks what the spec requires of a full descriptor, returns its tokens.
+fn check_full(text: &str, path: &str, detail: Detail, native: bool, records: &[Value]) -> usize {
+    let d: OffloadResponse = serde_json::from_str(text).expect("an OffloadResponse");
+    assert_eq!(d.file_path, path);
+    assert_eq!(d.summary.count, 500);
+    assert_eq!(d.summary.detail, detail);
+    assert_eq!(d.jq_recipes.len(), 10);
+    for r in &d.jq_recipes {
+        assert!(r.command.contains(path), "{}", r.command);
+        assert!(!r.description.is_empty());
+    }
+    for needle in ["500 memories", &format!("Detail level: {detail}"), path] {
+        assert!(d.guidance.contains(needle), "{needle} in {}", d.guidance);
+    }
+    assert_eq!(d.guidance.contains("lro_extract"), native, "{}", d.guidance);
+    assert!(d.line_schema["properties"]["namespace"].is_object());
+    for record in records {
+        assert!(validates(&d.line_schema, record), "{record}");
+    }
+    ScriptAware.estimate(text)
+}
+
+#[test]
+fn descriptors_stay_under_their_ceilings() {
+    let corpus = Corpus::default_corpus();
+    // "lro-" and seven random characters are as long as "lro-offload".
+    let dir = tempfile::Builder::new()
+        .prefix("lro-")
+        .rand_bytes(7)
+        .tempdir_in("/tmp")
+        .unwrap();
+    let tokens_of = |v: &Value| ScriptAware.estimate(&v.to_string());
+    let mut rows = Vec::new();
+    let mut minimal = Vec::new();
+    let mut parts = Vec::new();
+    for detail in Detail::ALL {
+        let text = Corpus::to_json_array(corpus.memories(), detail);
+        let records = RecordSet::from_text(&text);
+        let parsed: Vec<Value> = serde_json::from_str(&text).unwrap();
+        let tokens = ScriptAware.estimate(&text);
+        let input = || {
+            let mut input = OffloadInput::new("recall_memories", "recall", &records, tokens);
+            input.detail = Some(detail);
+            input.query = Some("caching".to_owned());
+            input.score_range = Some((0.1667, 1.0));
+            input
+        };
+        for style in [GuidanceStyle::Spec, GuidanceStyle::Compact] {
+            for native in [false, true] {
+                let out = Offloader::new(dir.path())
+                    .native_extract(native)
+                    .guidance(style)
+                    .offload(input(), &|| false)
+                    .unwrap();
+                let path = out.result.path.to_str().unwrap();
+                assert_eq!(path.len(), REFERENCE_PATH.len(), "{path}");
+                let tokens = check_full(&out.text, path, detail, native, &parsed);
+                if style == GuidanceStyle::Spec && !native {
+                    let d: Value = serde_json::from_str(&out.text).unwrap();
+                    let commands: Vec<&str> = d["jq_recipes"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|r| r["command"].as_str().unwrap())
+                        .collect();
+                    parts.push(format!(
+                        "{detail}: summary {}, line_schema {}, jq_recipes {} (commands {}), guidance {}",
+                        tokens_of(&d["summary"]),
+                        tokens_of(&d["line_schema"]),
+                        tokens_of(&d["jq_recipes"]),
+                        ScriptAware.estimate_parts(&commands),
+                        tokens_of(&d["guidance"]),
+                    ));
+                }
+                rows.push(Measured {
+                    detail,
+                    native,
+                    style,
+                    tokens,
+                });
+            }
+        }
+        let out = Offloader::new(dir.path())
+            .profile(DescriptorProfile::Minimal)
+            .offload(input(), &|| false)
+            .unwrap();
+        minimal.push(ScriptAware.estimate(&out.text).to_string());
+    }
+
+    println!("| guidance | template | light | medium | full |");
+    println!("|---|---|---|---|---|");
+    for style in [GuidanceStyle::Spec, GuidanceStyle::Compact] {
+        for native in [false, true] {
+            let figures: Vec<String> = Detail::ALL
+                .iter()
+                .map(|d| {
+                    let row = rows
+                        .iter()
+                        .find(|r| r.detail == *d && r.native == native && r.style == style)
+                        .unwrap();
+                    row.tokens.to_string()
+                })
+                .collect();
+            println!(
+                "| {} | {} | {} |",
+                format!("{style:?}").to_lowercase(),
+                template(native),
+                figures.join(" | ")
+            );
+        }
+    }
+    println!("| minimal profile | | {} |", minimal.join(" | "));
+    println!("\nParts of the spec-guidance shell descriptor:");
+    for line in &parts {
+        println!("- {line}");
+    }
+
+    for r in &rows {
+        let ceiling = match r.style {
+            GuidanceStyle::Spec => SPEC_CEILING,
+            GuidanceStyle::Compact => COMPACT_CEILING,
+        };
+        assert!(
+            r.tokens <= ceiling,
+            "{:?} {} guidance at {}: {} tokens, ceiling {ceiling}",
+            r.style,
+            template(r.native),
+            r.detail,
+            r.tokens
+        );
+    }
+}
