@@ -49,11 +49,11 @@ pub mod records;
 pub mod schema;
 pub mod tokens;
 
-pub use config::{ConfigError, DescriptorProfile, OffloadConfig, ToolConfig};
+pub use config::{ConfigError, DescriptorProfile, Estimator, OffloadConfig, ToolConfig};
 pub use descriptor::{
     Detail, JqRecipe, OffloadHeader, OffloadResponse, OffloadSummary, OffloadedResult,
 };
 pub use event::{EventSink, LroEvent};
 pub use offload::{Descriptor, OffloadInput, OffloadOutput, Offloader};
 pub use records::RecordSet;
-pub use tokens::{ScriptAware, TokenEstimator};
+pub use tokens::{Banded, ScriptAware, TokenEstimator};

@@ -69,7 +69,7 @@ pub(crate) async fn call(shared: &Arc<Shared>, arguments: Option<JsonObject>) ->
             // An extraction result is never offloaded again (that would loop):
             // over the threshold it is cut at a line boundary with a notice.
             let threshold = shared.cfg.threshold_tokens as usize;
-            if shared.estimator.estimate(&text) > threshold {
+            if shared.estimator.estimate_against(&[&text], threshold) > threshold {
                 let cut = lines_within(&text, threshold, &*shared.estimator);
                 let shown = text[..cut].lines().count();
                 text.truncate(cut);
@@ -101,8 +101,10 @@ pub(crate) async fn call(shared: &Arc<Shared>, arguments: Option<JsonObject>) ->
 fn lines_within(text: &str, budget: usize, estimator: &dyn TokenEstimator) -> usize {
     let ends: Vec<usize> = text.match_indices('\n').map(|(i, _)| i).collect();
     // Binary search for the last line end whose prefix fits: the estimate of
-    // a prefix never decreases as the prefix grows.
-    let fits = ends.partition_point(|&end| estimator.estimate(&text[..end]) <= budget);
+    // a prefix never decreases as the prefix grows. Compared against the
+    // budget, so an exact tokenizer only counts prefixes near the cut.
+    let fits =
+        ends.partition_point(|&end| estimator.estimate_against(&[&text[..end]], budget) <= budget);
     match fits {
         0 => 0,
         n => ends[n - 1],
@@ -125,5 +127,32 @@ mod tests {
         let next = cut + line.len() + 1;
         assert!(ScriptAware.estimate(&text[..next]) > 100);
         assert_eq!(lines_within("one very long line", 1, &ScriptAware), 0);
+    }
+
+    #[test]
+    fn an_exact_estimator_only_counts_prefixes_near_the_cut() {
+        use std::sync::{Arc, Mutex};
+
+        use lro_core::Banded;
+
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let log = seen.clone();
+        // Stand-in tokenizer: one token per two bytes.
+        let exact = move |t: &str| {
+            log.lock().unwrap().push(t.len());
+            t.len().div_ceil(2)
+        };
+        // 1000 lines of 40 bytes: 10 000 tokens by chars / 4, 20 000 exact.
+        let text = format!("{}\n", "z".repeat(39)).repeat(1000);
+        let cut = lines_within(&text, 100, &Banded::new(ScriptAware, exact));
+        // Cut by the exact count: 200 bytes are 100 tokens.
+        assert_eq!(cut, 199);
+        let seen = seen.lock().unwrap();
+        assert!(!seen.is_empty());
+        // Only prefixes whose fast estimate is within 100 ± 50%.
+        assert!(
+            seen.iter().all(|&len| len.div_ceil(4).abs_diff(100) <= 50),
+            "{seen:?}"
+        );
     }
 }
