@@ -11,7 +11,7 @@
 //! | module | what it owns |
 //! |---|---|
 //! | [`config`] | `[prompt.offload]` and `ATLATL_PROMPT__OFFLOAD__*` |
-//! | [`tokens`] | token estimation |
+//! | [`tokens`] | token estimation: characters, exact BPE counts near the threshold |
 //! | [`records`] | turning a result into records |
 //! | [`schema`] | the inferred line schema |
 //! | [`recipes`] | the ten recipes per detail level |
