@@ -21,7 +21,7 @@
 //!
 //! An exact tokenizer costs far more than counting characters. [`Banded`]
 //! runs it only when the fast estimate is close to the threshold it is
-//! compared with ([`TokenEstimator::estimate_against`]); [`Bpe`] is the exact
+//! compared with ([`TokenEstimator::estimate_against`]); `Bpe` is the exact
 //! o200k_base / cl100k_base count (feature `bpe`, on by default).
 //!
 //! ```
@@ -49,8 +49,8 @@ pub trait TokenEstimator: Send + Sync + 'static {
 
     /// Tokens for several texts taken together, for a comparison with
     /// `threshold`: an estimator may answer with a cheaper, rougher count
-    /// where that cannot change the side of the threshold it falls on (see
-    /// [`Banded`]). The default is [`TokenEstimator::estimate_parts`].
+    /// where the text is clearly on one side of it (see [`Banded`]). The
+    /// default is [`TokenEstimator::estimate_parts`].
     fn estimate_against(&self, parts: &[&str], threshold: usize) -> usize {
         let _ = threshold;
         self.estimate_parts(parts)
