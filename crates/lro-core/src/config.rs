@@ -25,6 +25,7 @@
 use std::{
     collections::BTreeMap,
     path::{Path, PathBuf},
+    sync::Arc,
 };
 
 use figment::{
@@ -34,6 +35,7 @@ use figment::{
 use serde::{Deserialize, Serialize};
 
 use crate::descriptor::GuidanceStyle;
+use crate::tokens::{DEFAULT_EXACT_BAND, ScriptAware, TokenEstimator};
 
 /// Default token threshold (normative spec: 1600).
 pub const DEFAULT_OFFLOAD_THRESHOLD_TOKENS: u32 = 1600;
@@ -55,6 +57,27 @@ pub enum DescriptorProfile {
     Full,
     /// The paper's bare pointer: file path, record count and detail level.
     Minimal,
+}
+
+/// How a result's tokens are counted against the threshold.
+///
+/// Non-exhaustive because the exact tokenizers exist only with the `bpe`
+/// feature (on by default); without it their names are unknown values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Estimator {
+    /// [`ScriptAware`]: characters / 4, one token per CJK character.
+    #[default]
+    Chars,
+    /// `o200k_base` counts where the character estimate is within
+    /// `exact_band` of the threshold.
+    #[cfg(feature = "bpe")]
+    O200k,
+    /// `cl100k_base` counts where the character estimate is within
+    /// `exact_band` of the threshold.
+    #[cfg(feature = "bpe")]
+    Cl100k,
 }
 
 /// Per-tool overrides, under `[prompt.offload.tools.<tool name>]`.
@@ -96,6 +119,12 @@ pub struct OffloadConfig {
     /// templates) or `compact` (count, path, detail level and a pointer to
     /// the recipes). Defaults to [`GuidanceStyle::Spec`].
     pub guidance: GuidanceStyle,
+    /// How result sizes are counted. Defaults to [`Estimator::Chars`].
+    pub estimator: Estimator,
+    /// With an exact `estimator`, the band around the threshold, as a
+    /// fraction of it, where the exact count replaces the character estimate:
+    /// 0.5 is ±50%. Defaults to 0.5.
+    pub exact_band: f64,
     /// Offers the native `lro_extract` tool and points the guidance at it
     /// (the descriptor keeps its jq recipes). Defaults to `true`.
     pub extract: bool,
@@ -114,6 +143,8 @@ impl Default for OffloadConfig {
             max_total_bytes: None,
             profile: DescriptorProfile::Full,
             guidance: GuidanceStyle::Spec,
+            estimator: Estimator::Chars,
+            exact_band: DEFAULT_EXACT_BAND,
             extract: true,
             tools: BTreeMap::new(),
         }
@@ -308,6 +339,12 @@ impl OffloadConfig {
                 "must be a cron expression with seconds (6 or 7 fields), e.g. \"0 0 * * * *\"",
             ));
         }
+        if !(self.exact_band.is_finite() && self.exact_band >= 0.0) {
+            return Err(out(
+                "exact_band",
+                "must be a fraction of the threshold, 0 or more, e.g. 0.5 for ±50%",
+            ));
+        }
         if self.max_total_bytes == Some(0) {
             return Err(out("max_total_bytes", "must be greater than 0 when set"));
         }
@@ -337,6 +374,23 @@ impl OffloadConfig {
             std::env::temp_dir()
         } else {
             self.output_dir.clone()
+        }
+    }
+
+    /// The token estimator `estimator` and `exact_band` ask for.
+    pub fn token_estimator(&self) -> Arc<dyn TokenEstimator> {
+        #[cfg(feature = "bpe")]
+        use crate::tokens::{Banded, Bpe};
+        match self.estimator {
+            Estimator::Chars => Arc::new(ScriptAware),
+            #[cfg(feature = "bpe")]
+            Estimator::O200k => {
+                Arc::new(Banded::new(ScriptAware, Bpe::O200k).band(self.exact_band))
+            }
+            #[cfg(feature = "bpe")]
+            Estimator::Cl100k => {
+                Arc::new(Banded::new(ScriptAware, Bpe::Cl100k).band(self.exact_band))
+            }
         }
     }
 
@@ -421,6 +475,21 @@ impl OffloadConfig {
         self
     }
 
+    /// Sets how result sizes are counted. Defaults to [`Estimator::Chars`].
+    #[must_use]
+    pub fn with_estimator(mut self, estimator: Estimator) -> Self {
+        self.estimator = estimator;
+        self
+    }
+
+    /// Sets the band of the exact count, as a fraction of the threshold.
+    /// Defaults to 0.5 (±50%).
+    #[must_use]
+    pub fn with_exact_band(mut self, band: f64) -> Self {
+        self.exact_band = band;
+        self
+    }
+
     /// Turns the `lro_extract` tool on or off. Defaults to `true`.
     #[must_use]
     pub fn with_extract(mut self, on: bool) -> Self {
@@ -476,7 +545,8 @@ pub fn default_operation(tool: &str) -> String {
 }
 
 /// Parses an environment value the way figment's `Env` provider does:
-/// booleans and numbers become typed values, everything else a string.
+/// booleans and numbers (integers, finite decimals) become typed values,
+/// everything else a string.
 fn parse_env_value(raw: &str) -> figment::value::Value {
     use figment::value::Value;
     if let Ok(b) = raw.parse::<bool>() {
@@ -487,6 +557,11 @@ fn parse_env_value(raw: &str) -> figment::value::Value {
     }
     if let Ok(n) = raw.parse::<i64>() {
         return Value::from(n);
+    }
+    if let Ok(f) = raw.parse::<f64>()
+        && f.is_finite()
+    {
+        return Value::from(f);
     }
     Value::from(raw.to_owned())
 }
@@ -597,6 +672,81 @@ mod tests {
         assert_eq!(cfg.operation_for("query_db"), "search");
         assert_eq!(cfg.operation_for("recall_memories"), "recall");
         assert_eq!(cfg.operation_for("Get-Issues"), "get_issues");
+    }
+
+    #[test]
+    fn estimator_defaults_to_chars_and_a_band_of_half() {
+        let cfg = OffloadConfig::from_toml_str("").unwrap();
+        assert_eq!(cfg.estimator, Estimator::Chars);
+        assert_eq!(cfg.exact_band, 0.5);
+        // Chars is today's estimator: one token per CJK character, however close.
+        assert_eq!(cfg.token_estimator().estimate_against(&["漢字"], 2), 2);
+    }
+
+    #[cfg(feature = "bpe")]
+    #[test]
+    fn estimator_and_band_from_file_and_env() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("lro.toml");
+        std::fs::write(
+            &file,
+            "[prompt.offload]\nestimator = \"cl100k\"\nexact_band = 0.25",
+        )
+        .unwrap();
+        let cfg = OffloadConfig::load_from(Some(&file), [("UNRELATED", "x")]).unwrap();
+        assert_eq!((cfg.estimator, cfg.exact_band), (Estimator::Cl100k, 0.25));
+        let cfg = OffloadConfig::load_from(
+            Some(&file),
+            [
+                ("ATLATL_PROMPT__OFFLOAD__ESTIMATOR", "o200k"),
+                ("ATLATL_PROMPT__OFFLOAD__EXACT_BAND", "0.75"),
+            ],
+        )
+        .unwrap();
+        assert_eq!((cfg.estimator, cfg.exact_band), (Estimator::O200k, 0.75));
+        // A whole number is a band too.
+        let cfg =
+            OffloadConfig::from_parts("", [("ATLATL_PROMPT__OFFLOAD__EXACT_BAND", "1")]).unwrap();
+        assert_eq!(cfg.exact_band, 1.0);
+        // 18 characters: 18 by the heuristic, 10 by o200k near a threshold of 16.
+        let zh = "数据库连接超时错误，请检查网络配置。";
+        let estimator = cfg
+            .with_estimator(Estimator::O200k)
+            .with_exact_band(0.5)
+            .token_estimator();
+        assert_eq!(estimator.estimate_against(&[zh], 16), 10);
+        assert_eq!(estimator.estimate_against(&[zh], 1000), 18);
+    }
+
+    #[test]
+    fn bad_estimator_names_the_key_and_where_it_came_from() {
+        let err = OffloadConfig::from_parts("", [("ATLATL_PROMPT__OFFLOAD__ESTIMATOR", "gpt2")])
+            .unwrap_err();
+        assert_eq!(err.key(), Some("prompt.offload.estimator"));
+        let msg = err.to_string();
+        assert!(
+            msg.contains("from environment variable ATLATL_PROMPT__OFFLOAD__ESTIMATOR"),
+            "{msg}"
+        );
+        assert!(msg.contains("gpt2") && msg.contains("chars"), "{msg}");
+        let err = OffloadConfig::from_toml_str("[prompt.offload]\nestimator = 200").unwrap_err();
+        assert_eq!(err.key(), Some("prompt.offload.estimator"));
+        assert!(err.to_string().contains("from configuration text"), "{err}");
+    }
+
+    #[test]
+    fn bad_exact_band_names_the_key() {
+        let err = OffloadConfig::from_parts("", [("ATLATL_PROMPT__OFFLOAD__EXACT_BAND", "wide")])
+            .unwrap_err();
+        assert_eq!(err.key(), Some("prompt.offload.exact_band"));
+        assert!(
+            err.to_string()
+                .contains("from environment variable ATLATL_PROMPT__OFFLOAD__EXACT_BAND"),
+            "{err}"
+        );
+        let err = OffloadConfig::from_toml_str("[prompt.offload]\nexact_band = -0.5").unwrap_err();
+        assert_eq!(err.key(), Some("prompt.offload.exact_band"));
+        assert!(err.to_string().contains("0 or more"), "{err}");
     }
 
     #[test]

@@ -11,7 +11,7 @@
 //! | module | what it owns |
 //! |---|---|
 //! | [`config`] | `[prompt.offload]` and `ATLATL_PROMPT__OFFLOAD__*` |
-//! | [`tokens`] | token estimation |
+//! | [`tokens`] | token estimation: characters, exact BPE counts near the threshold |
 //! | [`records`] | turning a result into records |
 //! | [`schema`] | the inferred line schema |
 //! | [`recipes`] | the ten recipes per detail level |
@@ -49,7 +49,7 @@ pub mod records;
 pub mod schema;
 pub mod tokens;
 
-pub use config::{ConfigError, DescriptorProfile, OffloadConfig, ToolConfig};
+pub use config::{ConfigError, DescriptorProfile, Estimator, OffloadConfig, ToolConfig};
 pub use descriptor::{
     Detail, GuidanceStyle, JqRecipe, OffloadHeader, OffloadResponse, OffloadSummary,
     OffloadedResult,
@@ -57,4 +57,4 @@ pub use descriptor::{
 pub use event::{EventSink, LroEvent};
 pub use offload::{Descriptor, OffloadInput, OffloadOutput, Offloader};
 pub use records::RecordSet;
-pub use tokens::{ScriptAware, TokenEstimator};
+pub use tokens::{Banded, ScriptAware, TokenEstimator};

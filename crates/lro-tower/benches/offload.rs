@@ -3,6 +3,8 @@
 //!
 //! Run with `cargo bench -p lro-tower --bench offload`.
 
+mod support;
+
 use std::{fs, hint::black_box, io::Write, time::Duration};
 
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -11,45 +13,15 @@ use lro_core::{
 };
 use lro_tower::LroLayer;
 use rmcp::{
-    ServerHandler, ServiceExt,
-    handler::server::{router::tool::ToolRouter, wrapper::Parameters},
-    model::{CallToolRequestParams, ClientConfig, ServerCapabilities, ServerConfig},
-    schemars, tool, tool_handler, tool_router,
+    ServiceExt,
+    model::{CallToolRequestParams, ClientConfig},
 };
-use serde_json::{Value, json};
-
-/// A full-detail MIF memory of about 880 characters (~220 tokens).
-fn memory(i: usize) -> Value {
-    let ns = [
-        "_semantic/knowledge",
-        "_semantic/decisions",
-        "_procedural/patterns",
-        "_episodic/incidents",
-        "_episodic/sessions",
-    ][i % 5];
-    let memory_type = ["semantic", "episodic", "procedural"][i % 3];
-    json!({
-        "id": format!("7f3c{i:04}-1b2d-4e5f-8a9b-0c1d2e3f{i:04}"),
-        "memory_type": memory_type,
-        "content": format!("Memory {i}: the Atlas cache warming job regressed after the Borealis rollout; latency rose for cold keys and the on-call engineer pinned the previous build while the team studied eviction traces and agreed on a staged fix."),
-        "created": format!("2025-0{}-1{}T10:00:00Z", 1 + i % 9, i % 10),
-        "modified": format!("2025-0{}-1{}T12:00:00Z", 1 + i % 9, i % 10),
-        "namespace": ns,
-        "title": format!("Cache warming regression {i}"),
-        "tags": ["performance", "cache", "incident"],
-        "status": "active",
-        "priority": 1 + i % 5,
-        "entities": [{"name": "Atlas", "type": "product"}, {"name": "Borealis", "type": "release"}],
-        "relationships": [{"type": "relates_to", "target": format!("7f3c{:04}-1b2d-4e5f-8a9b-0c1d2e3f0000", (i + 1) % 200)}],
-        "provenance": {"confidence": 0.3 + (i % 70) as f64 / 100.0, "trust_level": "verified", "source_type": "agent", "agent": "claude"},
-        "temporal": {"valid_from": "2025-01-01T00:00:00Z", "valid_until": null, "decay": {"half_life_days": 30}}
-    })
-}
+use serde_json::json;
+use support::{Small, memories};
 
 fn offload_vs_raw(c: &mut Criterion) {
     let dir = tempfile::tempdir().unwrap();
-    let memories: Vec<Value> = (0..200).map(memory).collect();
-    let text = serde_json::to_string(&memories).unwrap();
+    let text = memories(200);
     let tokens = ScriptAware.estimate(&text);
     eprintln!(
         "payload: 200 full memories, {} bytes, ~{tokens} tokens",
@@ -93,31 +65,6 @@ fn offload_vs_raw(c: &mut Criterion) {
     group.finish();
 }
 
-#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
-struct Args {
-    n: usize,
-}
-
-#[derive(Debug, Clone)]
-struct Small {
-    tool_router: ToolRouter<Self>,
-}
-
-#[tool_router]
-impl Small {
-    #[tool(description = "n memories")]
-    fn memories(&self, Parameters(Args { n }): Parameters<Args>) -> String {
-        serde_json::to_string(&(0..n).map(memory).collect::<Vec<_>>()).unwrap()
-    }
-}
-
-#[tool_handler(router = self.tool_router)]
-impl ServerHandler for Small {
-    fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-    }
-}
-
 fn inline_overhead(c: &mut Criterion) {
     // One thread for client and server: cross-thread wake-ups otherwise add
     // more jitter than the layer costs.
@@ -130,9 +77,7 @@ fn inline_overhead(c: &mut Criterion) {
         let dir = dir.path().to_owned();
         rt.block_on(async move {
             let (s, c) = tokio::io::duplex(16 << 20);
-            let small = Small {
-                tool_router: Small::tool_router(),
-            };
+            let small = Small::new();
             tokio::spawn(async move {
                 if let Some(enabled) = wrapped {
                     let cfg = OffloadConfig::default()

@@ -78,14 +78,17 @@ fn readable_parts(result: &CallToolResult) -> (Vec<&str>, Option<String>) {
     (parts, structured)
 }
 
+/// The result's tokens, for the comparison with `threshold`: an exact
+/// estimator is consulted only near it.
 fn estimate_readable(
     estimator: &dyn TokenEstimator,
     parts: &[&str],
     structured: Option<&String>,
+    threshold: usize,
 ) -> usize {
     let mut all = parts.to_vec();
     all.extend(structured.map(String::as_str));
-    estimator.estimate_parts(&all)
+    estimator.estimate_against(&all, threshold)
 }
 
 impl Shared {
@@ -95,9 +98,14 @@ impl Shared {
 
     /// A result left as it is (proxy client, offloading off): counted the
     /// same way as any other, so the size histogram stays comparable.
-    pub(crate) fn bypass(&self, result: CallToolResult) -> Processed {
+    pub(crate) fn bypass(&self, tool: &str, result: CallToolResult) -> Processed {
         let (parts, structured) = readable_parts(&result);
-        let tokens = estimate_readable(&*self.estimator, &parts, structured.as_ref());
+        let tokens = estimate_readable(
+            &*self.estimator,
+            &parts,
+            structured.as_ref(),
+            self.cfg.threshold_for(tool),
+        );
         Processed::unchanged(result, ToolOutcome::Bypassed, tokens)
     }
 
@@ -115,12 +123,14 @@ impl Shared {
             // Errors are for the model to read in full; they are never offloaded.
             return Processed::unchanged(result, ToolOutcome::Inline, 0);
         }
+        let threshold = self.cfg.threshold_for(tool);
         let (payload, estimated_tokens) = {
             let (parts, structured) = readable_parts(&result);
             match &hints.full_result {
-                Some(full) => (None, self.estimator.estimate(full)),
+                Some(full) => (None, self.estimator.estimate_against(&[full], threshold)),
                 None => {
-                    let tokens = estimate_readable(&*self.estimator, &parts, structured.as_ref());
+                    let tokens =
+                        estimate_readable(&*self.estimator, &parts, structured.as_ref(), threshold);
                     let payload = match (&result.structured_content, parts.as_slice()) {
                         (Some(v), _) if RecordSet::structured_kind(v).is_some() => {
                             Some(Payload::Structured(v.clone()))
@@ -133,7 +143,6 @@ impl Shared {
                 }
             }
         };
-        let threshold = self.cfg.threshold_for(tool);
         if estimated_tokens <= threshold {
             return Processed::unchanged(result, ToolOutcome::Inline, estimated_tokens);
         }

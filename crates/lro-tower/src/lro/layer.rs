@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use lro_core::{EventSink, OffloadConfig, Offloader, ScriptAware, TokenEstimator};
+use lro_core::{EventSink, OffloadConfig, Offloader, TokenEstimator};
 use lro_extract::{ExtractConfig, Extractor};
 use tower_layer::Layer;
 
@@ -32,8 +32,8 @@ impl Default for LroLayer {
 }
 
 impl LroLayer {
-    /// A layer for `cfg`, with the script-aware estimator and no extra event
-    /// sink.
+    /// A layer for `cfg`, with the estimator its `estimator` and
+    /// `exact_band` ask for and no extra event sink.
     pub fn new(cfg: OffloadConfig) -> Self {
         let dir = cfg.resolved_output_dir();
         let offloader = Offloader::new(&dir)
@@ -41,7 +41,7 @@ impl LroLayer {
             .profile(cfg.profile)
             .native_extract(cfg.extract)
             .guidance(cfg.guidance);
-        let estimator: Arc<dyn TokenEstimator> = Arc::new(ScriptAware);
+        let estimator = cfg.token_estimator();
         let extractor = cfg
             .extract
             .then(|| extractor(&cfg, ExtractConfig::new(dir), &estimator));
@@ -76,8 +76,10 @@ impl LroLayer {
         }
     }
 
-    /// Sets the token estimator. Defaults to [`ScriptAware`] (characters / 4
-    /// for Latin text, one token per CJK character).
+    /// Sets the token estimator, in place of the configured one. Defaults to
+    /// [`OffloadConfig::token_estimator`]: [`ScriptAware`](lro_core::ScriptAware)
+    /// (characters / 4 for Latin text, one token per CJK character), banded
+    /// with an exact tokenizer when `estimator` names one.
     #[must_use]
     pub fn estimator(self, estimator: impl TokenEstimator) -> Self {
         self.map(|s| {

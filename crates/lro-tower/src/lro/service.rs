@@ -212,7 +212,7 @@ impl<H: ServerHandler> Lro<H> {
                 trace::on_failure(&tracing::Span::current(), trace::TOOL_ERROR);
             }
             let processed = if bypass {
-                self.shared.bypass(result)
+                self.shared.bypass(&tool, result)
             } else {
                 self.shared
                     .process(&tool, arguments.as_ref(), result, scope.take(), &ct)
