@@ -124,6 +124,35 @@ fn is_plain_integer(text: &[u8]) -> bool {
     !t.contains(['.', 'e', 'E']) && (t.parse::<i64>().is_ok() || t.parse::<u64>().is_ok())
 }
 
+/// A decimal that jq prints exactly as written, recognised without
+/// formatting it: `-?D.D` with no trailing zero, at most 15 significant
+/// digits (which always round-trip through a double) and fewer than four
+/// zeros after `0.` (smaller values print with an exponent).
+fn is_plain_decimal(text: &[u8]) -> bool {
+    let digits = text.strip_prefix(b"-").unwrap_or(text);
+    let Some(dot) = digits.iter().position(|&c| c == b'.') else {
+        return false;
+    };
+    let (int, frac) = (&digits[..dot], &digits[dot + 1..]);
+    let all_digits = |d: &[u8]| !d.is_empty() && d.iter().all(u8::is_ascii_digit);
+    if !all_digits(int) || !all_digits(frac) || frac.ends_with(b"0") {
+        return false;
+    }
+    if int.len() > 1 && int[0] == b'0' {
+        return false;
+    }
+    let significant = if int == b"0" {
+        let zeros = frac.iter().take_while(|&&c| c == b'0').count();
+        if zeros >= 4 {
+            return false;
+        }
+        frac.len() - zeros
+    } else {
+        int.len() + frac.len()
+    };
+    significant <= 15
+}
+
 /// Writes a `serde_json` value.
 pub(crate) fn write_value(out: &mut Vec<u8>, v: &Value) {
     match v {
@@ -195,7 +224,7 @@ fn is_canonical(json: &[u8]) -> bool {
             b'-' | b'0'..=b'9' => {
                 let end = number_end(json, i);
                 let token = &json[i..end];
-                if !is_plain_integer(token) {
+                if !is_plain_integer(token) && !is_plain_decimal(token) {
                     let mut again = Vec::with_capacity(token.len());
                     write_number_text(&mut again, token);
                     if again != token {
@@ -355,5 +384,14 @@ mod tests {
             Cow::Borrowed(_)
         ));
         assert!(matches!(canonical(b"1500.0"), Cow::Owned(_)));
+        // The shortcut for plain decimals agrees with formatting them.
+        for text in ["0.85", "-12.5", "0.0001", "0.00001", "0.10", "1.0", "01.5", "123456789.123456", "0.123456789012345"] {
+            let mut formatted = Vec::new();
+            write_number_text(&mut formatted, text.as_bytes());
+            if is_plain_decimal(text.as_bytes()) {
+                assert_eq!(formatted, text.as_bytes(), "{text}");
+            }
+        }
+        assert!(is_plain_decimal(b"0.85") && !is_plain_decimal(b"0.00001") && !is_plain_decimal(b"1.0"));
     }
 }
