@@ -385,13 +385,25 @@ mod tests {
         ));
         assert!(matches!(canonical(b"1500.0"), Cow::Owned(_)));
         // The shortcut for plain decimals agrees with formatting them.
-        for text in ["0.85", "-12.5", "0.0001", "0.00001", "0.10", "1.0", "01.5", "123456789.123456", "0.123456789012345"] {
+        for text in [
+            "0.85",
+            "-12.5",
+            "0.0001",
+            "0.00001",
+            "0.10",
+            "1.0",
+            "01.5",
+            "123456789.123456",
+            "0.123456789012345",
+        ] {
             let mut formatted = Vec::new();
             write_number_text(&mut formatted, text.as_bytes());
             if is_plain_decimal(text.as_bytes()) {
                 assert_eq!(formatted, text.as_bytes(), "{text}");
             }
         }
-        assert!(is_plain_decimal(b"0.85") && !is_plain_decimal(b"0.00001") && !is_plain_decimal(b"1.0"));
+        assert!(
+            is_plain_decimal(b"0.85") && !is_plain_decimal(b"0.00001") && !is_plain_decimal(b"1.0")
+        );
     }
 }
