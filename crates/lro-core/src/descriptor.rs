@@ -27,8 +27,11 @@ pub const HEADER_TYPE: &str = "lro_header";
 pub const SCHEMA_VERSION: &str = "1.0";
 
 /// The detail level records were serialized at.
+///
+/// Read case-insensitively (`"Full"` is `full`), so a header written by
+/// another implementation still parses; always written in lower case.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "lowercase", try_from = "String")]
 pub enum Detail {
     /// Identity and classification fields only; no content.
     Light,
@@ -62,6 +65,13 @@ impl fmt::Display for Detail {
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("unknown detail level {0:?}: expected light, medium or full")]
 pub struct UnknownDetail(pub String);
+
+impl TryFrom<String> for Detail {
+    type Error = UnknownDetail;
+    fn try_from(s: String) -> Result<Self, Self::Error> {
+        s.parse()
+    }
+}
 
 impl FromStr for Detail {
     type Err = UnknownDetail;
@@ -434,6 +444,11 @@ mod tests {
     #[test]
     fn detail_parses_case_insensitively() {
         assert_eq!("FULL".parse::<Detail>().unwrap(), Detail::Full);
+        assert_eq!(
+            serde_json::from_str::<Detail>("\"Medium\"").unwrap(),
+            Detail::Medium
+        );
+        assert_eq!(serde_json::to_string(&Detail::Light).unwrap(), "\"light\"");
         assert!("verbose".parse::<Detail>().is_err());
     }
 }

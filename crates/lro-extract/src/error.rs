@@ -113,7 +113,7 @@ pub enum ExtractError {
         "the first result is larger than the {limit}-byte output limit; select fewer fields (e.g. {{id, title}}) or smaller parts"
     )]
     OutputLimit {
-        /// The configured `max_output_bytes`.
+        /// The bytes of output still available when the result came.
         limit: usize,
     },
 }

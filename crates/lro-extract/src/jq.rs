@@ -585,6 +585,9 @@ impl Job<'_> {
                     message: exn_message(e),
                 })?);
             }
+            if results.len() == 1 {
+                out.single_result();
+            }
             match results.as_slice() {
                 [one @ (Val::Arr(_) | Val::Obj(_))] if self.window != Window::default() => {
                     emit_elements(one, self.window, out, originals)?;
@@ -645,6 +648,9 @@ impl Job<'_> {
 }
 
 fn push_fast(out: &mut Collector, bytes: &[u8], raw: bool) -> Flow {
+    if out.admit() == Flow::Stop {
+        return Flow::Stop;
+    }
     let bytes: &[u8] = &if raw {
         Cow::Borrowed(bytes)
     } else {
@@ -802,7 +808,8 @@ fn shorten(
                     render::write_str(&mut q, floor_char_boundary(&text, n).as_bytes());
                     q
                 };
-                let (mut lo, mut hi) = (0, text.len());
+                // A prefix longer than the bytes left can never fit.
+                let (mut lo, mut hi) = (0, text.len().min(out.remaining_bytes()));
                 while lo < hi {
                     let mid = (lo + hi).div_ceil(2);
                     if out.fits(&quoted(mid)) {

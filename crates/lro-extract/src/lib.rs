@@ -14,7 +14,8 @@
 //! Every call is guarded (only offload files directly inside the
 //! configured directory) and bounded: it runs on a worker thread that is
 //! stopped at the timeout (cooperatively, at every jq term), and its output is cut at
-//! `max_output_values` / `max_output_bytes` with a notice.
+//! `max_output_values` / `max_output_bytes` / `max_output_tokens`, between
+//! results, with a notice and the request for the next part.
 //!
 //! ```
 //! use lro_core::{offload::{Offloader, OffloadInput}, records::RecordSet};
@@ -507,9 +508,15 @@ fn next_part(
 ) -> Option<ExtractRequest> {
     let mut next = req.clone();
     match (mode, cut) {
-        (ExtractMode::Recipe | ExtractMode::Query, Cut::Elements { from, shown, .. })
-            if elements && shown > 0 =>
-        {
+        (
+            ExtractMode::Recipe | ExtractMode::Query,
+            Cut::Elements {
+                from,
+                shown,
+                single: true,
+                ..
+            },
+        ) if elements && shown > 0 => {
             next.offset = Some(from + shown);
             next.limit = Some(req.limit.unwrap_or(shown));
         }

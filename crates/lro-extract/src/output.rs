@@ -51,7 +51,7 @@ impl ExtractOutput {
     /// The result lines of [`ExtractOutput::text`], without the `# ` notice
     /// line, for callers that show the notice on its own.
     pub fn results(&self) -> &str {
-        &self.text[..self.results_len]
+        self.text.get(..self.results_len).unwrap_or(&self.text)
     }
 }
 
@@ -105,6 +105,9 @@ pub(crate) enum Cut {
         from: usize,
         shown: usize,
         total: usize,
+        /// The filter returned only this result, so offset/limit can page
+        /// its elements.
+        single: bool,
     },
 }
 
@@ -122,6 +125,7 @@ pub(crate) struct Collector {
     tokens: usize,
     truncated: bool,
     cut: Option<Cut>,
+    single_result: bool,
     notices: Vec<String>,
 }
 
@@ -149,6 +153,7 @@ impl Collector {
             tokens: 0,
             truncated: false,
             cut: None,
+            single_result: false,
             notices: Vec::new(),
         }
     }
@@ -176,6 +181,11 @@ impl Collector {
 
     /// Whether one more result is allowed at all; records the cut when not.
     pub(crate) fn admit(&mut self) -> Flow {
+        if !self.skips_next() && self.window.limit.is_some_and(|limit| self.count >= limit) {
+            // The page is full and the filter has more: say where it goes on.
+            self.cut = Some(Cut::Results { shown: self.count });
+            return Flow::Stop;
+        }
         if self.count >= self.limits.max_values {
             self.cut_results(format!(
                 "output stopped after {} results (max_output_values)",
@@ -197,6 +207,9 @@ impl Collector {
 
     /// Whether `line` (plus a newline) fits what is left of every budget.
     pub(crate) fn fits(&self, line: &[u8]) -> bool {
+        if self.bytes.saturating_add(line.len()).saturating_add(1) > self.limits.max_bytes {
+            return false;
+        }
         let tokens = match &self.limits.max_tokens {
             Some((_, estimator)) => estimator.estimate(&String::from_utf8_lossy(line)),
             None => 0,
@@ -211,11 +224,6 @@ impl Collector {
         if self.skipped < self.window.offset {
             self.skipped += 1;
             return Flow::Continue;
-        }
-        if self.window.limit.is_some_and(|limit| self.count >= limit) {
-            // The page is full and the filter has more: say where it goes on.
-            self.cut = Some(Cut::Results { shown: self.count });
-            return Flow::Stop;
         }
         if self.admit() == Flow::Stop {
             return Flow::Stop;
@@ -296,7 +304,18 @@ impl Collector {
         truncated: bool,
     ) {
         self.truncated |= truncated;
-        self.cut = Some(Cut::Elements { from, shown, total });
+        self.cut = Some(Cut::Elements {
+            from,
+            shown,
+            total,
+            single: self.single_result,
+        });
+    }
+
+    /// Records that the filter returned exactly one result (a slurp), so
+    /// offset/limit page its elements.
+    pub(crate) fn single_result(&mut self) {
+        self.single_result = true;
     }
 
     /// Whether the window skips the next result (so its size is moot).
@@ -336,7 +355,10 @@ impl Collector {
         next: impl FnOnce(Cut) -> Option<ExtractRequest>,
     ) -> ExtractOutput {
         let next = self.cut.and_then(|cut| {
-            if let Cut::Elements { from, shown, total } = cut {
+            if let Cut::Elements {
+                from, shown, total, ..
+            } = cut
+            {
                 let (first, last) = (from + 1, from + shown);
                 self.notices.insert(
                     0,

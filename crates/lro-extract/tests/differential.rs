@@ -331,3 +331,31 @@ fn next_parts_page_through_the_whole_result() {
         assert_same_text(&joined, &expected, &format!("recipe {n} paged"));
     }
 }
+
+#[test]
+fn next_parts_are_only_offered_where_offset_and_limit_mean_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let ex = Extractor::new(ExtractConfig::new(dir.path()).max_output_tokens(Some(1600)));
+    let records: Vec<Value> = corpus(200, 5)
+        .iter()
+        .map(|m| at_detail(m, Detail::Full))
+        .collect();
+    let file = offload(dir.path(), "recall", &records, Detail::Full);
+    // Two results, the first an array too big to show whole: offset/limit
+    // would page the results, not its elements, so no next part is offered.
+    let mut req = ExtractRequest::new(file.path.to_string_lossy());
+    req.query = Some("., length".into());
+    req.slurp = Some(true);
+    let out = ex.run(&req).unwrap();
+    assert!(out.truncated);
+    assert!(out.next.is_none(), "{:?}", out.next);
+    assert!(out.notice.unwrap().contains("showing "));
+    // A full page is not a cut: not truncated, and the next page is offered.
+    let mut req = ExtractRequest::new(file.path.to_string_lossy());
+    req.recipe = Some(4);
+    req.limit = Some(3);
+    let out = ex.run(&req).unwrap();
+    assert_eq!(out.count, 3);
+    assert!(!out.truncated);
+    assert_eq!(out.next.as_ref().and_then(|n| n.offset), Some(3));
+}
