@@ -412,9 +412,8 @@ fn execute(
     let mut reader = BufReader::with_capacity(256 * 1024, file.open()?);
     let header = read_header(&mut reader, &file)?;
     let mut raw = false;
-    // With slurp, offset/limit page the elements of the one result; else
-    // the stream of results.
-    let mut elements = false;
+    // With slurp, offset/limit page the elements of the one result (see
+    // `Job::window`); else the stream of results.
     let window = Window {
         offset: req.offset.unwrap_or(0),
         limit: req.limit,
@@ -456,7 +455,6 @@ fn execute(
                 .zip(vars.iter().cloned())
                 .collect();
             let fast = fast_path(&recipe.filter, &named, recipe.slurp, raw, fast_paths);
-            elements = recipe.slurp;
             Job {
                 program: &program,
                 projection: project::analyze(&recipe.filter, recipe.slurp).filter(|_| fast_paths),
@@ -477,7 +475,6 @@ fn execute(
             let names: Vec<&str> = params.keys().map(String::as_str).collect();
             let program = jq::compile_with_vars(&code, &names)?;
             let fast = fast_path(&code, &params, slurp, false, fast_paths);
-            elements = slurp;
             Job {
                 program: &program,
                 projection: project::analyze(&code, slurp).filter(|_| fast_paths),
@@ -494,18 +491,13 @@ fn execute(
         Plan::Lines(window) => text::run_lines(&window, header.count, reader, guard, &mut out)?,
         Plan::Grep(g) => g.run(reader, guard, &mut out)?,
     }
-    Ok(out.finish(mode, raw, |cut| next_part(req, mode, cut, elements)))
+    Ok(out.finish(mode, raw, |cut| next_part(req, mode, cut)))
 }
 
 /// The request that shows what comes after `cut`, when offset/limit can
 /// express it: the next elements of a slurped result, or the next results
 /// of a stream (recipe, query, structured).
-fn next_part(
-    req: &ExtractRequest,
-    mode: ExtractMode,
-    cut: Cut,
-    elements: bool,
-) -> Option<ExtractRequest> {
+fn next_part(req: &ExtractRequest, mode: ExtractMode, cut: Cut) -> Option<ExtractRequest> {
     let mut next = req.clone();
     match (mode, cut) {
         (
@@ -516,7 +508,7 @@ fn next_part(
                 single: true,
                 ..
             },
-        ) if elements && shown > 0 => {
+        ) if shown > 0 => {
             next.offset = Some(from + shown);
             next.limit = Some(req.limit.unwrap_or(shown));
         }

@@ -196,25 +196,27 @@ impl Collector {
         Flow::Continue
     }
 
+    /// The estimated tokens of `line`, when tokens are budgeted.
+    fn estimate(&self, line: &[u8]) -> usize {
+        match &self.limits.max_tokens {
+            Some((_, estimator)) => estimator.estimate(&String::from_utf8_lossy(line)),
+            None => 0,
+        }
+    }
+
     /// The estimated tokens of `line` and its newline, when tokens are
     /// budgeted.
     pub(crate) fn tokens_of(&self, line: &[u8]) -> usize {
         match &self.limits.max_tokens {
-            Some((_, estimator)) => estimator.estimate(&String::from_utf8_lossy(line)) + 1,
+            Some(_) => self.estimate(line) + 1,
             None => 0,
         }
     }
 
     /// Whether `line` (plus a newline) fits what is left of every budget.
     pub(crate) fn fits(&self, line: &[u8]) -> bool {
-        if self.bytes.saturating_add(line.len()).saturating_add(1) > self.limits.max_bytes {
-            return false;
-        }
-        let tokens = match &self.limits.max_tokens {
-            Some((_, estimator)) => estimator.estimate(&String::from_utf8_lossy(line)),
-            None => 0,
-        };
-        self.fits_size(line.len(), tokens)
+        // The byte check first: it is free, the estimate is not.
+        self.fits_size(line.len(), 0) && self.fits_size(line.len(), self.estimate(line))
     }
 
     /// Adds one result line, unless the window skips it. `value` is built

@@ -277,8 +277,9 @@ fn output_over_the_budget_is_a_valid_prefix_of_jq_at_every_detail() {
     assert!(cut >= 20, "the budget bites: {cut} recipe runs were cut");
 }
 
-#[test]
-fn next_parts_page_through_the_whole_result() {
+/// 200 full-detail memories, and an extractor with the layer's default
+/// budget of 1600 tokens.
+fn budgeted_full_file() -> (tempfile::TempDir, Extractor, Offloaded) {
     let dir = tempfile::tempdir().unwrap();
     let ex = Extractor::new(ExtractConfig::new(dir.path()).max_output_tokens(Some(1600)));
     let records: Vec<Value> = corpus(200, 5)
@@ -286,6 +287,12 @@ fn next_parts_page_through_the_whole_result() {
         .map(|m| at_detail(m, Detail::Full))
         .collect();
     let file = offload(dir.path(), "recall", &records, Detail::Full);
+    (dir, ex, file)
+}
+
+#[test]
+fn next_parts_page_through_the_whole_result() {
+    let (_dir, ex, file) = budgeted_full_file();
     // A slurped array (recipe 8, sort by created) and a stream (recipe 4).
     for n in [8u8, 4] {
         let recipe = file.recipes.get(n).unwrap();
@@ -334,13 +341,7 @@ fn next_parts_page_through_the_whole_result() {
 
 #[test]
 fn next_parts_are_only_offered_where_offset_and_limit_mean_them() {
-    let dir = tempfile::tempdir().unwrap();
-    let ex = Extractor::new(ExtractConfig::new(dir.path()).max_output_tokens(Some(1600)));
-    let records: Vec<Value> = corpus(200, 5)
-        .iter()
-        .map(|m| at_detail(m, Detail::Full))
-        .collect();
-    let file = offload(dir.path(), "recall", &records, Detail::Full);
+    let (_dir, ex, file) = budgeted_full_file();
     // Two results, the first an array too big to show whole: offset/limit
     // would page the results, not its elements, so no next part is offered.
     let mut req = ExtractRequest::new(file.path.to_string_lossy());

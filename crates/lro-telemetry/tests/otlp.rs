@@ -3,10 +3,12 @@
 //! hands each request to the test over a channel. One global install per
 //! test binary, so this file holds a single test.
 
-use std::{path::PathBuf, time::Duration};
+mod support;
+
+use std::time::Duration;
 
 use axum::{Router, body::Bytes, http::header::CONTENT_TYPE, routing::post};
-use lro_core::event::{LroEvent, Offloaded, emit};
+use lro_core::event::{LroEvent, emit};
 use lro_telemetry::Telemetry;
 use opentelemetry_proto::tonic::{
     collector::trace::v1::{ExportTraceServiceRequest, ExportTraceServiceResponse},
@@ -94,17 +96,7 @@ async fn spans_with_attributes_and_events_reach_the_collector() {
             jsonrpc.request.id = "7",
         );
         let _entered = span.enter();
-        let mut offloaded = Offloaded::new(
-            "recall_memories",
-            "recall",
-            PathBuf::from("/tmp/atlatl-recall-01ARZ3NDEKTSV4RRFFQ69G5FAV.jsonl"),
-        );
-        offloaded.records = 120;
-        offloaded.bytes = 48_000;
-        offloaded.estimated_tokens = 5_000;
-        offloaded.descriptor_tokens = 600;
-        offloaded.write_duration = Duration::from_millis(3);
-        emit(&(), LroEvent::Offloaded(offloaded));
+        emit(&(), LroEvent::Offloaded(support::sample_offloaded()));
     }
 
     // Flushing blocks until the receiver answers, and the receiver runs on

@@ -2,19 +2,19 @@
 //! TCP, the way Prometheus does. One global install per test binary, so this
 //! file holds a single test.
 
+mod support;
+
 use std::{
     collections::BTreeSet,
     io::{Read, Write},
     net::{SocketAddr, TcpListener, TcpStream},
-    path::PathBuf,
     process::{Command, Stdio},
     time::Duration,
 };
 
 use lro_core::{
     event::{
-        CleanupCompleted, ExpiryReason, LroEvent, OffloadFileExpired, Offloaded, ToolOutcome,
-        ToolResult, emit,
+        CleanupCompleted, ExpiryReason, LroEvent, OffloadFileExpired, ToolOutcome, ToolResult, emit,
     },
     metric,
 };
@@ -52,13 +52,8 @@ fn http_get(addr: SocketAddr, path: &str) -> (String, String, String) {
 }
 
 fn emit_some_events() {
-    let path = PathBuf::from("/tmp/atlatl-recall-01ARZ3NDEKTSV4RRFFQ69G5FAV.jsonl");
-    let mut offloaded = Offloaded::new("recall_memories", "recall", path.clone());
-    offloaded.records = 120;
-    offloaded.bytes = 48_000;
-    offloaded.estimated_tokens = 5_000;
-    offloaded.descriptor_tokens = 600;
-    offloaded.write_duration = Duration::from_millis(3);
+    let offloaded = support::sample_offloaded();
+    let path = offloaded.path.clone();
     emit(&(), LroEvent::Offloaded(offloaded));
     emit(
         &(),
