@@ -27,7 +27,8 @@ use crate::{
     inspect, parse_condition, parse_param, parse_window,
 };
 
-/// Extract from, inspect and clean up Large Result Offloading files.
+/// Large Result Offloading for MCP: proxy any server, and extract from,
+/// inspect and clean up offload files.
 #[derive(Debug, Parser)]
 #[command(name = "lro", version, about, after_help = EXIT_STATUS_HELP)]
 #[non_exhaustive]
@@ -40,6 +41,9 @@ pub struct Cli {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Put Large Result Offloading in front of any MCP server: a command
+    /// spawned over stdio, or a streamable-HTTP URL.
+    Proxy(Box<crate::proxy::ProxyArgs>),
     /// Query an offload file: a recipe, a jq filter, structured conditions,
     /// a window of lines, or a grep (exactly one).
     Extract(Box<ExtractArgs>),

@@ -3,7 +3,7 @@
 //! | status | meaning |
 //! |---|---|
 //! | 0 | success |
-//! | 1 | a failure at run time: an unreadable or refused file, a timeout, cleanup errors |
+//! | 1 | a failure at run time: an unreadable or refused file, a timeout, cleanup errors, a proxy upstream that cannot be started or reached, or that exits |
 //! | 2 | a usage error: bad flags or values, conflicting modes, a filter that does not compile |
 //!
 //! A subcommand may add codes of its own above 2 (for example 3 for a target
@@ -31,7 +31,8 @@ pub const EXIT_USAGE: u8 = 2;
 pub const EXIT_STATUS_HELP: &str = "\
 Exit status (every subcommand):
   0  success
-  1  failure at run time: an unreadable or refused file, a timeout, cleanup errors
+  1  failure at run time: an unreadable or refused file, a timeout, cleanup errors,
+     an upstream that cannot be started or reached, or that exits
   2  usage error: bad flags or values, conflicting modes, a filter that does not compile";
 
 /// Why a command failed.
@@ -64,6 +65,13 @@ pub enum CliError {
     /// Cleanup ran but could not remove some files.
     #[error("{0} files could not be cleaned up")]
     CleanupErrors(usize),
+    /// The proxy's upstream could not be started, reached or kept.
+    #[error(transparent)]
+    Proxy(#[from] lro_proxy::ProxyError),
+    /// A failure at run time with its own sentence (the upstream was lost, a
+    /// runtime or exporter could not start).
+    #[error("{0}")]
+    Runtime(String),
 }
 
 impl CliError {

@@ -1,5 +1,5 @@
-//! The `lro` command-line tool: `lro extract`, `lro inspect`, `lro gc`,
-//! `lro metrics`. Every subcommand follows one exit-status table
+//! The `lro` command-line tool: `lro proxy`, `lro extract`, `lro inspect`,
+//! `lro gc`, `lro metrics`. Every subcommand follows one exit-status table
 //! ([`error`]): 0 success, 1 failure at run time, 2 usage error.
 //!
 //! The binary is a thin layer over [`lro_extract`] (same engine, same path
@@ -22,6 +22,7 @@
 pub mod cli;
 pub mod error;
 pub mod inspect;
+pub mod proxy;
 
 use lro_extract::{Condition, Op};
 use serde_json::Value;

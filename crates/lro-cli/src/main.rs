@@ -1,4 +1,5 @@
-//! `lro`: extract from, inspect and clean up LRO offload files.
+//! `lro`: proxy any MCP server with Large Result Offloading, and extract
+//! from, inspect and clean up offload files.
 //!
 //! Exit status: 0 on success, 1 for a failure at run time, 2 for a usage
 //! error (see `lro_cli::error`); the message goes to stderr.
@@ -15,6 +16,7 @@ fn main() -> ExitCode {
     let mut stderr = std::io::stderr();
     let mut stdout = std::io::stdout();
     let result = match &cli.command {
+        Command::Proxy(args) => lro_cli::proxy::proxy(args),
         Command::Extract(args) => cli::extract(args, Box::new(std::io::stdout()), &mut stderr),
         Command::Inspect(args) => cli::inspect(args, &mut stdout),
         Command::Gc(args) => cli::gc(args, SystemTime::now(), &mut stdout),

@@ -268,13 +268,14 @@ impl LroEvent {
     pub fn record_metrics(&self) {
         match self {
             LroEvent::ToolResult(e) => {
-                counter!(metric::TOOL_RESULTS_TOTAL, "tool" => e.tool.clone(), "outcome" => e.outcome.as_str())
+                let tool = metric::tool_label(&e.tool);
+                counter!(metric::TOOL_RESULTS_TOTAL, "tool" => tool.clone(), "outcome" => e.outcome.as_str())
                     .increment(1);
-                histogram!(metric::RESULT_ESTIMATED_TOKENS, "tool" => e.tool.clone())
+                histogram!(metric::RESULT_ESTIMATED_TOKENS, "tool" => tool)
                     .record(e.estimated_tokens as f64);
             }
             LroEvent::Offloaded(e) => {
-                let tool = e.tool.clone();
+                let tool = metric::tool_label(&e.tool);
                 histogram!(metric::OFFLOAD_WRITE_DURATION_SECONDS, "tool" => tool.clone())
                     .record(e.write_duration.as_secs_f64());
                 counter!(metric::OFFLOADED_BYTES_TOTAL, "tool" => tool.clone()).increment(e.bytes);

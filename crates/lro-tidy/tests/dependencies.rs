@@ -123,6 +123,21 @@ fn extraction_and_cleanup_know_nothing_of_mcp() {
 }
 
 #[test]
+fn the_proxy_has_no_offload_path_of_its_own() {
+    let graph = Graph::load();
+    // Offloading is the layer's job: the proxy only forwards, and the CLI
+    // wraps it with `LroLayer`.
+    for krate in ["lro-tower", "lro-extract", "lro-scheduler"] {
+        assert!(
+            !graph.reaches("lro-proxy", krate),
+            "lro-proxy depends on {krate}"
+        );
+    }
+    assert!(graph.reaches("lro-proxy", "rmcp"));
+    assert!(graph.reaches("lro-cli", "lro-proxy") && graph.reaches("lro-cli", "lro-tower"));
+}
+
+#[test]
 fn only_binaries_and_examples_install_exporters() {
     let graph = Graph::load();
     let libs = libraries(&graph);

@@ -166,6 +166,82 @@ label_values! {
     }
 }
 
+label_values! {
+    /// How an upstream session of `lro proxy` ended (`reason` of
+    /// `lro_upstream_exits_total`).
+    pub enum UpstreamExit {
+        /// The proxy ended it: the client went away or the proxy shut down.
+        Shutdown => "shutdown",
+        /// A child process exited on its own with status 0.
+        Exited => "exited",
+        /// A child process failed: a non-zero status or a signal.
+        Failed => "failed",
+        /// The connection to an HTTP upstream was lost.
+        Disconnected => "disconnected",
+    }
+}
+
+label_values! {
+    /// The MCP method of a request `lro proxy` forwarded (`method` of the
+    /// `lro_upstream_*` metrics). Rare methods share `other`.
+    pub enum UpstreamMethod {
+        /// `initialize`.
+        Initialize => "initialize",
+        /// `tools/call`.
+        ToolsCall => "tools/call",
+        /// `tools/list`.
+        ToolsList => "tools/list",
+        /// `resources/list`, `resources/templates/list` and `resources/read`.
+        Resources => "resources",
+        /// `prompts/list` and `prompts/get`.
+        Prompts => "prompts",
+        /// Server-to-client requests: sampling, elicitation, roots.
+        ClientRequest => "client_request",
+        /// Everything else: ping, completion, logging, tasks, custom methods.
+        Other => "other",
+    }
+}
+
+label_values! {
+    /// The JSON-RPC error code an upstream answered with (`code` of
+    /// `lro_upstream_errors_total`), or how the call failed without one.
+    pub enum UpstreamErrorCode {
+        /// -32700.
+        ParseError => "-32700",
+        /// -32600.
+        InvalidRequest => "-32600",
+        /// -32601.
+        MethodNotFound => "-32601",
+        /// -32602.
+        InvalidParams => "-32602",
+        /// -32603.
+        InternalError => "-32603",
+        /// -32002, MCP's resource not found.
+        ResourceNotFound => "-32002",
+        /// Any other code.
+        Other => "other",
+        /// No answer: the upstream went away while the call was pending.
+        Transport => "transport",
+        /// The client cancelled the call.
+        Cancelled => "cancelled",
+    }
+}
+
+impl UpstreamErrorCode {
+    /// The label value for a JSON-RPC error code.
+    pub fn from_code(code: i32) -> Self {
+        match code {
+            -32700 => Self::ParseError,
+            -32600 => Self::InvalidRequest,
+            -32601 => Self::MethodNotFound,
+            -32602 => Self::InvalidParams,
+            -32603 => Self::InternalError,
+            -32002 => Self::ResourceNotFound,
+            _ => Self::Other,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -177,5 +253,7 @@ mod tests {
         }
         assert_eq!(ExtractMode::SET.variants.len(), ExtractMode::ALL.len());
         assert_eq!(ExpiryReason::Quota.to_string(), "quota");
+        assert_eq!(UpstreamErrorCode::from_code(-32601).as_str(), "-32601");
+        assert_eq!(UpstreamErrorCode::from_code(-1), UpstreamErrorCode::Other);
     }
 }

@@ -29,6 +29,12 @@
 //! | `lro_offload_disk_bytes` | gauge | | bytes of offload files on disk after the last cleanup |
 //! | `lro_extract_requests_total` | counter | `mode`, `outcome` | `lro_extract` calls by [`ExtractMode`] and [`ExtractOutcome`] |
 //! | `lro_extract_duration_seconds` | histogram | `mode` | `lro_extract` run time |
+//! | `lro_upstream_up` | gauge | | `lro proxy`: 1 while the upstream is reachable |
+//! | `lro_upstream_sessions` | gauge | | `lro proxy`: upstream sessions open now |
+//! | `lro_upstream_exits_total` | counter | `reason` | upstream sessions ended, by [`UpstreamExit`] |
+//! | `lro_upstream_restarts_total` | counter | | upstream sessions opened again after a loss |
+//! | `lro_upstream_errors_total` | counter | `method`, `code` | failed forwarded requests by [`UpstreamMethod`] and [`UpstreamErrorCode`] |
+//! | `lro_upstream_request_duration_seconds` | histogram | `method` | forwarded request latency |
 //! | `lro_build_info` | gauge | `version`, `conformance_level` | always 1 |
 //!
 //! ```
@@ -48,7 +54,7 @@ use serde_json::{Value, json};
 
 pub use label::{
     CleanupOutcome, ExpiryReason, ExtractMode, ExtractOutcome, LabelSet, ToolOutcome,
-    WriteFailureReason,
+    UpstreamErrorCode, UpstreamExit, UpstreamMethod, WriteFailureReason,
 };
 
 /// `lro_tool_results_total`.
@@ -86,6 +92,18 @@ pub const OFFLOAD_DISK_BYTES: &str = "lro_offload_disk_bytes";
 pub const EXTRACT_REQUESTS_TOTAL: &str = "lro_extract_requests_total";
 /// `lro_extract_duration_seconds`.
 pub const EXTRACT_DURATION_SECONDS: &str = "lro_extract_duration_seconds";
+/// `lro_upstream_up`.
+pub const UPSTREAM_UP: &str = "lro_upstream_up";
+/// `lro_upstream_sessions`.
+pub const UPSTREAM_SESSIONS: &str = "lro_upstream_sessions";
+/// `lro_upstream_exits_total`.
+pub const UPSTREAM_EXITS_TOTAL: &str = "lro_upstream_exits_total";
+/// `lro_upstream_restarts_total`.
+pub const UPSTREAM_RESTARTS_TOTAL: &str = "lro_upstream_restarts_total";
+/// `lro_upstream_errors_total`.
+pub const UPSTREAM_ERRORS_TOTAL: &str = "lro_upstream_errors_total";
+/// `lro_upstream_request_duration_seconds`.
+pub const UPSTREAM_REQUEST_DURATION_SECONDS: &str = "lro_upstream_request_duration_seconds";
 /// `lro_build_info`.
 pub const BUILD_INFO: &str = "lro_build_info";
 
@@ -325,6 +343,57 @@ pub const ALL: &[MetricDef] = &[
         "lro_extract run time.",
     ),
     def!(
+        UPSTREAM_UP,
+        Gauge,
+        None,
+        [],
+        None,
+        "lro proxy: 1 when the last attempt to open an upstream session succeeded and no session has been lost since, else 0.",
+    ),
+    def!(
+        UPSTREAM_SESSIONS,
+        Gauge,
+        None,
+        [],
+        None,
+        "lro proxy: upstream sessions open now (one per client session).",
+    ),
+    def!(
+        UPSTREAM_EXITS_TOTAL,
+        Counter,
+        None,
+        [LabelDef::closed("reason", UpstreamExit::SET)],
+        None,
+        "lro proxy: upstream sessions that ended, by reason (shutdown, exited, failed, disconnected).",
+    ),
+    def!(
+        UPSTREAM_RESTARTS_TOTAL,
+        Counter,
+        None,
+        [],
+        None,
+        "lro proxy: upstream sessions opened again after one was lost (a respawned child or a reconnect).",
+    ),
+    def!(
+        UPSTREAM_ERRORS_TOTAL,
+        Counter,
+        None,
+        [
+            LabelDef::closed("method", UpstreamMethod::SET),
+            LabelDef::closed("code", UpstreamErrorCode::SET)
+        ],
+        None,
+        "lro proxy: forwarded requests that failed, by method and JSON-RPC error code.",
+    ),
+    def!(
+        UPSTREAM_REQUEST_DURATION_SECONDS,
+        Histogram,
+        Some(Unit::Seconds),
+        [LabelDef::closed("method", UpstreamMethod::SET)],
+        Some(DURATION_BUCKETS),
+        "lro proxy: time from forwarding a request to its answer, by method.",
+    ),
+    def!(
         BUILD_INFO,
         Gauge,
         None,
@@ -417,12 +486,54 @@ pub fn register_zeroed() {
     }
 }
 
+/// Registers the upstream counters of `lro proxy` at zero, so its alerts
+/// see the first exit or error as an increase.
+pub fn register_upstream_zeroed() {
+    for reason in UpstreamExit::ALL {
+        counter!(UPSTREAM_EXITS_TOTAL, "reason" => reason.as_str()).absolute(0);
+    }
+    counter!(UPSTREAM_RESTARTS_TOTAL).absolute(0);
+}
+
 /// Registers a tool's result counters at zero (done when tools are listed).
 pub fn register_tool(tool: &str) {
+    let tool = tool_label(tool);
     for outcome in ToolOutcome::ALL {
-        counter!(TOOL_RESULTS_TOTAL, "tool" => tool.to_owned(), "outcome" => outcome.as_str())
+        counter!(TOOL_RESULTS_TOTAL, "tool" => tool.clone(), "outcome" => outcome.as_str())
             .absolute(0);
     }
+}
+
+/// Distinct `tool` label values kept before the rest share
+/// [`OTHER_TOOLS`].
+pub const MAX_TOOL_LABELS: usize = 100;
+
+/// The `tool` label value shared by tools past [`MAX_TOOL_LABELS`].
+pub const OTHER_TOOLS: &str = "other";
+
+/// The `tool` label value for `tool`: its own name for the first
+/// [`MAX_TOOL_LABELS`] distinct names this process sees, [`OTHER_TOOLS`]
+/// after that. Tool names are arbitrary behind `lro proxy`, so without a cap
+/// one upstream could create series without bound.
+///
+/// ```
+/// assert_eq!(lro_core::metric::tool_label("search"), "search");
+/// ```
+pub fn tool_label(tool: &str) -> String {
+    static SEEN: std::sync::Mutex<Option<std::collections::HashSet<String>>> =
+        std::sync::Mutex::new(None);
+    let mut seen = SEEN
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let seen = seen.get_or_insert_with(Default::default);
+    if seen.contains(tool) {
+        return tool.to_owned();
+    }
+    if seen.len() < MAX_TOOL_LABELS {
+        seen.insert(tool.to_owned());
+        return tool.to_owned();
+    }
+    OTHER_TOOLS.to_owned()
 }
 
 #[cfg(test)]
@@ -441,6 +552,23 @@ mod tests {
             find(EXTRACT_DURATION_SECONDS).unwrap().kind,
             Kind::Histogram
         );
+    }
+
+    #[test]
+    fn tool_labels_are_capped() {
+        // Names unique to this test; other tests of the process may have
+        // taken some of the slots already, so fill up to the cap first.
+        let names: Vec<String> = (0..=MAX_TOOL_LABELS)
+            .map(|i| format!("cap-test-{i}"))
+            .collect();
+        let labels: Vec<String> = names.iter().map(|n| tool_label(n)).collect();
+        assert_eq!(labels.last().unwrap(), OTHER_TOOLS);
+        assert_eq!(
+            tool_label(&names[0]),
+            names[0],
+            "a name seen before keeps its label"
+        );
+        assert_eq!(tool_label("cap-test-new"), OTHER_TOOLS);
     }
 
     #[test]

@@ -111,6 +111,8 @@ impl Shared {
 
     /// Decides and, when over the threshold, offloads. Never fails: a write
     /// problem becomes a truncated inline result with a warning.
+    /// `shadowed` says the inner server has a tool named `lro_extract`, so
+    /// the guidance points at the jq recipes instead of ours.
     pub(crate) async fn process(
         self: &Arc<Self>,
         tool: &str,
@@ -118,6 +120,7 @@ impl Shared {
         result: CallToolResult,
         hints: ScopeHints,
         ct: &CancellationToken,
+        shadowed: bool,
     ) -> Processed {
         if result.is_error == Some(true) {
             // Errors are for the model to read in full; they are never offloaded.
@@ -177,6 +180,7 @@ impl Shared {
             query,
             detail,
             score_range: hints.score_range,
+            shadowed,
             estimated_tokens,
             threshold,
             payload,
@@ -286,10 +290,14 @@ impl Shared {
         input.query = job.query.clone();
         input.detail = job.detail;
         input.score_range = job.score_range;
-        match self
-            .offloader
-            .offload(input, &|| cancel.load(Ordering::Relaxed))
-        {
+        let shell;
+        let offloader = if job.shadowed {
+            shell = self.offloader.clone().native_extract(false);
+            &shell
+        } else {
+            &self.offloader
+        };
+        match offloader.offload(input, &|| cancel.load(Ordering::Relaxed)) {
             Ok(out) => JobOutcome::Offloaded {
                 out: Box::new(out),
                 records: records.len(),
@@ -323,6 +331,7 @@ struct Job {
     query: Option<String>,
     detail: Option<Detail>,
     score_range: Option<(f64, f64)>,
+    shadowed: bool,
     estimated_tokens: usize,
     threshold: usize,
     payload: Payload,
@@ -448,7 +457,7 @@ mod tests {
         let ct = CancellationToken::new();
         ct.cancel();
         let p = shared(dir.path())
-            .process("t", None, big_result(), ScopeHints::default(), &ct)
+            .process("t", None, big_result(), ScopeHints::default(), &ct, false)
             .await;
         assert_eq!(p.decision, ToolOutcome::Inline);
         assert_eq!(
@@ -479,6 +488,7 @@ mod tests {
                 small,
                 hints,
                 &CancellationToken::new(),
+                false,
             )
             .await;
         assert_eq!(p.decision, ToolOutcome::Offloaded);

@@ -3,7 +3,10 @@
 use std::{
     borrow::Cow,
     collections::{HashMap, VecDeque},
-    sync::{Arc, Mutex},
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicBool, Ordering},
+    },
 };
 
 use lro_core::OffloadConfig;
@@ -35,6 +38,9 @@ pub struct Lro<H> {
     inner: H,
     pub(crate) shared: Arc<Shared>,
     tasks: Arc<Mutex<TaskBook>>,
+    /// The inner handler listed a tool named `lro_extract` (a proxied
+    /// upstream may): that tool wins, and ours is neither listed nor called.
+    shadowed: Arc<AtomicBool>,
 }
 
 /// What the layer knows about tasks, bounded: every insert goes through
@@ -82,6 +88,7 @@ impl<H: Clone> Clone for Lro<H> {
             inner: self.inner.clone(),
             shared: self.shared.clone(),
             tasks: self.tasks.clone(),
+            shadowed: self.shadowed.clone(),
         }
     }
 }
@@ -106,6 +113,7 @@ impl<H> Lro<H> {
             inner,
             shared,
             tasks: Arc::default(),
+            shadowed: Arc::default(),
         }
     }
 
@@ -175,7 +183,7 @@ impl<H: ServerHandler> Lro<H> {
     ) -> Result<CallToolResponse, McpError> {
         let tool = request.name.to_string();
         let span = trace::make_span(&tool, &cx);
-        if tool == extract::EXTRACT_TOOL && self.shared.extractor.is_some() {
+        if tool == extract::EXTRACT_TOOL && self.extracts() {
             let result = extract::call(&self.shared, request.arguments)
                 .instrument(span)
                 .await;
@@ -215,7 +223,14 @@ impl<H: ServerHandler> Lro<H> {
                 self.shared.bypass(&tool, result)
             } else {
                 self.shared
-                    .process(&tool, arguments.as_ref(), result, scope.take(), &ct)
+                    .process(
+                        &tool,
+                        arguments.as_ref(),
+                        result,
+                        scope.take(),
+                        &ct,
+                        self.is_shadowed(),
+                    )
                     .await
             };
             trace::on_result(&tracing::Span::current(), &processed);
@@ -263,7 +278,14 @@ impl<H: ServerHandler> Lro<H> {
         }
         let processed = self
             .shared
-            .process(&tool, None, call_result, Default::default(), &ct)
+            .process(
+                &tool,
+                None,
+                call_result,
+                Default::default(),
+                &ct,
+                self.is_shadowed(),
+            )
             .await;
         self.shared.report(&tool, &processed);
         if let Ok(serde_json::Value::Object(obj)) = serde_json::to_value(&processed.result) {
@@ -274,9 +296,29 @@ impl<H: ServerHandler> Lro<H> {
         Ok(got)
     }
 
+    /// Whether `lro_extract` is ours to serve.
+    fn extracts(&self) -> bool {
+        self.shared.extractor.is_some() && !self.is_shadowed()
+    }
+
+    fn is_shadowed(&self) -> bool {
+        self.shadowed.load(Ordering::Relaxed)
+    }
+
     fn patch_tools(&self, mut list: ListToolsResult) -> ListToolsResult {
+        if self.shared.extractor.is_some()
+            && list.tools.iter().any(|t| t.name == extract::EXTRACT_TOOL)
+            && !self.shadowed.swap(true, Ordering::Relaxed)
+        {
+            // Never a silent shadow: say it once, on the log (stderr in `lro proxy`).
+            tracing::warn!(
+                "the server has its own `{}` tool: it is listed and called instead of the LRO \
+                 extraction tool, and descriptors point at the jq recipes",
+                extract::EXTRACT_TOOL
+            );
+        }
         // The extraction tool is added once, on the last page.
-        if self.shared.extractor.is_some() && list.next_cursor.is_none() {
+        if self.extracts() && list.next_cursor.is_none() {
             list.tools.push(extract::tool());
         }
         for tool in &mut list.tools {
@@ -434,7 +476,7 @@ impl<H: ServerHandler> ServerHandler for Lro<H> {
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        if name == extract::EXTRACT_TOOL && self.shared.extractor.is_some() {
+        if name == extract::EXTRACT_TOOL && self.extracts() {
             return Some(extract::tool());
         }
         let mut tool = self.inner.get_tool(name)?;

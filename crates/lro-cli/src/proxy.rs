@@ -1,0 +1,224 @@
+//! `lro proxy`: Large Result Offloading in front of any MCP server. A thin
+//! shell over `lro_proxy`, wrapped by `lro_tower::LroLayer`, with the same
+//! configuration, metrics, traces and cleanup as the demo server.
+//!
+//! ```
+//! use clap::Parser;
+//! use lro_cli::cli::{Cli, Command};
+//!
+//! let cli = Cli::try_parse_from(["lro", "proxy", "--", "python3", "server.py", "--port", "1"]).unwrap();
+//! let Command::Proxy(args) = cli.command else { panic!() };
+//! assert_eq!(args.command, ["python3", "server.py", "--port", "1"]);
+//! assert!(Cli::try_parse_from(["lro", "proxy"]).is_err(), "an upstream is required");
+//! ```
+
+use std::{ffi::OsString, net::SocketAddr, path::PathBuf};
+
+use clap::Args;
+use lro_core::OffloadConfig;
+use lro_proxy::{Proxy, ProxyConfig, ProxyShared, Upstream, serve};
+use lro_tower::LroLayer;
+use tower_layer::Layer as _;
+
+use crate::error::CliError;
+
+/// `lro proxy`.
+#[derive(Debug, Args)]
+#[non_exhaustive]
+#[command(
+    after_help = "Examples:\n  lro proxy -- npx -y @modelcontextprotocol/server-everything\n  lro proxy --url https://mcp.example.com/mcp --header 'Authorization: Bearer ${TOKEN}'\n  lro proxy --http 127.0.0.1:8080 -- python3 server.py\n\nConfiguration: --config FILE ([prompt.offload]) and ATLATL_PROMPT__OFFLOAD__* variables;\nper-tool overrides are keyed by the upstream's tool names."
+)]
+pub struct ProxyArgs {
+    /// The upstream server's command and arguments, after `--`: spawned as a
+    /// stdio child (one per client session).
+    #[arg(
+        last = true,
+        value_name = "COMMAND",
+        required_unless_present = "url",
+        conflicts_with = "url"
+    )]
+    pub command: Vec<OsString>,
+    /// A streamable-HTTP upstream instead of a command.
+    #[arg(long, value_name = "URL")]
+    pub url: Option<String>,
+    /// A header sent to the HTTP upstream, `Name: value`; `${VAR}` in the
+    /// value is read from the environment. Repeat for more. Values are never
+    /// logged.
+    #[arg(
+        long = "header",
+        short = 'H',
+        value_name = "NAME: VALUE",
+        requires = "url"
+    )]
+    pub headers: Vec<String>,
+    /// Serve streamable HTTP at http://ADDR/mcp instead of stdio. Port 0
+    /// picks a free port; the bound address is printed to stderr.
+    #[arg(long, value_name = "ADDR")]
+    pub http: Option<SocketAddr>,
+    /// Upstream sessions open at once behind --http (one child each for a
+    /// command upstream).
+    #[arg(long, value_name = "N", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_sessions: u32,
+    /// TOML file with a `[prompt.offload]` section; `ATLATL_PROMPT__OFFLOAD__*`
+    /// variables override it.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Serve Prometheus metrics at http://ADDR/metrics.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics: Option<SocketAddr>,
+}
+
+impl ProxyArgs {
+    /// The upstream these arguments name, with header variables expanded
+    /// from `env`.
+    ///
+    /// # Errors
+    ///
+    /// A usage error naming the flag.
+    pub fn upstream(&self, env: impl Fn(&str) -> Option<String>) -> Result<Upstream, CliError> {
+        let usage =
+            |flag: &str, err: lro_proxy::ProxyError| CliError::Usage(format!("{flag}: {err}"));
+        match (&self.url, self.command.split_first()) {
+            (Some(url), _) => {
+                let mut upstream = Upstream::http(url).map_err(|e| usage("--url", e))?;
+                for header in &self.headers {
+                    upstream = upstream
+                        .header(header, &env)
+                        .map_err(|e| usage("--header", e))?;
+                }
+                Ok(upstream)
+            }
+            (None, _) if !self.headers.is_empty() => Err(CliError::Usage(
+                "--header: headers go to an HTTP upstream; add --url".into(),
+            )),
+            (None, Some((program, args))) => Ok(Upstream::command(program, args)),
+            (None, None) => Err(CliError::Usage(
+                "name the upstream: `lro proxy -- COMMAND [ARGS]` or `lro proxy --url URL`".into(),
+            )),
+        }
+    }
+}
+
+/// Runs the proxy until the client goes away, a signal arrives, or the
+/// upstream is lost.
+///
+/// # Errors
+///
+/// A usage error (exit 2) for bad flags or configuration; a run-time failure
+/// (exit 1) when the upstream cannot be started or reached, or is lost.
+pub fn proxy(args: &ProxyArgs) -> Result<(), CliError> {
+    let upstream = args.upstream(|var| std::env::var(var).ok())?;
+    let cfg = OffloadConfig::load(args.config.as_deref())
+        .map_err(|err| CliError::Usage(format!("--config: {err}")))?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|err| CliError::Runtime(format!("cannot start the runtime: {err}")))?;
+    runtime.block_on(run(args, upstream, cfg))
+}
+
+async fn run(args: &ProxyArgs, upstream: Upstream, cfg: OffloadConfig) -> Result<(), CliError> {
+    let telemetry = lro_telemetry::Telemetry::builder()
+        .service_name("lro-proxy")
+        .metrics_addr(args.metrics)
+        .conformance_level(3)
+        .install()
+        .map_err(|err| CliError::Runtime(format!("cannot install telemetry: {err}")))?;
+    if let Some(addr) = telemetry.metrics_addr() {
+        eprintln!("lro proxy metrics on http://{addr}/metrics");
+    }
+    let shared =
+        ProxyShared::new(ProxyConfig::new(upstream).max_sessions(args.max_sessions as usize));
+    shared.preflight().await?;
+    let cleanup = lro_scheduler::OffloadCleanup::from_config(&cfg)
+        .start()
+        .await
+        .map_err(|err| {
+            CliError::Runtime(format!("cannot start the offload_cleanup task: {err}"))
+        })?;
+    let layer = LroLayer::new(cfg);
+    let served = match args.http {
+        None => {
+            let handler = layer.layer(Proxy::new(shared.clone()));
+            match serve::stdio(handler, &shared, shutdown_signal()).await {
+                Ok(serve::Stopped::UpstreamLost(why)) => Err(CliError::Runtime(why)),
+                Ok(_) => Ok(()),
+                Err(err) => Err(err.into()),
+            }
+        }
+        Some(addr) => {
+            let make = {
+                let shared = shared.clone();
+                move || layer.layer(Proxy::new(shared.clone()))
+            };
+            serve::http(addr, make, shutdown_signal(), |bound| {
+                // The one line tests and scripts wait for.
+                eprintln!("lro proxy listening on http://{bound}{}", serve::MCP_PATH);
+            })
+            .await
+            .map_err(CliError::from)
+        }
+    };
+    shared.shutdown().await;
+    if let Err(err) = cleanup.shutdown().await {
+        tracing::warn!(%err, "offload_cleanup did not stop cleanly");
+    }
+    // Flushing spans blocks on the exporter; keep it off the async workers.
+    let _ = tokio::task::spawn_blocking(move || telemetry.shutdown()).await;
+    served
+}
+
+/// Resolves on ctrl-c or SIGTERM.
+async fn shutdown_signal() {
+    let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(term) => term,
+        Err(err) => {
+            tracing::warn!(%err, "cannot listen for SIGTERM");
+            let _ = tokio::signal::ctrl_c().await;
+            return;
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser as _;
+
+    use crate::cli::{Cli, Command};
+
+    fn args(argv: &[&str]) -> Result<super::ProxyArgs, clap::Error> {
+        let mut full = vec!["lro", "proxy"];
+        full.extend(argv);
+        match Cli::try_parse_from(full)?.command {
+            Command::Proxy(args) => Ok(*args),
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn an_upstream_is_a_command_or_a_url_never_both() {
+        assert!(args(&["--url", "http://127.0.0.1:1/mcp", "--", "x"]).is_err());
+        let headers_alone = args(&["--header", "A: b", "--", "x"]).unwrap();
+        assert!(
+            headers_alone.upstream(|_| None).is_err(),
+            "--header needs --url"
+        );
+        assert!(args(&["--max-sessions", "0", "--", "x"]).is_err());
+        let remote = args(&["--url", "http://127.0.0.1:1/mcp", "-H", "A: ${V}"]).unwrap();
+        let err = remote.upstream(|_| None).unwrap_err();
+        assert_eq!(err.exit_status(), crate::error::EXIT_USAGE);
+        assert!(err.to_string().starts_with("--header: "), "{err}");
+        assert!(remote.upstream(|_| Some("v".into())).is_ok());
+        let bad = args(&["--url", "ftp://x/y"]).unwrap();
+        assert!(
+            bad.upstream(|_| None)
+                .unwrap_err()
+                .to_string()
+                .starts_with("--url: ")
+        );
+    }
+}

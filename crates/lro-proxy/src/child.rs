@@ -1,0 +1,279 @@
+//! A stdio upstream: the child process, its transport, and its end.
+//!
+//! The child runs in a process group of its own, so that the proxy can end
+//! the whole tree (`npx` starts `node` underneath) and leave no orphans.
+//! Ending follows the MCP stdio shutdown order: close the child's stdin, wait,
+//! then SIGTERM the group, wait, then SIGKILL it.
+
+use std::{
+    ffi::OsString,
+    fmt,
+    process::{ExitStatus, Stdio},
+    time::Duration,
+};
+
+use lro_core::metric::UpstreamExit;
+use nix::{
+    sys::signal::{Signal, killpg},
+    unistd::Pid,
+};
+use rmcp::{RoleClient, transport::async_rw::AsyncRwTransport};
+use tokio::{
+    io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream},
+    process::{ChildStdin, Command},
+    sync::{oneshot, watch},
+};
+use tokio_util::task::TaskTracker;
+
+use crate::{ProxyError, telemetry};
+
+/// How long a child has to exit after its stdin closes, and again after
+/// SIGTERM, before the next step.
+const GRACE: Duration = Duration::from_secs(2);
+
+/// Bytes buffered between rmcp's writer and the child's stdin.
+const PIPE_BUFFER: usize = 64 * 1024;
+
+/// How a child ended.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ChildExit {
+    pub(crate) status: ExitStatus,
+    /// The proxy ended it (session over), rather than the child on its own.
+    pub(crate) by_proxy: bool,
+}
+
+impl fmt::Display for ChildExit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use std::os::unix::process::ExitStatusExt as _;
+        match (self.status.code(), self.status.signal()) {
+            (Some(code), _) => write!(f, "exited with status {code}"),
+            (None, Some(signal)) => write!(f, "was killed by signal {signal}"),
+            (None, None) => write!(f, "ended ({})", self.status),
+        }
+    }
+}
+
+impl ChildExit {
+    pub(crate) fn reason(&self) -> UpstreamExit {
+        if self.by_proxy {
+            UpstreamExit::Shutdown
+        } else if self.status.success() {
+            UpstreamExit::Exited
+        } else {
+            UpstreamExit::Failed
+        }
+    }
+}
+
+/// The proxy's hold on a running child. Dropping it ends the child.
+pub(crate) struct ChildGuard {
+    exit: watch::Receiver<Option<ChildExit>>,
+    _stop: oneshot::Sender<()>,
+}
+
+impl ChildGuard {
+    /// A receiver that holds the child's exit once it has happened.
+    pub(crate) fn exit(&self) -> watch::Receiver<Option<ChildExit>> {
+        self.exit.clone()
+    }
+}
+
+/// Spawns `program args` and returns the guard and the client transport over
+/// its pipes. The transport accepts lines up to `max_line` bytes, and the
+/// first `initialize` request it writes gets `clientInfo.proxy = true`.
+pub(crate) fn spawn(
+    program: &OsString,
+    args: &[OsString],
+    max_line: usize,
+    tracker: &TaskTracker,
+) -> Result<
+    (
+        ChildGuard,
+        AsyncRwTransport<RoleClient, tokio::process::ChildStdout, DuplexStream>,
+    ),
+    ProxyError,
+> {
+    let shown = std::iter::once(program)
+        .chain(args)
+        .map(|a| a.to_string_lossy())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let mut child = Command::new(program)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .process_group(0)
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|source| ProxyError::Spawn {
+            command: shown.clone(),
+            source,
+        })?;
+    let pid = child.id().map(|id| Pid::from_raw(id as i32));
+    let stdin = child.stdin.take().expect("stdin is piped");
+    let stdout = child.stdout.take().expect("stdout is piped");
+    let (to_child, from_rmcp) = tokio::io::duplex(PIPE_BUFFER);
+    tracker.spawn(pump(from_rmcp, stdin));
+
+    let (exit_tx, exit_rx) = watch::channel(None);
+    let (stop_tx, stop_rx) = oneshot::channel::<()>();
+    tracker.spawn(async move {
+        let exit = tokio::select! {
+            status = child.wait() => ChildExit { status: status_or_failure(status), by_proxy: false },
+            _ = stop_rx => ChildExit { status: end(&mut child, pid).await, by_proxy: true },
+        };
+        // Whatever the child left in its group would be orphaned otherwise.
+        if let Some(pid) = pid {
+            let _ = killpg(pid, Signal::SIGKILL);
+        }
+        tracing::info!(command = %shown, "upstream {exit}");
+        telemetry::upstream_exit(exit.reason());
+        let _ = exit_tx.send(Some(exit));
+    });
+    let transport = AsyncRwTransport::new(stdout, to_child).with_max_line_length(max_line);
+    Ok((
+        ChildGuard {
+            exit: exit_rx,
+            _stop: stop_tx,
+        },
+        transport,
+    ))
+}
+
+/// Finds `program` the way `execvp` would, and checks it is an executable
+/// file, so a typo is reported before any client connects.
+pub(crate) fn check_program(program: &OsString) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let executable = |path: &std::path::Path| -> std::io::Result<()> {
+        let meta = std::fs::metadata(path)?;
+        if meta.is_file() && meta.permissions().mode() & 0o111 != 0 {
+            Ok(())
+        } else {
+            Err(std::io::Error::new(
+                std::io::ErrorKind::PermissionDenied,
+                "not an executable file",
+            ))
+        }
+    };
+    let path = std::path::Path::new(program);
+    if path.components().count() > 1 {
+        return executable(path);
+    }
+    let search = std::env::var_os("PATH").unwrap_or_default();
+    let mut last = None;
+    for dir in std::env::split_paths(&search) {
+        match executable(&dir.join(path)) {
+            Ok(()) => return Ok(()),
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
+            Err(err) => last = Some(err),
+        }
+    }
+    Err(last
+        .unwrap_or_else(|| std::io::Error::new(std::io::ErrorKind::NotFound, "not found on PATH")))
+}
+
+/// Ends a child the MCP way: its stdin is already closing with the session,
+/// so wait, then SIGTERM the group, wait, then SIGKILL it.
+async fn end(child: &mut tokio::process::Child, pid: Option<Pid>) -> ExitStatus {
+    if let Ok(status) = tokio::time::timeout(GRACE, child.wait()).await {
+        return status_or_failure(status);
+    }
+    if let Some(pid) = pid {
+        let _ = killpg(pid, Signal::SIGTERM);
+    }
+    if let Ok(status) = tokio::time::timeout(GRACE, child.wait()).await {
+        return status_or_failure(status);
+    }
+    if let Some(pid) = pid {
+        let _ = killpg(pid, Signal::SIGKILL);
+    }
+    status_or_failure(child.wait().await)
+}
+
+fn status_or_failure(status: std::io::Result<ExitStatus>) -> ExitStatus {
+    use std::os::unix::process::ExitStatusExt as _;
+    status.unwrap_or_else(|err| {
+        tracing::warn!(%err, "cannot wait for the upstream child");
+        ExitStatus::from_raw(1 << 8)
+    })
+}
+
+/// Copies rmcp's lines to the child's stdin, adding `clientInfo.proxy: true`
+/// to the `initialize` request. rmcp's `Implementation` has no field for it,
+/// so the key is added here, where the proxy owns the bytes. When rmcp closes
+/// its side, the child's stdin closes: the MCP signal to exit.
+async fn pump(from_rmcp: DuplexStream, mut stdin: ChildStdin) {
+    let mut lines = BufReader::new(from_rmcp);
+    let mut line = Vec::new();
+    let mut initialized = false;
+    loop {
+        line.clear();
+        match lines.read_until(b'\n', &mut line).await {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+        if !initialized && let Some(marked) = mark_initialize(&line) {
+            initialized = true;
+            line = marked;
+        }
+        if stdin.write_all(&line).await.is_err() || stdin.flush().await.is_err() {
+            break;
+        }
+    }
+}
+
+/// `line` with `params.clientInfo.proxy = true` when it is the `initialize`
+/// request, else `None`.
+pub(crate) fn mark_initialize(line: &[u8]) -> Option<Vec<u8>> {
+    let mut message: serde_json::Value = serde_json::from_slice(line).ok()?;
+    if message.get("method")?.as_str()? != "initialize" {
+        return None;
+    }
+    let info = message
+        .get_mut("params")?
+        .get_mut("clientInfo")?
+        .as_object_mut()?;
+    info.insert("proxy".to_owned(), serde_json::Value::Bool(true));
+    let mut out = serde_json::to_vec(&message).ok()?;
+    out.push(b'\n');
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_initialize_request_is_marked() {
+        let init = br#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}
+"#;
+        let marked = mark_initialize(init).unwrap();
+        let value: serde_json::Value = serde_json::from_slice(&marked).unwrap();
+        assert_eq!(value["params"]["clientInfo"]["proxy"], true);
+        assert_eq!(value["params"]["clientInfo"]["name"], "c");
+        assert!(marked.ends_with(b"\n"));
+        let call =
+            br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"initialize"}}
+"#;
+        assert!(mark_initialize(call).is_none());
+        assert!(mark_initialize(b"not json\n").is_none());
+    }
+
+    #[test]
+    fn exits_read_as_sentences() {
+        use std::os::unix::process::ExitStatusExt as _;
+        let code = ChildExit {
+            status: ExitStatus::from_raw(3 << 8),
+            by_proxy: false,
+        };
+        assert_eq!(code.to_string(), "exited with status 3");
+        assert_eq!(code.reason(), UpstreamExit::Failed);
+        let signal = ChildExit {
+            status: ExitStatus::from_raw(9),
+            by_proxy: true,
+        };
+        assert_eq!(signal.to_string(), "was killed by signal 9");
+        assert_eq!(signal.reason(), UpstreamExit::Shutdown);
+    }
+}

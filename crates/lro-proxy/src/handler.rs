@@ -1,0 +1,810 @@
+//! [`Proxy`]: the `ServerHandler` of one client session, forwarding to its
+//! own upstream session.
+
+use std::{
+    borrow::Cow,
+    sync::{Arc, Mutex, RwLock},
+    time::{Duration, Instant},
+};
+
+use lro_core::metric::UpstreamExit;
+use rmcp::{
+    ErrorData as McpError, RoleClient, RoleServer, ServerHandler, ServiceExt as _,
+    model::*,
+    service::{NotificationContext, Peer, RequestContext, RunningService},
+    transport::{
+        StreamableHttpClientTransport, streamable_http_client::StreamableHttpClientTransportConfig,
+    },
+};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
+use tokio_util::task::TaskTracker;
+
+use crate::{
+    ProxyError, Upstream,
+    child::{self, ChildExit, ChildGuard},
+    relay::{Failure, ProgressMap, Relay, forward},
+    telemetry,
+};
+
+/// Key of the client capability extension that marks an LRO proxy; the
+/// same key `lro_tower` honours.
+const PROXY_EXTENSION: &str = "io.atlatl/lro";
+
+/// How long a failed call waits for a dying child's exit status, so the
+/// error can name it.
+const EXIT_STATUS_WAIT: Duration = Duration::from_secs(1);
+
+/// How long [`ProxyShared::preflight`] waits for an HTTP upstream's port.
+const PREFLIGHT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Settings shared by every session of one proxy.
+///
+/// ```
+/// use lro_proxy::{ProxyConfig, Upstream};
+///
+/// let cfg = ProxyConfig::new(Upstream::command("my-server", ["--stdio"]))
+///     .max_sessions(4)
+///     .max_message_bytes(64 << 20);
+/// assert_eq!(cfg.max_sessions_value(), 4);
+/// ```
+#[derive(Debug, Clone)]
+pub struct ProxyConfig {
+    upstream: Upstream,
+    max_sessions: usize,
+    max_message_bytes: usize,
+}
+
+impl ProxyConfig {
+    /// A configuration for `upstream` with the defaults below.
+    pub fn new(upstream: Upstream) -> Self {
+        Self {
+            upstream,
+            max_sessions: 16,
+            max_message_bytes: 256 << 20,
+        }
+    }
+
+    /// Upstream sessions open at once; past it, `initialize` gets an error.
+    /// Defaults to 16.
+    #[must_use]
+    pub fn max_sessions(mut self, n: usize) -> Self {
+        self.max_sessions = n.max(1);
+        self
+    }
+
+    /// The largest message accepted from the upstream: one stdio line or one
+    /// SSE event. Defaults to 256 MiB (rmcp's own default is 16 MiB).
+    #[must_use]
+    pub fn max_message_bytes(mut self, bytes: usize) -> Self {
+        self.max_message_bytes = bytes;
+        self
+    }
+
+    /// The configured session maximum.
+    pub fn max_sessions_value(&self) -> usize {
+        self.max_sessions
+    }
+
+    /// The upstream.
+    pub fn upstream(&self) -> &Upstream {
+        &self.upstream
+    }
+}
+
+/// What all sessions of one proxy share: the configuration, the session
+/// slots, the tasks that end children, and the news of a lost upstream.
+///
+/// Make one per proxy, then one [`Proxy`] per client session with
+/// [`Proxy::new`].
+#[derive(Debug, Clone)]
+pub struct ProxyShared(Arc<SharedInner>);
+
+#[derive(Debug)]
+struct SharedInner {
+    cfg: ProxyConfig,
+    slots: Arc<Semaphore>,
+    tasks: TaskTracker,
+    lost: watch::Sender<Option<String>>,
+    /// A session was lost on its own; the next one opened is a restart.
+    restart_due: std::sync::atomic::AtomicBool,
+}
+
+impl ProxyShared {
+    /// Shared state for a proxy with `cfg`.
+    pub fn new(cfg: ProxyConfig) -> Self {
+        lro_core::metric::register_upstream_zeroed();
+        Self(Arc::new(SharedInner {
+            slots: Arc::new(Semaphore::new(cfg.max_sessions)),
+            cfg,
+            tasks: TaskTracker::new(),
+            lost: watch::channel(None).0,
+            restart_due: false.into(),
+        }))
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &ProxyConfig {
+        &self.0.cfg
+    }
+
+    /// Resolves with a sentence when an upstream session is lost on its own
+    /// (the child exited, the HTTP connection dropped); `lro proxy` on stdio
+    /// exits then.
+    pub async fn lost(&self) -> String {
+        let mut rx = self.0.lost.subscribe();
+        match rx.wait_for(Option::is_some).await {
+            Ok(why) => why.clone().unwrap_or_default(),
+            Err(_) => std::future::pending().await,
+        }
+    }
+
+    /// Checks that the upstream can be started or reached, so that a typo
+    /// fails at start with a clear message rather than at the client's first
+    /// `initialize`: the command must be an executable file (found on `PATH`
+    /// when it has no `/`), the URL's host must accept a TCP connection.
+    ///
+    /// # Errors
+    ///
+    /// [`ProxyError::Spawn`] naming the command, or
+    /// [`ProxyError::Unreachable`] naming the URL.
+    pub async fn preflight(&self) -> Result<(), ProxyError> {
+        match &self.0.cfg.upstream {
+            Upstream::Command { program, .. } => {
+                child::check_program(program).map_err(|source| ProxyError::Spawn {
+                    command: program.to_string_lossy().into_owned(),
+                    source,
+                })
+            }
+            Upstream::Http { url, .. } => {
+                let unreachable = |reason: String| ProxyError::Unreachable {
+                    url: url.clone(),
+                    reason,
+                };
+                let uri: http::Uri = url
+                    .parse()
+                    .map_err(|err: http::uri::InvalidUri| unreachable(err.to_string()))?;
+                let host = uri
+                    .host()
+                    .unwrap_or_default()
+                    .trim_matches(['[', ']'])
+                    .to_owned();
+                let port = uri
+                    .port_u16()
+                    .unwrap_or(if uri.scheme_str() == Some("https") {
+                        443
+                    } else {
+                        80
+                    });
+                match tokio::time::timeout(
+                    PREFLIGHT_TIMEOUT,
+                    tokio::net::TcpStream::connect((host.as_str(), port)),
+                )
+                .await
+                {
+                    Ok(Ok(_)) => Ok(()),
+                    Ok(Err(err)) => Err(unreachable(err.to_string())),
+                    Err(_) => Err(unreachable(format!(
+                        "no TCP connection within {}s",
+                        PREFLIGHT_TIMEOUT.as_secs()
+                    ))),
+                }
+            }
+        }
+    }
+
+    /// Waits until every child has been ended and reaped. Call it after the
+    /// sessions are gone, before the process exits, so that no child is
+    /// orphaned.
+    pub async fn shutdown(&self) {
+        self.0.tasks.close();
+        self.0.tasks.wait().await;
+    }
+
+    fn report_lost(&self, why: String) {
+        self.0
+            .restart_due
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        self.0.lost.send_replace(Some(why));
+    }
+}
+
+/// One open upstream session. Dropping it closes the session (and ends the
+/// child of a stdio upstream).
+struct Connection {
+    service: RunningService<RoleClient, Relay>,
+    child: Option<ChildGuard>,
+    _slot: OwnedSemaphorePermit,
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        telemetry::session_closed();
+    }
+}
+
+impl Connection {
+    fn peer(&self) -> &Peer<RoleClient> {
+        self.service.peer()
+    }
+
+    /// Why the upstream is gone: the child's exit when there is a child.
+    async fn why_gone(&self, fallback: String) -> String {
+        let Some(child) = &self.child else {
+            return fallback;
+        };
+        let mut exit = child.exit();
+        match tokio::time::timeout(EXIT_STATUS_WAIT, exit.wait_for(Option::is_some)).await {
+            Ok(Ok(exit)) => match *exit {
+                Some(ChildExit {
+                    by_proxy: false, ..
+                }) => {
+                    format!("the upstream server {}", exit.expect("checked"))
+                }
+                _ => fallback,
+            },
+            _ => fallback,
+        }
+    }
+}
+
+/// The `ServerHandler` of one client session: every request goes to this
+/// session's upstream, with its `_meta`, and the answer or JSON-RPC error
+/// comes back unchanged. Wrap it in `lro_tower::LroLayer` to offload large
+/// results.
+///
+/// The upstream session opens when the client sends `initialize`, with the
+/// client's own capabilities and client info, so the upstream never asks the
+/// client for something it cannot do; the client gets the upstream's own
+/// `initialize` answer.
+pub struct Proxy {
+    shared: ProxyShared,
+    session: Arc<Session>,
+}
+
+impl std::fmt::Debug for Proxy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Proxy")
+            .field("upstream", &self.shared.0.cfg.upstream)
+            .finish_non_exhaustive()
+    }
+}
+
+#[derive(Default)]
+struct Session {
+    conn: tokio::sync::Mutex<Option<Arc<Connection>>>,
+    /// The client's `initialize` and its peer, kept for reconnects.
+    client: Mutex<Option<(InitializeRequestParams, Peer<RoleServer>)>>,
+    /// The upstream's `initialize` answer.
+    info: RwLock<Option<ServerConfig>>,
+    progress: ProgressMap,
+}
+
+impl Proxy {
+    /// A handler for one new client session.
+    pub fn new(shared: ProxyShared) -> Self {
+        Self {
+            shared,
+            session: Arc::default(),
+        }
+    }
+
+    /// Opens the upstream session for the client's `initialize`.
+    async fn open(
+        &self,
+        client: InitializeRequestParams,
+        downstream: Peer<RoleServer>,
+    ) -> Result<Arc<Connection>, ProxyError> {
+        let inner = &self.shared.0;
+        let slot =
+            inner
+                .slots
+                .clone()
+                .try_acquire_owned()
+                .map_err(|_| ProxyError::TooManySessions {
+                    max: inner.cfg.max_sessions,
+                })?;
+        let relay = Relay {
+            downstream,
+            client: flag_as_proxy(client),
+            progress: self.session.progress.clone(),
+        };
+        let upstream = &inner.cfg.upstream;
+        let failed = |reason: String| ProxyError::Initialize {
+            upstream: upstream.to_string(),
+            reason,
+        };
+        let (service, child) = match upstream {
+            Upstream::Command { program, args } => {
+                let (guard, transport) =
+                    child::spawn(program, args, inner.cfg.max_message_bytes, &inner.tasks)?;
+                match relay.serve(transport).await {
+                    Ok(service) => (service, Some(guard)),
+                    Err(err) => {
+                        let mut exit = guard.exit();
+                        let why = match tokio::time::timeout(
+                            EXIT_STATUS_WAIT,
+                            exit.wait_for(Option::is_some),
+                        )
+                        .await
+                        {
+                            Ok(Ok(exit)) => format!("it {}", exit.expect("checked")),
+                            _ => err.to_string(),
+                        };
+                        telemetry::connect_failed();
+                        return Err(failed(why));
+                    }
+                }
+            }
+            Upstream::Http { url, headers } => {
+                // reqwest is built without a compiled-in TLS provider.
+                let _ = rustls::crypto::ring::default_provider().install_default();
+                let config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
+                    .custom_headers(headers.iter().cloned().collect())
+                    .max_sse_event_size(inner.cfg.max_message_bytes);
+                let transport = StreamableHttpClientTransport::from_config(config);
+                match relay.serve(transport).await {
+                    Ok(service) => (service, None),
+                    Err(err) => {
+                        telemetry::connect_failed();
+                        return Err(failed(err.to_string()));
+                    }
+                }
+            }
+        };
+        telemetry::session_opened(
+            inner
+                .restart_due
+                .swap(false, std::sync::atomic::Ordering::Relaxed),
+        );
+        if let Some(guard) = &child {
+            let mut exit = guard.exit();
+            let shared = self.shared.clone();
+            let shown = upstream.to_string();
+            inner.tasks.spawn(async move {
+                if let Ok(exit) = exit.wait_for(Option::is_some).await
+                    && let Some(
+                        exit @ ChildExit {
+                            by_proxy: false, ..
+                        },
+                    ) = *exit
+                {
+                    shared.report_lost(format!("upstream {shown} {exit}"));
+                }
+            });
+        }
+        let info = service.peer().peer_info().map(|info| server_config(&info));
+        *self.session.info.write().expect("poisoned") = info;
+        Ok(Arc::new(Connection {
+            service,
+            child,
+            _slot: slot,
+        }))
+    }
+
+    /// The open upstream session, reconnecting an HTTP upstream whose
+    /// connection was lost (a stdio child is never respawned in a session:
+    /// its state is gone with it).
+    async fn connection(
+        &self,
+        cx: &RequestContext<RoleServer>,
+    ) -> Result<Arc<Connection>, McpError> {
+        let mut slot = self.session.conn.lock().await;
+        if let Some(conn) = slot.as_ref() {
+            let lost = conn.peer().is_transport_closed();
+            if !lost || conn.child.is_some() {
+                return Ok(conn.clone());
+            }
+        }
+        let client = self.session.client.lock().expect("poisoned").clone();
+        let (params, downstream) = match client {
+            Some(client) => client,
+            // A client that skipped `initialize` (stateless HTTP): use what
+            // rmcp learned about it.
+            None => (
+                cx.peer
+                    .peer_info()
+                    .map(|p| (*p).clone())
+                    .unwrap_or_default(),
+                cx.peer.clone(),
+            ),
+        };
+        let conn = self
+            .open(params, downstream)
+            .await
+            .map_err(ProxyError::into_mcp)?;
+        *slot = Some(conn.clone());
+        Ok(conn)
+    }
+
+    /// Forwards one request to the upstream and returns its answer.
+    async fn call(
+        &self,
+        request: ClientRequest,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<ServerResult, McpError> {
+        let conn = self.connection(&cx).await?;
+        let method = telemetry::method_label(request.method());
+        let started = Instant::now();
+        let outcome = forward(
+            conn.peer(),
+            request,
+            cx.meta,
+            &cx.ct,
+            &self.session.progress,
+        )
+        .await;
+        telemetry::request_done(method, started.elapsed());
+        match outcome {
+            Ok(result) => Ok(result),
+            Err(failure) => {
+                telemetry::request_failed(method, failure.code());
+                Err(match failure {
+                    Failure::Answered(err) => err,
+                    Failure::Cancelled => McpError::internal_error("cancelled by the client", None),
+                    Failure::Gone(why) => {
+                        let why = conn.why_gone(format!("the upstream is gone: {why}")).await;
+                        if conn.child.is_none() {
+                            telemetry::upstream_exit(UpstreamExit::Disconnected);
+                            self.shared
+                                .report_lost(format!("upstream {} disconnected", self.upstream()));
+                        }
+                        McpError::internal_error(why, None)
+                    }
+                })
+            }
+        }
+    }
+
+    fn upstream(&self) -> &Upstream {
+        &self.shared.0.cfg.upstream
+    }
+}
+
+/// The client's `initialize` parameters with the proxy flag in the form an
+/// rmcp server can read: the `io.atlatl/lro` capability extension. (The
+/// spec's `clientInfo.proxy` is added on the wire by the stdio transport.)
+fn flag_as_proxy(mut client: InitializeRequestParams) -> InitializeRequestParams {
+    let extensions = client
+        .capabilities
+        .extensions
+        .get_or_insert_with(Default::default);
+    extensions.insert(
+        PROXY_EXTENSION.to_owned(),
+        serde_json::json!({"proxy": true})
+            .as_object()
+            .cloned()
+            .unwrap_or_default(),
+    );
+    client
+}
+
+fn server_config(info: &ServerPeerInfo) -> ServerConfig {
+    let mut config = ServerConfig::new(info.capabilities.clone())
+        .with_protocol_version(info.protocol_version.clone());
+    if let Some(server_info) = &info.server_info {
+        config = config.with_server_info(server_info.clone());
+    }
+    config.instructions = info.instructions.clone();
+    config.meta = info.meta.clone();
+    config
+}
+
+/// Takes the expected variant out of an upstream answer. rmcp reads answers
+/// as an untagged union, so an answer may land in a look-alike variant; it
+/// is then re-read as the expected type.
+macro_rules! expect_result {
+    ($result:expr, $variant:ident => $ty:ty) => {
+        match $result {
+            ServerResult::$variant(value) => Ok(value),
+            other => reread::<$ty>(other),
+        }
+    };
+}
+
+fn reread<T: serde::de::DeserializeOwned>(result: ServerResult) -> Result<T, McpError> {
+    serde_json::to_value(&result)
+        .and_then(serde_json::from_value)
+        .map_err(|err| {
+            McpError::internal_error(
+                format!("the upstream's answer has the wrong shape: {err}"),
+                None,
+            )
+        })
+}
+
+/// An optional-params request (`*/list`) with the client's params.
+fn optional<M: Default, P>(params: Option<P>) -> RequestOptionalParam<M, P> {
+    RequestOptionalParam {
+        method: M::default(),
+        params,
+        extensions: Default::default(),
+    }
+}
+
+// Every method the upstream may serve is forwarded. `subscriptions/listen`
+// (the 2026-07-28 subscription stream) is not: rmcp's client has no way to
+// relay its acknowledgement, so the method stays unimplemented (-32601).
+#[allow(deprecated)]
+impl ServerHandler for Proxy {
+    async fn ping(&self, cx: RequestContext<RoleServer>) -> Result<(), McpError> {
+        let result = self.call(PingRequest::default().into(), cx).await?;
+        expect_result!(result, EmptyResult => EmptyResult).map(drop)
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, McpError> {
+        cx.peer.set_peer_info(request.clone());
+        *self.session.client.lock().expect("poisoned") = Some((request.clone(), cx.peer.clone()));
+        let mut slot = self.session.conn.lock().await;
+        // A second `initialize` on the same session replaces the upstream.
+        slot.take();
+        let conn = self
+            .open(request, cx.peer.clone())
+            .await
+            .map_err(ProxyError::into_mcp)?;
+        *slot = Some(conn);
+        Ok(self.get_info())
+    }
+
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        // Once the upstream has agreed a version, the client gets that one:
+        // rmcp negotiates again after `initialize` against this list.
+        match self.session.info.read().expect("poisoned").as_ref() {
+            Some(info) => Cow::Owned(vec![info.protocol_version.clone()]),
+            None => Cow::Borrowed(ProtocolVersion::KNOWN_VERSIONS),
+        }
+    }
+
+    async fn discover(&self, cx: RequestContext<RoleServer>) -> Result<DiscoverResult, McpError> {
+        let request = DiscoverRequest::new(DiscoverRequestParams {});
+        let result = self.call(request.into(), cx).await?;
+        expect_result!(result, DiscoverResult => DiscoverResult)
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, McpError> {
+        let result = self.call(CompleteRequest::new(request).into(), cx).await?;
+        expect_result!(result, CompleteResult => CompleteResult)
+    }
+
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let result = self.call(SetLevelRequest::new(request).into(), cx).await?;
+        expect_result!(result, EmptyResult => EmptyResult).map(drop)
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        match self.call(GetPromptRequest::new(request).into(), cx).await? {
+            ServerResult::InputRequiredResult(input) => Ok(input.into()),
+            other => expect_result!(other, GetPromptResult => GetPromptResult).map(Into::into),
+        }
+    }
+
+    async fn list_prompts(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        let result = self
+            .call(ListPromptsRequest::from(optional(request)).into(), cx)
+            .await?;
+        expect_result!(result, ListPromptsResult => ListPromptsResult)
+    }
+
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        let result = self
+            .call(ListResourcesRequest::from(optional(request)).into(), cx)
+            .await?;
+        expect_result!(result, ListResourcesResult => ListResourcesResult)
+    }
+
+    async fn list_resource_templates(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        let request = ListResourceTemplatesRequest::from(optional(request));
+        let result = self.call(request.into(), cx).await?;
+        expect_result!(result, ListResourceTemplatesResult => ListResourceTemplatesResult)
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        match self
+            .call(ReadResourceRequest::new(request).into(), cx)
+            .await?
+        {
+            ServerResult::InputRequiredResult(input) => Ok(input.into()),
+            other => {
+                expect_result!(other, ReadResourceResult => ReadResourceResult).map(Into::into)
+            }
+        }
+    }
+
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let result = self.call(SubscribeRequest::new(request).into(), cx).await?;
+        expect_result!(result, EmptyResult => EmptyResult).map(drop)
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let result = self
+            .call(UnsubscribeRequest::new(request).into(), cx)
+            .await?;
+        expect_result!(result, EmptyResult => EmptyResult).map(drop)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        match self.call(CallToolRequest::new(request).into(), cx).await? {
+            ServerResult::CreateTaskResult(task) => Ok(CallToolResponse::Task(task)),
+            ServerResult::InputRequiredResult(input) => Ok(input.into()),
+            other => expect_result!(other, CallToolResult => CallToolResult).map(Into::into),
+        }
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        let result = self
+            .call(ListToolsRequest::from(optional(request)).into(), cx)
+            .await?;
+        expect_result!(result, ListToolsResult => ListToolsResult)
+    }
+
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, McpError> {
+        let result = self.call(ClientRequest::CustomRequest(request), cx).await?;
+        expect_result!(result, CustomResult => CustomResult)
+    }
+
+    async fn on_progress(
+        &self,
+        mut params: ProgressNotificationParam,
+        cx: NotificationContext<RoleServer>,
+    ) {
+        // Progress on a request the upstream sent through the proxy: give it
+        // back the token the upstream chose.
+        let Some(original) = self.session.progress.original(&params.progress_token) else {
+            return;
+        };
+        params.progress_token = original;
+        self.notify(ProgressNotification::new(params).into(), cx)
+            .await;
+    }
+
+    async fn on_roots_list_changed(&self, cx: NotificationContext<RoleServer>) {
+        self.notify(RootsListChangedNotification::default().into(), cx)
+            .await;
+    }
+
+    async fn on_custom_notification(
+        &self,
+        notification: CustomNotification,
+        cx: NotificationContext<RoleServer>,
+    ) {
+        self.notify(ClientNotification::CustomNotification(notification), cx)
+            .await;
+    }
+
+    fn get_info(&self) -> ServerConfig {
+        self.session
+            .info
+            .read()
+            .expect("poisoned")
+            .clone()
+            .unwrap_or_else(|| {
+                ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            })
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, McpError> {
+        let result = self.call(GetTaskRequest::new(request).into(), cx).await?;
+        expect_result!(result, GetTaskResult => GetTaskResult)
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.call(UpdateTaskRequest::new(request).into(), cx)
+            .await
+            .map(drop)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.call(CancelTaskRequest::new(request).into(), cx)
+            .await
+            .map(drop)
+    }
+
+    async fn list_skills(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<ListSkillsResult, McpError> {
+        let result = self
+            .call(ListSkillsRequest::from(optional(request)).into(), cx)
+            .await?;
+        expect_result!(result, ListSkillsResult => ListSkillsResult)
+    }
+
+    async fn get_skill(
+        &self,
+        request: GetSkillRequestParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<GetSkillResult, McpError> {
+        let result = self.call(GetSkillRequest::new(request).into(), cx).await?;
+        expect_result!(result, GetSkillResult => GetSkillResult)
+    }
+
+    async fn read_resource_directory(
+        &self,
+        request: ReadResourceDirectoryRequestParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceDirectoryResult, McpError> {
+        let result = self
+            .call(ReadResourceDirectoryRequest::new(request).into(), cx)
+            .await?;
+        expect_result!(result, ListResourcesResult => ReadResourceDirectoryResult)
+    }
+}
+
+impl Proxy {
+    /// Passes a client notification on to the upstream, with its `_meta`.
+    async fn notify(
+        &self,
+        mut notification: ClientNotification,
+        cx: NotificationContext<RoleServer>,
+    ) {
+        *notification.get_meta_mut() = cx.meta;
+        let conn = self.session.conn.lock().await.clone();
+        if let Some(conn) = conn {
+            let _ = conn.peer().send_notification(notification).await;
+        }
+    }
+}

@@ -1,0 +1,128 @@
+//! The proxy's faces towards the client: stdio (one session) and streamable
+//! HTTP at `/mcp` (one upstream session per client session).
+//!
+//! ```no_run
+//! use lro_proxy::{Proxy, ProxyConfig, ProxyShared, Upstream, serve};
+//!
+//! # async fn run() -> Result<(), lro_proxy::ProxyError> {
+//! let shared = ProxyShared::new(ProxyConfig::new(Upstream::command("my-server", [""; 0])));
+//! shared.preflight().await?;
+//! let make = {
+//!     let shared = shared.clone();
+//!     move || Proxy::new(shared.clone())
+//! };
+//! let addr = "127.0.0.1:0".parse().unwrap();
+//! serve::http(addr, make, std::future::pending(), |bound| eprintln!("on {bound}")).await?;
+//! shared.shutdown().await;
+//! # Ok(()) }
+//! ```
+
+use std::{future::Future, net::SocketAddr, sync::Arc};
+
+use rmcp::{
+    ServerHandler, ServiceExt as _,
+    transport::streamable_http_server::{
+        StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
+    },
+};
+use tokio_util::sync::CancellationToken;
+
+use crate::{ProxyError, ProxyShared};
+
+/// Path the streamable HTTP face serves.
+pub const MCP_PATH: &str = "/mcp";
+
+/// Browser origins the HTTP face accepts: loopback pages only. A request
+/// from any other origin is refused (DNS rebinding), and so is a `Host`
+/// that is not a loopback name (rmcp's default).
+const LOOPBACK_ORIGINS: [&str; 3] = ["http://localhost:*", "http://127.0.0.1:*", "http://[::1]:*"];
+
+/// Why the stdio face stopped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Stopped {
+    /// The client closed the session (stdin EOF).
+    ClientClosed,
+    /// The upstream was lost; the sentence says how (a child's exit status).
+    UpstreamLost(String),
+    /// `shutdown` resolved (a signal).
+    Shutdown,
+}
+
+/// Serves `handler` over stdin/stdout until the client closes, the upstream
+/// is lost, or `shutdown` resolves. Answers still in flight are sent before
+/// it returns. Call [`ProxyShared::shutdown`] afterwards to reap the child.
+///
+/// # Errors
+///
+/// [`ProxyError::Serve`] when the session never started, for example when
+/// the upstream failed its `initialize` (the client got that error first).
+pub async fn stdio<H: ServerHandler>(
+    handler: H,
+    shared: &ProxyShared,
+    shutdown: impl Future<Output = ()>,
+) -> Result<Stopped, ProxyError> {
+    let running = tokio::select! {
+        running = handler.serve(rmcp::transport::stdio()) => {
+            running.map_err(|err| ProxyError::Serve(err.to_string()))?
+        }
+        why = shared.lost() => return Ok(Stopped::UpstreamLost(why)),
+    };
+    let token = running.cancellation_token();
+    let mut session = tokio::spawn(running.waiting());
+    let stopped = tokio::select! {
+        _ = &mut session => return Ok(Stopped::ClientClosed),
+        why = shared.lost() => Stopped::UpstreamLost(why),
+        () = shutdown => Stopped::Shutdown,
+    };
+    // Cancelling lets rmcp send the answers still in flight (the errors of
+    // calls the dead upstream left pending) before the session ends.
+    token.cancel();
+    let _ = session.await;
+    Ok(stopped)
+}
+
+/// Serves a handler made by `make` for each client session as streamable
+/// HTTP at `http://ADDR/mcp`, until `shutdown` resolves. `ready` gets the
+/// bound address once the listener is up (port 0 picks a free port).
+///
+/// # Errors
+///
+/// [`ProxyError::Bind`] when the address cannot be bound, and
+/// [`ProxyError::Serve`] when the server fails.
+pub async fn http<H, F>(
+    addr: SocketAddr,
+    make: F,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+    ready: impl FnOnce(SocketAddr),
+) -> Result<(), ProxyError>
+where
+    H: ServerHandler,
+    F: Fn() -> H + Send + Sync + 'static,
+{
+    let ct = CancellationToken::new();
+    let config = StreamableHttpServerConfig::default()
+        .with_allowed_origins(LOOPBACK_ORIGINS)
+        .with_cancellation_token(ct.child_token());
+    let service = StreamableHttpService::new(
+        move || Ok(make()),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    );
+    let router = axum::Router::new().nest_service(MCP_PATH, service);
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|source| ProxyError::Bind { addr, source })?;
+    let bound = listener
+        .local_addr()
+        .map_err(|source| ProxyError::Bind { addr, source })?;
+    ready(bound);
+    axum::serve(listener, router)
+        .with_graceful_shutdown(async move {
+            shutdown.await;
+            // Ends open SSE streams so the graceful shutdown can finish.
+            ct.cancel();
+        })
+        .await
+        .map_err(|err| ProxyError::Serve(err.to_string()))
+}
