@@ -55,8 +55,8 @@ pub struct ProxyArgs {
     /// picks a free port; the bound address is printed to stderr.
     #[arg(long, value_name = "ADDR")]
     pub http: Option<SocketAddr>,
-    /// Upstream sessions open at once behind --http (one child each for a
-    /// command upstream).
+    /// Children of a command upstream running at once behind --http (one
+    /// per client session); past it, a new session gets a clear error.
     #[arg(long, value_name = "N", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_sessions: u32,
     /// TOML file with a `[prompt.offload]` section; `ATLATL_PROMPT__OFFLOAD__*`

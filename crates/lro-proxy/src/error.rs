@@ -47,9 +47,9 @@ pub enum ProxyError {
         /// The connection error.
         reason: String,
     },
-    /// Every upstream session slot is in use (`--max-sessions`).
+    /// Every child slot of a command upstream is in use (`--max-sessions`).
     #[error(
-        "too many sessions: {max} upstream sessions are open (raise --max-sessions, or close a session)"
+        "too many sessions: {max} upstream children are running, one per session (raise --max-sessions, or close a session)"
     )]
     TooManySessions {
         /// The configured maximum.

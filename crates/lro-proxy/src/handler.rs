@@ -64,8 +64,8 @@ impl ProxyConfig {
         }
     }
 
-    /// Upstream sessions open at once; past it, `initialize` gets an error.
-    /// Defaults to 16.
+    /// Children of a command upstream running at once (one per client
+    /// session); past it, `initialize` gets an error. Defaults to 16.
     #[must_use]
     pub fn max_sessions(mut self, n: usize) -> Self {
         self.max_sessions = n.max(1);
@@ -213,7 +213,7 @@ impl ProxyShared {
 struct Connection {
     service: RunningService<RoleClient, Relay>,
     child: Option<ChildGuard>,
-    _slot: OwnedSemaphorePermit,
+    _slot: Option<OwnedSemaphorePermit>,
 }
 
 impl Drop for Connection {
@@ -295,14 +295,17 @@ impl Proxy {
         downstream: Peer<RoleServer>,
     ) -> Result<Arc<Connection>, ProxyError> {
         let inner = &self.shared.0;
-        let slot =
-            inner
-                .slots
-                .clone()
-                .try_acquire_owned()
-                .map_err(|_| ProxyError::TooManySessions {
-                    max: inner.cfg.max_sessions,
-                })?;
+        // Children are the scarce resource; an HTTP upstream session is not.
+        let slot = match inner.cfg.upstream {
+            Upstream::Command { .. } => {
+                Some(inner.slots.clone().try_acquire_owned().map_err(|_| {
+                    ProxyError::TooManySessions {
+                        max: inner.cfg.max_sessions,
+                    }
+                })?)
+            }
+            Upstream::Http { .. } => None,
+        };
         let relay = Relay {
             downstream,
             client: flag_as_proxy(client),
