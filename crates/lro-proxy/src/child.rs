@@ -25,7 +25,7 @@ use tokio::{
 };
 use tokio_util::task::TaskTracker;
 
-use crate::{ProxyError, telemetry};
+use crate::{ProxyError, flag, telemetry};
 
 /// How long a child has to exit after its stdin closes, and again after
 /// SIGTERM, before the next step.
@@ -200,9 +200,8 @@ fn status_or_failure(status: std::io::Result<ExitStatus>) -> ExitStatus {
 }
 
 /// Copies rmcp's lines to the child's stdin, adding `clientInfo.proxy: true`
-/// to the `initialize` request. rmcp's `Implementation` has no field for it,
-/// so the key is added here, where the proxy owns the bytes. When rmcp closes
-/// its side, the child's stdin closes: the MCP signal to exit.
+/// to the `initialize` request (see [`flag`]). When rmcp closes its side, the
+/// child's stdin closes: the MCP signal to exit.
 async fn pump(from_rmcp: DuplexStream, mut stdin: ChildStdin) {
     let mut lines = BufReader::new(from_rmcp);
     let mut line = Vec::new();
@@ -213,7 +212,7 @@ async fn pump(from_rmcp: DuplexStream, mut stdin: ChildStdin) {
             Ok(0) | Err(_) => break,
             Ok(_) => {}
         }
-        if !initialized && let Some(marked) = mark_initialize(&line) {
+        if !initialized && let Some(marked) = flag::mark_line(&line) {
             initialized = true;
             line = marked;
         }
@@ -223,42 +222,9 @@ async fn pump(from_rmcp: DuplexStream, mut stdin: ChildStdin) {
     }
 }
 
-/// `line` with `params.clientInfo.proxy = true` when it is the `initialize`
-/// request, else `None`.
-pub(crate) fn mark_initialize(line: &[u8]) -> Option<Vec<u8>> {
-    let mut message: serde_json::Value = serde_json::from_slice(line).ok()?;
-    if message.get("method")?.as_str()? != "initialize" {
-        return None;
-    }
-    let info = message
-        .get_mut("params")?
-        .get_mut("clientInfo")?
-        .as_object_mut()?;
-    info.insert("proxy".to_owned(), serde_json::Value::Bool(true));
-    let mut out = serde_json::to_vec(&message).ok()?;
-    out.push(b'\n');
-    Some(out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn only_the_initialize_request_is_marked() {
-        let init = br#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}
-"#;
-        let marked = mark_initialize(init).unwrap();
-        let value: serde_json::Value = serde_json::from_slice(&marked).unwrap();
-        assert_eq!(value["params"]["clientInfo"]["proxy"], true);
-        assert_eq!(value["params"]["clientInfo"]["name"], "c");
-        assert!(marked.ends_with(b"\n"));
-        let call =
-            br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"initialize"}}
-"#;
-        assert!(mark_initialize(call).is_none());
-        assert!(mark_initialize(b"not json\n").is_none());
-    }
 
     #[test]
     fn exits_read_as_sentences() {

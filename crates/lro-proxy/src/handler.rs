@@ -22,6 +22,7 @@ use tokio_util::task::TaskTracker;
 use crate::{
     ProxyError, Upstream,
     child::{self, ChildExit, ChildGuard},
+    flag::FlaggingClient,
     relay::{Failure, ProgressMap, Relay, forward},
     telemetry,
 };
@@ -344,7 +345,8 @@ impl Proxy {
                 let config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
                     .custom_headers(headers.iter().cloned().collect())
                     .max_sse_event_size(inner.cfg.max_message_bytes);
-                let transport = StreamableHttpClientTransport::from_config(config);
+                let transport =
+                    StreamableHttpClientTransport::with_client(FlaggingClient::default(), config);
                 match relay.serve(transport).await {
                     Ok(service) => (service, None),
                     Err(err) => {

@@ -36,6 +36,7 @@
 
 mod child;
 mod error;
+mod flag;
 mod handler;
 mod relay;
 pub mod serve;

@@ -1,0 +1,204 @@
+//! The spec's form of the proxy flag, `clientInfo.proxy: true`, on the wire.
+//!
+//! rmcp's `Implementation` type has no field for it and drops unknown keys,
+//! so the key is added where the proxy owns the bytes: in the line pump of a
+//! stdio child, and in the HTTP client of a streamable-HTTP upstream, which
+//! sends the `initialize` request as a custom request of the same method
+//! whose params carry the key.
+
+use std::{collections::HashMap, sync::Arc};
+
+use futures::stream::BoxStream;
+use http::{HeaderName, HeaderValue};
+use rmcp::{
+    model::{ClientJsonRpcMessage, ClientRequest, CustomRequest, JsonRpcMessage, JsonRpcRequest},
+    transport::streamable_http_client::{
+        StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
+    },
+};
+use serde_json::Value;
+use sse_stream::{Error as SseError, Sse};
+
+/// Sets `clientInfo.proxy = true` in `initialize` params.
+fn mark(params: &mut Value) -> Option<()> {
+    let info = params.get_mut("clientInfo")?.as_object_mut()?;
+    info.insert("proxy".to_owned(), Value::Bool(true));
+    Some(())
+}
+
+/// `line` with the flag added when it is the `initialize` request, else
+/// `None`.
+pub(crate) fn mark_line(line: &[u8]) -> Option<Vec<u8>> {
+    let mut message: Value = serde_json::from_slice(line).ok()?;
+    if message.get("method")?.as_str()? != "initialize" {
+        return None;
+    }
+    mark(message.get_mut("params")?)?;
+    let mut out = serde_json::to_vec(&message).ok()?;
+    out.push(b'\n');
+    Some(out)
+}
+
+/// `message` with the flag added when it is the `initialize` request.
+fn mark_message(message: ClientJsonRpcMessage) -> ClientJsonRpcMessage {
+    let JsonRpcMessage::Request(JsonRpcRequest {
+        jsonrpc,
+        id,
+        request: ClientRequest::InitializeRequest(init),
+    }) = message
+    else {
+        return message;
+    };
+    let Ok(mut params) = serde_json::to_value(&init.params) else {
+        return JsonRpcMessage::Request(JsonRpcRequest {
+            jsonrpc,
+            id,
+            request: ClientRequest::InitializeRequest(init),
+        });
+    };
+    mark(&mut params);
+    let mut custom = CustomRequest::new("initialize", Some(params));
+    custom.extensions = init.extensions;
+    JsonRpcMessage::Request(JsonRpcRequest {
+        jsonrpc,
+        id,
+        request: ClientRequest::CustomRequest(custom),
+    })
+}
+
+/// reqwest's streamable-HTTP client, with the flag added to `initialize`.
+#[derive(Clone, Default)]
+pub(crate) struct FlaggingClient(reqwest::Client);
+
+impl StreamableHttpClient for FlaggingClient {
+    type Error = reqwest::Error;
+
+    async fn post_message(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
+        self.0
+            .post_message(
+                uri,
+                mark_message(message),
+                session_id,
+                auth_header,
+                custom_headers,
+            )
+            .await
+    }
+
+    async fn post_message_with_max_sse_event_size(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        max_sse_event_size: usize,
+    ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
+        self.0
+            .post_message_with_max_sse_event_size(
+                uri,
+                mark_message(message),
+                session_id,
+                auth_header,
+                custom_headers,
+                max_sse_event_size,
+            )
+            .await
+    }
+
+    async fn delete_session(
+        &self,
+        uri: Arc<str>,
+        session_id: Arc<str>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<(), StreamableHttpError<Self::Error>> {
+        self.0
+            .delete_session(uri, session_id, auth_header, custom_headers)
+            .await
+    }
+
+    async fn get_stream(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<BoxStream<'static, Result<Sse, SseError>>, StreamableHttpError<Self::Error>> {
+        self.0
+            .get_stream(uri, session_id, last_event_id, auth_header, custom_headers)
+            .await
+    }
+
+    async fn get_stream_with_max_sse_event_size(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        max_sse_event_size: usize,
+    ) -> Result<BoxStream<'static, Result<Sse, SseError>>, StreamableHttpError<Self::Error>> {
+        self.0
+            .get_stream_with_max_sse_event_size(
+                uri,
+                session_id,
+                last_event_id,
+                auth_header,
+                custom_headers,
+                max_sse_event_size,
+            )
+            .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rmcp::model::{
+        ClientCapabilities, Implementation, InitializeRequest, InitializeRequestParams, RequestId,
+    };
+
+    use super::*;
+
+    #[test]
+    fn only_the_initialize_line_is_marked() {
+        let init = br#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}
+"#;
+        let marked = mark_line(init).unwrap();
+        let value: Value = serde_json::from_slice(&marked).unwrap();
+        assert_eq!(value["params"]["clientInfo"]["proxy"], true);
+        assert_eq!(value["params"]["clientInfo"]["name"], "c");
+        assert!(marked.ends_with(b"\n"));
+        let call =
+            br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"initialize"}}
+"#;
+        assert!(mark_line(call).is_none());
+        assert!(mark_line(b"not json\n").is_none());
+    }
+
+    #[test]
+    fn the_initialize_message_serializes_with_the_flag() {
+        let params = InitializeRequestParams::new(
+            ClientCapabilities::default(),
+            Implementation::new("client", "1.0"),
+        );
+        let message = ClientJsonRpcMessage::request(
+            ClientRequest::InitializeRequest(InitializeRequest::new(params)),
+            RequestId::Number(7),
+        );
+        let wire = serde_json::to_value(mark_message(message)).unwrap();
+        assert_eq!(wire["method"], "initialize");
+        assert_eq!(wire["id"], 7);
+        assert_eq!(wire["params"]["clientInfo"]["proxy"], true);
+        assert_eq!(wire["params"]["clientInfo"]["name"], "client");
+        assert!(wire["params"]["protocolVersion"].is_string());
+    }
+}

@@ -1,0 +1,283 @@
+//! Shared helpers: an upstream MCP server on streamable HTTP (127.0.0.1),
+//! the proxy wrapped by `LroLayer`, and a client that answers sampling and
+//! records notifications, connected to the proxy over an in-memory pipe.
+#![allow(dead_code, unreachable_pub)]
+// Sampling is deprecated by SEP-2577, but clients and servers still use it,
+// and the proxy must relay it.
+#![allow(deprecated)]
+
+use std::{
+    net::SocketAddr,
+    sync::{Arc, Mutex},
+};
+
+use lro_core::OffloadConfig;
+use lro_proxy::{Proxy, ProxyConfig, ProxyShared, Upstream};
+use rmcp::{
+    ClientHandler, ErrorData as McpError, RoleClient, RoleServer, ServerHandler, ServiceExt as _,
+    model::*,
+    service::{NotificationContext, RequestContext, RunningService},
+    transport::streamable_http_server::{
+        StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
+    },
+};
+use serde_json::{Value, json};
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+use tower_layer::Layer as _;
+
+/// What the upstream saw, for the tests to check.
+#[derive(Default)]
+pub struct Seen {
+    /// `capabilities.extensions["io.atlatl/lro"]` of each `initialize`.
+    pub proxy_flags: Mutex<Vec<Option<Value>>>,
+    /// Notified when a `slow` call is cancelled.
+    pub cancelled: Notify,
+    /// The progress token each `progress` call arrived with.
+    pub progress_tokens: Mutex<Vec<Option<ProgressToken>>>,
+}
+
+/// The upstream: a hand-written handler, so every answer is exactly known.
+#[derive(Clone)]
+pub struct Upstreamer {
+    pub seen: Arc<Seen>,
+}
+
+fn tool(name: &'static str, description: &'static str) -> Tool {
+    let schema = json!({"type": "object", "properties": {"n": {"type": "integer"}}});
+    Tool::new(
+        name,
+        description,
+        Arc::new(schema.as_object().unwrap().clone()),
+    )
+}
+
+pub fn record(i: u64) -> Value {
+    let kind = ["alpha", "beta"][(i % 2) as usize];
+    json!({"id": format!("r{i:05}"), "kind": kind, "rank": i % 7, "body": "x".repeat(80)})
+}
+
+impl ServerHandler for Upstreamer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_logging()
+                .build(),
+        )
+        .with_server_info(Implementation::new("upstreamer", "7.0"))
+        .with_instructions("an upstream for the proxy tests")
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, McpError> {
+        let flag = request
+            .capabilities
+            .extensions
+            .as_ref()
+            .and_then(|e| e.get("io.atlatl/lro"))
+            .map(|m| Value::Object(m.clone()));
+        self.seen.proxy_flags.lock().unwrap().push(flag);
+        context.peer.set_peer_info(request.clone());
+        self.negotiate_initialize(&request)
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        Ok(ListToolsResult::with_all_items(vec![
+            tool("echo", "returns its arguments"),
+            tool("big", "n records as a JSON array"),
+            tool("fail", "a JSON-RPC error"),
+            tool("progress", "n progress notifications, then done"),
+            tool("sample", "asks the client to sample"),
+            tool("slow", "waits until cancelled"),
+        ]))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let n = request
+            .arguments
+            .as_ref()
+            .and_then(|a| a.get("n"))
+            .and_then(Value::as_u64)
+            .unwrap_or(1);
+        let result = match request.name.as_ref() {
+            "echo" => CallToolResult::structured(
+                json!({"args": request.arguments, "meta_seen": context.meta.get("trace").cloned()}),
+            ),
+            "big" => {
+                let records: Vec<Value> = (0..n).map(record).collect();
+                CallToolResult::success(vec![ContentBlock::text(
+                    serde_json::to_string(&records).unwrap(),
+                )])
+            }
+            "fail" => {
+                return Err(McpError::new(
+                    ErrorCode(-32042),
+                    "the upstream says no",
+                    Some(json!({"why": "test"})),
+                ));
+            }
+            "progress" => {
+                let token = context.meta.get_progress_token();
+                self.seen
+                    .progress_tokens
+                    .lock()
+                    .unwrap()
+                    .push(token.clone());
+                if let Some(token) = token {
+                    for step in 1..=n {
+                        let _ = context
+                            .peer
+                            .notify_progress(
+                                ProgressNotificationParam::new(token.clone(), step as f64)
+                                    .with_total(n as f64),
+                            )
+                            .await;
+                    }
+                }
+                CallToolResult::success(vec![ContentBlock::text("done")])
+            }
+            "sample" => {
+                let answer = context
+                    .peer
+                    .create_message(CreateMessageRequestParams::new(
+                        vec![SamplingMessage::user_text("say hi")],
+                        16,
+                    ))
+                    .await
+                    .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+                CallToolResult::success(vec![ContentBlock::text(format!("{:?}", answer))])
+            }
+            "slow" => {
+                context.ct.cancelled().await;
+                self.seen.cancelled.notify_one();
+                CallToolResult::success(vec![ContentBlock::text("cancelled")])
+            }
+            other => return Err(McpError::invalid_params(format!("no tool {other}"), None)),
+        };
+        Ok(result.into())
+    }
+}
+
+/// The upstream on streamable HTTP at 127.0.0.1; dropping the guard stops it.
+pub struct HttpUpstream {
+    pub url: String,
+    pub addr: SocketAddr,
+    pub seen: Arc<Seen>,
+    stop: CancellationToken,
+}
+
+impl Drop for HttpUpstream {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+pub async fn http_upstream(addr: SocketAddr, seen: Arc<Seen>) -> HttpUpstream {
+    let stop = CancellationToken::new();
+    let handler = Upstreamer { seen: seen.clone() };
+    let service = StreamableHttpService::new(
+        move || Ok(handler.clone()),
+        Arc::new(LocalSessionManager::default()),
+        StreamableHttpServerConfig::default().with_cancellation_token(stop.child_token()),
+    );
+    let router = axum::Router::new().nest_service("/mcp", service);
+    let listener = tokio::net::TcpListener::bind(addr).await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let token = stop.clone();
+    tokio::spawn(async move {
+        axum::serve(listener, router)
+            .with_graceful_shutdown(async move { token.cancelled().await })
+            .await
+            .unwrap();
+    });
+    HttpUpstream {
+        url: format!("http://{addr}/mcp"),
+        addr,
+        seen,
+        stop,
+    }
+}
+
+/// What the client received.
+#[derive(Default)]
+pub struct Received {
+    pub progress: Mutex<Vec<ProgressNotificationParam>>,
+    pub sampled: Mutex<u32>,
+}
+
+/// A client that answers sampling and records progress.
+#[derive(Clone, Default)]
+pub struct Client {
+    pub received: Arc<Received>,
+}
+
+impl ClientHandler for Client {
+    async fn create_message(
+        &self,
+        _params: CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, McpError> {
+        *self.received.sampled.lock().unwrap() += 1;
+        Ok(CreateMessageResult::new(
+            SamplingMessage::assistant_text("hi from the client"),
+            "test-model".into(),
+        ))
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.received.progress.lock().unwrap().push(params);
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::builder().enable_sampling().build(),
+            Implementation::new("proxy-test-client", "1.0"),
+        )
+    }
+}
+
+/// The proxy in front of `upstream`, wrapped by `LroLayer` with `cfg`, and a
+/// client connected to it over an in-memory pipe.
+pub async fn connect(
+    upstream: Upstream,
+    cfg: OffloadConfig,
+) -> (RunningService<RoleClient, Client>, ProxyShared, Client) {
+    let shared = ProxyShared::new(ProxyConfig::new(upstream));
+    let handler = lro_tower::LroLayer::new(cfg).layer(Proxy::new(shared.clone()));
+    let (server_io, client_io) = tokio::io::duplex(1 << 20);
+    tokio::spawn(async move {
+        if let Ok(running) = handler.serve(server_io).await {
+            let _ = running.waiting().await;
+        }
+    });
+    let client = Client::default();
+    let running = client
+        .clone()
+        .serve(client_io)
+        .await
+        .expect("client initializes");
+    (running, shared, client)
+}
+
+/// A tools/call with `args`.
+pub fn call(name: &'static str, args: Value) -> CallToolRequestParams {
+    let mut params = CallToolRequestParams::new(name);
+    params.arguments = args.as_object().cloned();
+    params
+}
