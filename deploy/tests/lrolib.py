@@ -187,6 +187,41 @@ def scan(expr: str) -> Scan:
     return out
 
 
+_SELECTOR = re.compile(r"(?<![A-Za-z0-9_:])(?P<metric>[A-Za-z_:][A-Za-z0-9_:]*)\s*\{(?P<body>[^{}]*)\}")
+
+
+def label_matchers(expr: str) -> list[tuple[str, str, str, str]]:
+    """(metric, label, operator, value) of every label matcher in `metric{…}` selectors, the
+    value unquoted (escapes left as written)."""
+    found = []
+    for sel in _SELECTOR.finditer(expr):
+        for m in _MATCHER.finditer(sel.group("body")):
+            found.append((sel.group("metric"), m.group(1), m.group(2), m.group(3)[1:-1]))
+    return found
+
+
+def closed_value_problems(expr: str) -> list[str]:
+    """Matchers on a closed label (one with a label set in the catalogue) whose value is not a
+    value of that set: `=`/`!=` compare the whole value, `=~`/`!~` each `|` alternative. A
+    dashboard variable (`$name`) stands for any value."""
+    problems = []
+    for metric, label, op, value in label_matchers(expr):
+        m, _ = resolve_series(metric, load_metrics())
+        if m is None or m.name in BUILTIN_SERIES:
+            continue
+        closed = {l.name: l for l in CAT.metric(m.name).labels if l.values is not None}
+        if label not in closed or "$" in value:
+            continue
+        wanted = value.split("|") if op in ("=~", "!~") else [value]
+        for v in wanted:
+            if v not in closed[label].values:
+                problems.append(
+                    f"{metric}{{{label}{op}{value!r}}}: {v!r} is not a value of label set {closed[label].set} "
+                    f"({', '.join(closed[label].values)})"
+                )
+    return problems
+
+
 _LABEL_VALUES = re.compile(r"^\s*label_values\(\s*(?:(?P<sel>.*?)\s*,\s*)?(?P<label>[A-Za-z_][A-Za-z0-9_]*)\s*\)\s*$", re.DOTALL)
 
 

@@ -1,22 +1,32 @@
 """End to end: the real memory-server, a real Prometheus, every dashboard query.
 
 1. Builds and starts `memory-server --http … --metrics …` (TTL 1 s, cleanup
-   every 2 s, offload directory in a temp dir) and a real Prometheus scraping
-   it every second, with deploy/prometheus/alerts.yml loaded.
+   every 2 s, offload directory in a temp dir), `lro proxy --http …
+   --metrics … -- memory-server --no-lro` (the same settings, its own
+   offload directory), and a real Prometheus scraping both every second (jobs
+   memory-server and lro-proxy of deploy/prometheus/prometheus.yml), with
+   deploy/prometheus/alerts.yml loaded.
 2. Drives a workload through the official MCP Python SDK over streamable HTTP
    that exercises every outcome: inline results, offloaded results, an
    lro_extract recipe (if the server lists the tool), a real write failure
    (the offload directory replaced by a regular file) that must fall back to a
-   truncated result with a warning, and TTL expiry by the cleanup task.
+   truncated result with a warning, and TTL expiry by the cleanup task. Then,
+   through the proxy: tool calls, an unknown tool (a JSON-RPC error from the
+   upstream), a session ended normally (a shutdown exit), a session whose
+   child is killed (a failed exit), and a new session (a restart).
 3. Evaluates every PromQL expression of every panel of both dashboards
-   through /api/v1/query and requires a non-empty result, checks that every
-   metric any panel or alert rule names is really exported, that the
-   template-variable queries resolve, that the Level 3 conformance panels
-   read PASS, and that the alert rules load and LroOffloadWriteFailures fires.
+   through /api/v1/query and requires a non-empty result (the panels on the
+   metrics only `lro proxy` exports against the proxy's target, the others
+   against the server's), checks that every metric any panel or alert rule
+   names is really exported, that the template-variable queries resolve, that
+   the Level 3 conformance panels read PASS, that the upstream metrics count
+   what the proxy workload did, and that the alert rules load,
+   LroOffloadWriteFailures fires and the upstream alerts stay quiet.
 
-Needs: cargo (or LRO_MEMORY_SERVER_BIN=path/to/memory-server), `prometheus`
-on PATH (Debian package prometheus), pip packages pytest, mcp, pyyaml.
-Uses only 127.0.0.1. Takes about a minute once the binary is built.
+Needs: cargo (or LRO_MEMORY_SERVER_BIN=path/to/memory-server and
+LRO_BIN=path/to/lro), `prometheus` on PATH (Debian package prometheus), pip
+packages pytest, mcp, pyyaml. Uses only 127.0.0.1. Takes about a minute once
+the binaries are built.
 
 Metric names and label values come from the catalogue, deploy/metrics.json
 (lrolib.M, lrolib.L), never typed here.
@@ -29,6 +39,7 @@ import math
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -45,6 +56,7 @@ import yaml
 
 from lrolib import (
     CATALOGUE,
+    COUNT,
     DASHBOARDS,
     EXTRACT_TOOL,
     PROM_DIR,
@@ -63,6 +75,8 @@ from lrolib import (
 )
 
 JOB = "memory-server"
+# The scrape job of `lro proxy` in deploy/prometheus/prometheus.yml.
+PROXY_JOB = "lro-proxy"
 # Substituted for $__rate_interval: wide enough to cover the whole workload,
 # so rates, ratios and quantiles have real values, not just series.
 RATE_INTERVAL = "5m"
@@ -76,9 +90,24 @@ METRICS = load_metrics()
 MEMORY_TOOLS = {"list_memories", "recall_memories", "search_memories", "inject_context"}
 # The metrics about EXTRACT_TOOL: not checked when the server does not list the tool.
 EXTRACT_METRICS = frozenset({M.EXTRACT_REQUESTS_TOTAL, M.EXTRACT_DURATION_SECONDS})
+# The metrics only `lro proxy` exports: evaluated against the proxy's target.
+PROXY_METRICS = frozenset({
+    M.UPSTREAM_UP,
+    M.UPSTREAM_SESSIONS,
+    M.UPSTREAM_EXITS_TOTAL,
+    M.UPSTREAM_RESTARTS_TOTAL,
+    M.UPSTREAM_ERRORS_TOTAL,
+    M.UPSTREAM_REQUEST_DURATION_SECONDS,
+})
+# A tool the memory server does not have: calling it through the proxy gets a
+# JSON-RPC error from the upstream.
+UNKNOWN_TOOL = "no_such_tool"
 OUTCOME = L.ToolOutcome
 EXTRACT = L.ExtractOutcome
 MODE = L.ExtractMode
+EXIT = L.UpstreamExit
+METHOD = L.UpstreamMethod
+CODE = L.UpstreamErrorCode
 
 # Loopback traffic must never go through a proxy from the environment.
 _NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))
@@ -128,6 +157,23 @@ class Proc:
 
     def alive(self) -> bool:
         return self.p.poll() is None
+
+    def search(self, pattern: str) -> re.Match | None:
+        """The first match of `pattern` in the output so far."""
+        self._log.flush()
+        return re.search(pattern, self.log_path.read_text(encoding="utf-8", errors="replace"))
+
+    def children(self) -> list[int]:
+        """Process ids of its live child processes (from /proc)."""
+        found = []
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                state, ppid = stat.read_text().rsplit(")", 1)[1].split()[:2]
+            except (OSError, ValueError):
+                continue  # gone meanwhile
+            if int(ppid) == self.p.pid and state != "Z":
+                found.append(int(stat.parent.name))
+        return found
 
     def tail(self, n: int = 40) -> str:
         self._log.flush()
@@ -326,39 +372,126 @@ async def workload(url: str, offload_dir: Path, prom: Prometheus) -> Observed:
     return seen
 
 
+async def rpc_error(request) -> int:
+    """The JSON-RPC error code the awaited request failed with."""
+    try:  # mcp 2.x
+        from mcp.shared.exceptions import MCPError as RpcError
+    except ImportError:  # 1.x
+        from mcp.shared.exceptions import McpError as RpcError
+    try:
+        result = await request
+    except RpcError as e:
+        return e.error.code
+    raise AssertionError(f"expected a JSON-RPC error, got {result!r}")
+
+
+@dataclass
+class ProxyObserved:
+    # JSON-RPC error codes of the unknown-tool calls, as the client saw them.
+    unknown_tool_codes: list[int] = field(default_factory=list)
+    # The code of the call made after the child was killed.
+    after_kill_code: int | None = None
+    killed: list[int] = field(default_factory=list)  # pids, for the failure messages
+
+
+def proxy_series(metric: str, *matchers: str) -> str:
+    """metric{job="lro-proxy", matchers...}"""
+    return metric + "{" + ", ".join((f'job="{PROXY_JOB}"', *matchers)) + "}"
+
+
+def exits(reason: str) -> str:
+    """Upstream sessions of the test proxy that ended with `reason`."""
+    return f"sum({proxy_series(M.UPSTREAM_EXITS_TOTAL, EXIT.eq(reason))})"
+
+
+async def proxy_workload(url: str, proxy: Proc, prom: Prometheus) -> ProxyObserved:
+    """Through `lro proxy` (stdio child: memory-server --no-lro): calls, upstream errors, a
+    normal session end, a child killed under a session, a new session."""
+    seen = ProxyObserved()
+
+    # Session 1: tool calls (the proxy's own LRO layer offloads the full list),
+    # an unknown tool twice, then the session ends normally: a shutdown exit.
+    async with mcp_session(url) as session:
+        listed = await session.list_tools()
+        missing = MEMORY_TOOLS - {t.name for t in listed.tools}
+        assert not missing, f"the proxy does not list {sorted(missing)}"
+        r = await call(session, "recall_memories", {"query": "cache", "limit": 3, "detail": "light"})
+        assert offload_path(r) is None, text_of(r)[:300]
+        r = await call(session, "list_memories", {"detail": "full"})
+        assert offload_path(r), f"the proxy should offload list_memories full: {text_of(r)[:300]}"
+        seen.unknown_tool_codes.append(await rpc_error(session.call_tool(UNKNOWN_TOOL, {})))
+        # Series are born at their first value: rate() and the latency
+        # quantiles need increments after Prometheus has scraped the first.
+        await scraped(prom, f"sum({proxy_series(M.UPSTREAM_ERRORS_TOTAL)}) >= 1")
+        seen.unknown_tool_codes.append(await rpc_error(session.call_tool(UNKNOWN_TOOL, {})))
+        await call(session, "recall_memories", {"query": "deployment", "limit": 2, "detail": "medium"})
+    await scraped(prom, f"{exits(EXIT.Shutdown)} >= 1")
+
+    # Session 2: its child is killed: a failed exit; the call after it fails.
+    async with mcp_session(url) as session:
+        children = proxy.children()  # spawned for the session's initialize
+        assert len(children) == 1, f"one child per session, found {children}"
+        os.kill(children[0], signal.SIGKILL)
+        seen.killed = children
+        await scraped(prom, f"{exits(EXIT.Failed)} >= 1")
+        seen.after_kill_code = await rpc_error(session.call_tool("recall_memories", {"query": "cache", "limit": 1}))
+
+    # Session 3: a new child after the loss: a restart, and up again.
+    async with mcp_session(url) as session:
+        await call(session, "recall_memories", {"query": "cache", "limit": 2, "detail": "light"})
+    return seen
+
+
 # ---------------------------------------------------------------------------
 # The stack
 # ---------------------------------------------------------------------------
 
 
-def server_binary() -> Path:
-    override = os.environ.get("LRO_MEMORY_SERVER_BIN")
+def cargo_binary(package: str, binary: str, override_var: str) -> Path:
+    """target/debug/<binary> after `cargo build -p <package>`, or the path in $<override_var>."""
+    override = os.environ.get(override_var)
     if override:
         path = Path(override)
-        assert path.is_file(), f"LRO_MEMORY_SERVER_BIN={override} does not exist"
+        assert path.is_file(), f"{override_var}={override} does not exist"
         return path
     cargo = shutil.which("cargo")
-    assert cargo, "cargo not found (or set LRO_MEMORY_SERVER_BIN)"
+    assert cargo, f"cargo not found (or set {override_var})"
     proc = subprocess.run(
-        [cargo, "build", "-p", "memory-server"], cwd=REPO, capture_output=True, text=True, timeout=CARGO_BUILD_TIMEOUT_S
+        [cargo, "build", "-p", package], cwd=REPO, capture_output=True, text=True, timeout=CARGO_BUILD_TIMEOUT_S
     )
-    assert proc.returncode == 0, f"cargo build -p memory-server failed:\n{proc.stderr[-4000:]}"
+    assert proc.returncode == 0, f"cargo build -p {package} failed:\n{proc.stderr[-4000:]}"
     target = Path(os.environ.get("CARGO_TARGET_DIR", REPO / "target"))
-    return (target if target.is_absolute() else REPO / target) / "debug" / "memory-server"
+    return (target if target.is_absolute() else REPO / target) / "debug" / binary
 
 
-def prometheus_config(path: Path, metrics_port: int) -> None:
-    """deploy/prometheus/prometheus.yml, pointed at the test server, scraping every second."""
+def server_binary() -> Path:
+    return cargo_binary("memory-server", "memory-server", "LRO_MEMORY_SERVER_BIN")
+
+
+def proxy_binary() -> Path:
+    """The `lro` CLI, whose `lro proxy` puts LRO in front of any MCP server."""
+    return cargo_binary("lro-cli", "lro", "LRO_BIN")
+
+
+def prometheus_config(path: Path, metrics_port: int, proxy_metrics_port: int | None = None) -> None:
+    """deploy/prometheus/prometheus.yml, pointed at the test server (job memory-server) and,
+    if given, the test proxy (job lro-proxy), scraping every second."""
     cfg = yaml.safe_load((PROM_DIR / "prometheus.yml").read_text(encoding="utf-8"))
     cfg["global"].update(
         scrape_interval=f"{SCRAPE_INTERVAL_S}s", scrape_timeout=f"{SCRAPE_INTERVAL_S}s", evaluation_interval=f"{SCRAPE_INTERVAL_S}s"
     )
     cfg["rule_files"] = [str(PROM_DIR / f) for f in cfg.get("rule_files", [])]
-    jobs = [j for j in cfg["scrape_configs"] if j["job_name"] == JOB]
-    assert len(jobs) == 1, f"deploy/prometheus/prometheus.yml must have one job {JOB!r}"
-    job = jobs[0]
-    job["static_configs"] = [{"targets": [f"127.0.0.1:{metrics_port}"], "labels": job["static_configs"][0].get("labels", {})}]
-    cfg["scrape_configs"] = [job]
+    targets = {JOB: metrics_port}
+    if proxy_metrics_port is not None:
+        targets[PROXY_JOB] = proxy_metrics_port
+    scrape = []
+    for name, port in targets.items():
+        jobs = [j for j in cfg["scrape_configs"] if j["job_name"] == name]
+        assert len(jobs) == 1, f"deploy/prometheus/prometheus.yml must have one job {name!r}"
+        job = jobs[0]
+        job["static_configs"] = [{"targets": [f"127.0.0.1:{port}"], "labels": job["static_configs"][0].get("labels", {})}]
+        scrape.append(job)
+    cfg["scrape_configs"] = scrape
     path.write_text(yaml.safe_dump(cfg, sort_keys=False), encoding="utf-8")
 
 
@@ -369,14 +502,23 @@ class Stack:
     seen: Observed
     server: Proc
     prometheus: Proc
+    proxy: Proc
+    proxy_instance: str
+    proxy_seen: ProxyObserved
 
     def logs(self) -> str:
-        return self.server.tail() + "\n" + self.prometheus.tail()
+        return "\n".join(p.tail() for p in (self.server, self.proxy, self.prometheus))
+
+    def target(self, expr: str) -> tuple[str, str]:
+        """(job, instance) an expression is evaluated for: the proxy's for the metrics only
+        `lro proxy` exports, else the memory-server's."""
+        return (PROXY_JOB, self.proxy_instance) if proxy_only(expr) else (JOB, self.instance)
 
 
 @dataclass
 class Launched:
-    """A memory-server and a Prometheus scraping it, both up and scraping."""
+    """A memory-server and a Prometheus scraping it, both up and scraping;
+    with proxy=True also an `lro proxy` in front of a memory-server, scraped too."""
 
     server: Proc
     prometheus: Proc
@@ -384,22 +526,31 @@ class Launched:
     instance: str
     mcp_url: str
     offload_dir: Path
+    proxy: Proc | None = None
+    proxy_instance: str | None = None
+    proxy_url: str | None = None
 
 
-def launch(tmp: Path, procs: list[Proc], extra_env: dict[str, str]) -> Launched:
+def launch(tmp: Path, procs: list[Proc], extra_env: dict[str, str], proxy: bool = False) -> Launched:
     """Starts the stack under `tmp` (offload files in `tmp/offload`) and waits
-    until Prometheus scrapes the server. Started processes are appended to
-    `procs` as they start, so the caller can stop them whatever happens."""
+    until Prometheus scrapes the server. With `proxy`, also starts
+    `lro proxy --http … --metrics … -- memory-server --no-lro` (the same
+    settings, offload files in `tmp/proxy-offload`), scraped as job lro-proxy.
+    Started processes are appended to `procs` as they start, so the caller can
+    stop them whatever happens."""
     prom_bin = shutil.which("prometheus")
     assert prom_bin, "prometheus not found on PATH: apt-get install -y prometheus"
     binary = server_binary()
     help_text = subprocess.run([binary, "--help"], capture_output=True, text=True, timeout=30).stdout
     assert "--metrics" in help_text, f"{binary} has no --metrics option:\n{help_text}"
+    lro = proxy_binary() if proxy else None
 
     offload_dir = tmp / "offload"
     offload_dir.mkdir(mode=0o700)
     http_port, metrics_port, prom_port = free_port(), free_port(), free_port()
     instance = f"127.0.0.1:{metrics_port}"
+    proxy_metrics_port = free_port() if proxy else None
+    proxy_instance = f"127.0.0.1:{proxy_metrics_port}" if proxy else None
 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ATLATL_", "OTEL_"))}
     env.update(
@@ -413,7 +564,7 @@ def launch(tmp: Path, procs: list[Proc], extra_env: dict[str, str]) -> Launched:
     os.environ.setdefault("no_proxy", "127.0.0.1,localhost")
 
     prom_cfg = tmp / "prometheus.yml"
-    prometheus_config(prom_cfg, metrics_port)
+    prometheus_config(prom_cfg, metrics_port, proxy_metrics_port)
 
     server = Proc(
         "memory-server",
@@ -423,6 +574,19 @@ def launch(tmp: Path, procs: list[Proc], extra_env: dict[str, str]) -> Launched:
         cwd=tmp,
     )
     procs.append(server)
+    proxy_proc = None
+    if lro is not None:
+        proxy_offload = tmp / "proxy-offload"
+        proxy_offload.mkdir(mode=0o700)
+        # Port 0: the proxy prints the address it bound ("lro proxy listening on http://ADDR/mcp").
+        proxy_proc = Proc(
+            "lro proxy",
+            [str(lro), "proxy", "--http", "127.0.0.1:0", "--metrics", proxy_instance, "--", str(binary), "--no-lro"],
+            tmp / "lro-proxy.log",
+            env={**env, "ATLATL_PROMPT__OFFLOAD__OUTPUT_DIR": str(proxy_offload)},
+            cwd=tmp,
+        )
+        procs.append(proxy_proc)
     prometheus = Proc(
         "prometheus",
         [
@@ -445,9 +609,22 @@ def launch(tmp: Path, procs: list[Proc], extra_env: dict[str, str]) -> Launched:
         return http_get(url, timeout=2)[0] == 200
 
     wait_until(lambda: ready(server, f"http://{instance}/metrics"), STARTUP_TIMEOUT_S, "the memory-server metrics endpoint")
+    proxy_url = None
+    if proxy_proc is not None:
+        wait_until(lambda: ready(proxy_proc, f"http://{proxy_instance}/metrics"), STARTUP_TIMEOUT_S, "the lro proxy metrics endpoint")
+        listening = wait_until(
+            lambda: proxy_proc.search(r"lro proxy listening on (http://\S+)"), STARTUP_TIMEOUT_S, "lro proxy to listen"
+        )
+        proxy_url = listening.group(1)
     wait_until(lambda: ready(prometheus, f"{prom.base}/-/ready"), STARTUP_TIMEOUT_S, "Prometheus to be ready")
     wait_until(lambda: prom.value(f'up{{job="{JOB}", instance="{instance}"}}') == 1, STARTUP_TIMEOUT_S, "the scrape target to be up")
-    return Launched(server, prometheus, prom, instance, f"http://127.0.0.1:{http_port}/mcp", offload_dir)
+    if proxy_proc is not None:
+        wait_until(
+            lambda: prom.value(f'up{{job="{PROXY_JOB}", instance="{proxy_instance}"}}') == 1, STARTUP_TIMEOUT_S, "the proxy's scrape target to be up"
+        )
+    return Launched(
+        server, prometheus, prom, instance, f"http://127.0.0.1:{http_port}/mcp", offload_dir, proxy_proc, proxy_instance, proxy_url
+    )
 
 
 @pytest.fixture(scope="module")
@@ -458,6 +635,7 @@ def stack(tmp_path_factory):
             tmp_path_factory.mktemp("live"),
             procs,
             {"ATLATL_PROMPT__OFFLOAD__TTL_SECONDS": "1", "ATLATL_PROMPT__OFFLOAD__CLEANUP_SCHEDULE": "*/2 * * * * *"},
+            proxy=True,
         )
         server, prometheus, prom, instance, offload_dir = up.server, up.prometheus, up.prom, up.instance, up.offload_dir
         # A few samples before the workload, so increases start from a baseline.
@@ -467,6 +645,10 @@ def stack(tmp_path_factory):
             seen = anyio.run(workload, up.mcp_url, offload_dir, prom)
         except BaseException as e:
             raise AssertionError(f"workload failed: {e!r}\n{server.tail()}") from e
+        try:
+            proxy_seen = anyio.run(proxy_workload, up.proxy_url, up.proxy, prom)
+        except BaseException as e:
+            raise AssertionError(f"proxy workload failed: {e!r}\n{up.proxy.tail()}") from e
 
         # Cleanup expires the 1-second-old files (schedule: every 2 s).
         wait_until(
@@ -474,7 +656,7 @@ def stack(tmp_path_factory):
             EXPIRY_TIMEOUT_S,
             f"{M.OFFLOAD_FILES_EXPIRED_TOTAL} to rise",
         )
-        yield Stack(prom, instance, seen, server, prometheus)
+        yield Stack(prom, instance, seen, server, prometheus, up.proxy, up.proxy_instance, proxy_seen)
     finally:
         for p in reversed(procs):
             p.stop()
@@ -485,10 +667,10 @@ def stack(tmp_path_factory):
 # ---------------------------------------------------------------------------
 
 
-def substitute(expr: str, instance: str) -> str:
+def substitute(expr: str, instance: str, job: str = JOB) -> str:
     values = {
         "datasource": "prometheus",
-        "job": JOB,
+        "job": job,
         "instance": instance,  # dots match themselves in the regex
         "tool": ".*",
         "__rate_interval": RATE_INTERVAL,
@@ -514,6 +696,18 @@ def extract_only(expr: str, seen: Observed) -> bool:
     return bool(names) and any(is_extract_series(n) for n in names)
 
 
+def is_proxy_series(name: str) -> bool:
+    """A series of one of PROXY_METRICS (histograms as _bucket/_sum/_count)."""
+    m, _ = resolve_series(name, METRICS)
+    return m is not None and m.name in PROXY_METRICS
+
+
+def proxy_only(expr: str) -> bool:
+    """True for expressions about the metrics only `lro proxy` exports."""
+    names = scan(expr).metrics
+    return bool(names) and all(is_proxy_series(n) for n in names)
+
+
 def all_panel_exprs():
     return [(d, title, ref, expr) for d in DASHBOARDS for title, ref, expr in panel_exprs(load_dashboard(d))]
 
@@ -524,7 +718,8 @@ def evaluate_all(stack: Stack) -> list[str]:
     for dash, title, ref, expr in all_panel_exprs():
         if extract_only(expr, stack.seen):
             continue
-        q = substitute(expr, stack.instance)
+        job, instance = stack.target(expr)
+        q = substitute(expr, instance, job)
         try:
             result = stack.prom.query(q)
         except PromError as e:
@@ -597,8 +792,9 @@ def test_every_referenced_metric_is_exported(settled):
             continue
         m, _ = resolve_series(name, metrics)
         assert m is not None, f"{name} is not in {CATALOGUE.relative_to(REPO)}"
-        if not settled.prom.api("series", **{"match[]": f'{name}{{job="{JOB}"}}'}):
-            missing.append(name)
+        job = PROXY_JOB if is_proxy_series(name) else JOB
+        if not settled.prom.api("series", **{"match[]": f'{name}{{job="{job}"}}'}):
+            missing.append(f"{name} (job {job})")
     assert missing == [], f"named by dashboards or rules but not exported: {missing}"
 
 
@@ -612,6 +808,8 @@ def test_template_variables_resolve(settled):
             params = {"match[]": substitute(selector, settled.instance)} if selector else {}
             values = settled.prom.api(f"label/{label}/values", **params)
             assert expected[var["name"]] in values, f"{dash} ${var['name']}: {values}"
+            if var["name"] == "job":  # the proxy exports lro_build_info too
+                assert PROXY_JOB in values, f"{dash} $job: {values}"
 
 
 def test_conformance_dashboard_reads_pass(settled):
@@ -641,6 +839,45 @@ def test_alert_rules_load_and_write_failure_alert_fires(settled):
         alerts = settled.prom.api("alerts")["alerts"]
         return {a["labels"]["alertname"]: a["state"] for a in alerts}
 
-    states = wait_until(lambda: firing().get("LroOffloadWriteFailures") == "firing" and firing(), 30, "LroOffloadWriteFailures to fire")
-    for quiet in ("LroTargetDown", "LroMetricsAbsent", "LroCleanupStalled", "LroOffloadDiskUsageHigh"):
+    def settled_states():
+        # The killed child had the proxy's upstream down for a moment:
+        # LroUpstreamDown may still be pending (never firing: `for: 2m`) until
+        # the next rule evaluation sees the upstream up again.
+        states = firing()
+        return states.get("LroOffloadWriteFailures") == "firing" and "LroUpstreamDown" not in states and states
+
+    states = wait_until(settled_states, 30, "LroOffloadWriteFailures to fire and LroUpstreamDown to clear")
+    # One killed child among normal session ends is no flapping.
+    for quiet in ("LroTargetDown", "LroMetricsAbsent", "LroCleanupStalled", "LroOffloadDiskUsageHigh", "LroUpstreamFlapping"):
         assert quiet not in states, f"{quiet} should not be active: {states}"
+
+
+def test_proxy_upstream_metrics_count_the_proxy_workload(settled):
+    """Exits by reason, the restart, up, sessions and errors are what proxy_workload did."""
+    prom, seen = settled.prom, settled.proxy_seen
+
+    def settle(expr: str, ok, what: str) -> None:
+        wait_until(lambda: ok(prom.value(expr)), SETTLE_TIMEOUT_S, f"{what}: {expr} (last: {prom.value(expr)})")
+
+    # Sessions 1 and 3 ended normally, session 2's child was killed (a signal: failed).
+    settle(exits(EXIT.Shutdown), lambda v: v is not None and v >= 2, "normal session ends")
+    settle(exits(EXIT.Failed), lambda v: v == 1, "the killed child")
+    assert prom.value(exits(EXIT.Exited)) == 0
+    assert prom.value(exits(EXIT.Disconnected)) == 0  # a command upstream never disconnects
+    settle(f"sum({proxy_series(M.UPSTREAM_RESTARTS_TOTAL)})", lambda v: v == 1, "the new session after the loss")
+    settle(proxy_series(M.UPSTREAM_UP), lambda v: v == 1, "the upstream up again")
+    settle(proxy_series(M.UPSTREAM_SESSIONS), lambda v: v == 0, "every session closed")
+
+    # The unknown tool: the upstream's own JSON-RPC error code, under tools/call.
+    codes = set(seen.unknown_tool_codes)
+    assert len(codes) == 1 and len(seen.unknown_tool_codes) == 2, seen
+    code = str(codes.pop())
+    label = code if code in CODE.values else CODE.Other
+    errors = f"sum({proxy_series(M.UPSTREAM_ERRORS_TOTAL, METHOD.eq(METHOD.ToolsCall), CODE.eq(label))})"
+    settle(errors, lambda v: v == 2, "the unknown-tool errors")
+    # The call on the session whose child was killed: the upstream was gone.
+    assert seen.after_kill_code is not None, seen
+    transport = f"sum({proxy_series(M.UPSTREAM_ERRORS_TOTAL, METHOD.eq(METHOD.ToolsCall), CODE.eq(CODE.Transport))})"
+    settle(transport, lambda v: v == 1, "the call after the kill")
+    calls = f"sum({proxy_series(M.UPSTREAM_REQUEST_DURATION_SECONDS + COUNT, METHOD.eq(METHOD.ToolsCall))})"
+    settle(calls, lambda v: v is not None and v >= 7, "forwarded tools/call requests")

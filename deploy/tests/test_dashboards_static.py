@@ -7,7 +7,9 @@
 - every metric name in any expression, variable query or alert rule is one
   of deploy/metrics.json (generated from `lro_core::metric::catalogue`, also
   printed by `lro metrics --json`; histograms as _bucket/_sum/_count), and
-  every label used in a matcher belongs to that metric.
+  every label used in a matcher belongs to that metric, and every value a
+  matcher or a promtool test series gives a closed label (outcome, reason,
+  method, code, …) is a value of its label set.
 
 Metric names and label values below come from that catalogue (lrolib.M, lrolib.L).
 """
@@ -19,16 +21,19 @@ import subprocess
 import sys
 
 import pytest
+import yaml
 
 from lrolib import (
     BUCKET,
     DASHBOARDS,
     DS_REF,
+    PROM_DIR,
     RATE_INTERVAL,
     REPO,
     L,
     M,
     check_expr,
+    closed_value_problems,
     content_panels,
     iter_panels,
     load_dashboard,
@@ -45,6 +50,8 @@ from lrolib import (
 
 METRICS = load_metrics()
 OUTCOME = L.ToolOutcome
+EXIT = L.UpstreamExit
+METHOD = L.UpstreamMethod
 
 
 @pytest.fixture(params=DASHBOARDS)
@@ -102,6 +109,32 @@ def test_checker_rejects(expr, complaint):
 )
 def test_checker_accepts(expr):
     assert check_expr(expr, METRICS) == []
+
+
+@pytest.mark.parametrize(
+    "expr, bad",
+    [
+        (f'sum(increase({M.UPSTREAM_EXITS_TOTAL}{{{EXIT.label}!="{EXIT.Shutdown}x"}}[10m]))', EXIT.Shutdown + "x"),
+        (f'{M.TOOL_RESULTS_TOTAL}{{job="x", {OUTCOME.label}="{OUTCOME.Offloaded.upper()}"}}', OUTCOME.Offloaded.upper()),
+        (f'rate({M.UPSTREAM_REQUEST_DURATION_SECONDS}{BUCKET}{{{METHOD.label}=~"{METHOD.ToolsCall}|bogus"}}[5m])', "bogus"),
+    ],
+)
+def test_closed_value_checker_rejects(expr, bad):
+    problems = closed_value_problems(expr)
+    assert len(problems) == 1 and repr(bad) in problems[0], problems
+
+
+@pytest.mark.parametrize(
+    "expr",
+    [
+        f'{M.UPSTREAM_EXITS_TOTAL}{{{EXIT.label}!="{EXIT.Shutdown}"}}',
+        f'{M.UPSTREAM_EXITS_TOTAL}{{{EXIT.label}=~"{EXIT.Failed}|{EXIT.Exited}", job="any-job"}}',
+        f'{M.TOOL_RESULTS_TOTAL}{{tool="anything", {OUTCOME.label}=~"$outcome"}}',  # open label; a variable
+        'up{job="memory-server"}',
+    ],
+)
+def test_closed_value_checker_accepts(expr):
+    assert closed_value_problems(expr) == []
 
 
 def test_dashboards_are_generated_from_source():
@@ -228,6 +261,18 @@ def test_overview_covers_the_brief():
         assert needed in exprs, needed
     for q in ("0.5", "0.95", "0.99"):
         assert f"histogram_quantile({q}, sum by (le) (rate({M.OFFLOAD_WRITE_DURATION_SECONDS}{BUCKET}" in exprs
+    # The lro proxy row: upstream up, sessions, exits by reason, restarts, errors, latency.
+    assert "Upstream (lro proxy)" in {p["title"] for p in iter_panels(dash) if p["type"] == "row"}
+    for needed in [
+        M.UPSTREAM_UP + "{",
+        M.UPSTREAM_SESSIONS + "{",
+        f"sum by (reason) (increase({M.UPSTREAM_EXITS_TOTAL}",
+        f"increase({M.UPSTREAM_RESTARTS_TOTAL}",
+        f"sum by (method, code) (rate({M.UPSTREAM_ERRORS_TOTAL}",
+    ]:
+        assert needed in exprs, needed
+    for q in ("0.5", "0.95"):
+        assert f"histogram_quantile({q}, sum by (method, le) (rate({M.UPSTREAM_REQUEST_DURATION_SECONDS}{BUCKET}" in exprs
     types = {p["type"] for p in content_panels(dash)}
     assert {"timeseries", "stat", "heatmap", "table"} <= types
     table = next(p for p in content_panels(dash) if p["type"] == "table")
@@ -287,7 +332,26 @@ def test_alert_rules_are_documented():
         "LroOffloadDiskUsageHigh",
         "LroTargetDown",
         "LroMetricsAbsent",
+        "LroUpstreamDown",
+        "LroUpstreamFlapping",
     }
+
+
+def test_closed_label_values_in_rules_and_rule_tests_are_catalogue_values():
+    """alerts.yml spells label values (the YAML cannot read the catalogue): each one a rule
+    matcher or a promtool input series gives a closed label must still be a catalogue value, so
+    a renamed variant fails here instead of silently matching nothing."""
+    problems = []
+    for rule in load_rules():
+        problems += [f"{rule['alert']}: {p}" for p in closed_value_problems(rule["expr"])]
+    tests = yaml.safe_load((PROM_DIR / "alerts_test.yml").read_text(encoding="utf-8"))
+    for test in tests["tests"]:
+        for series in test.get("input_series", []):
+            problems += [f"alerts_test.yml {test['name']!r}: {p}" for p in closed_value_problems(series["series"])]
+    for dash in DASHBOARDS:
+        for title, ref, expr in panel_exprs(load_dashboard(dash)):
+            problems += [f"{dash} / {title} [{ref}]: {p}" for p in closed_value_problems(expr)]
+    assert problems == []
 
 
 def test_alert_thresholds():
@@ -302,3 +366,10 @@ def test_alert_thresholds():
     assert "time() - " in stalled and "> 2 * 3600" in stalled
     assert f"absent({M.BUILD_INFO}" in rules["LroMetricsAbsent"][0]["expr"]
     assert "up{" in rules["LroTargetDown"][0]["expr"] and "== 0" in rules["LroTargetDown"][0]["expr"]
+    down = rules["LroUpstreamDown"][0]
+    assert down["expr"].strip() == f"{M.UPSTREAM_UP} == 0" and down["for"] == "2m"
+    assert down["labels"]["severity"] == "critical"
+    flapping = rules["LroUpstreamFlapping"][0]
+    # Normal session ends never count: every reason but shutdown.
+    assert f'{M.UPSTREAM_EXITS_TOTAL}{{{EXIT.label}!="{EXIT.Shutdown}"}}[10m]' in flapping["expr"]
+    assert flapping["expr"].strip().endswith(">= 3") and flapping["labels"]["severity"] == "warning"

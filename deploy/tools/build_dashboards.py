@@ -45,6 +45,8 @@ CLEANUP = L.CleanupOutcome
 EXPIRY = L.ExpiryReason
 MODE = L.ExtractMode
 EXTRACT = L.ExtractOutcome
+EXIT = L.UpstreamExit  # lro proxy: how an upstream session ended
+ERR = L.UpstreamErrorCode
 
 DS = {"type": "prometheus", "uid": "${datasource}"}
 
@@ -491,10 +493,32 @@ def overview() -> dict:
                        (quantile(0.95, M.RESULT_ESTIMATED_TOKENS, tool=True, by="tool, le"), "{{tool}}"),
                        instant=True, fmt="table"), cols), 24, 9)
 
+    # Only `lro proxy` exports these (select its job); the LRO panels above
+    # cover a proxy too, since it runs the same layer.
+    up_mappings = [
+        {"options": {"0": {"color": "red", "index": 0, "text": "DOWN"}, "1": {"color": "green", "index": 1, "text": "UP"}}, "type": "value"},
+        {"options": {"match": "null+nan", "result": {"color": "text", "index": 2, "text": "no proxy"}}, "type": "special"},
+    ]
+    unexpected = ", ".join((EXIT.Exited, EXIT.Failed, EXIT.Disconnected))
+    grid.row("Upstream (lro proxy)")
+    grid.add(stat("Upstream up", f"{M.UPSTREAM_UP} of each lro proxy: UP while its last attempt to open an upstream session succeeded and no session was lost since; DOWN after a failed connect or a lost session, until a session opens again. Alert LroUpstreamDown fires after 2 minutes DOWN.", "none",
+                  targets((f"min by (instance) ({M.UPSTREAM_UP}{sel()})", "{{instance}}")),
+                  steps=thresholds((None, "red"), (1, "green")), mappings=up_mappings, color_mode="background", graph=False), 4, 8)
+    grid.add(timeseries("Open upstream sessions", "Upstream sessions open now, one per client session (each with its own child for a command upstream), by instance.", "short",
+                        targets((f"sum by (instance) ({M.UPSTREAM_SESSIONS}{sel()})", "{{instance}}"))), 10, 8)
+    grid.add(timeseries("Upstream exits by reason", f"Upstream sessions that ended per rate interval, by reason. {EXIT.Shutdown} is normal: the proxy ended the session because its client left. The others ({unexpected}: the child exited on its own with status 0, or with another status or a signal; the HTTP upstream went away) failed the calls in flight; alert LroUpstreamFlapping fires at 3 of them in 10 minutes.", "short",
+                        targets((f"sum by (reason) ({rate(M.UPSTREAM_EXITS_TOTAL, fn='increase')})", "{{reason}}")), stack=True, draw="bars"), 10, 8)
+    grid.add(timeseries("Upstream restarts", "Upstream sessions opened again after one was lost (a new child, or a reconnect), per rate interval.", "short",
+                        targets((f"sum by (instance) ({rate(M.UPSTREAM_RESTARTS_TOTAL, fn='increase')})", "{{instance}}")), draw="bars"), 6, 8)
+    grid.add(timeseries("Upstream errors by method and code", f"Forwarded requests that failed per second, by method and code: the JSON-RPC error code the upstream answered with (passed on to the client unchanged), {ERR.Transport} (the upstream went away before answering) or {ERR.Cancelled} (the client cancelled the request).", "ops",
+                        targets((f"sum by (method, code) ({rate(M.UPSTREAM_ERRORS_TOTAL)})", "{{method}} {{code}}")), stack=True), 9, 8)
+    grid.add(timeseries("Upstream request latency", "p50/p95 of the time from forwarding a request to the upstream to its answer, by method.", "s",
+                        targets(*[(quantile(q, M.UPSTREAM_REQUEST_DURATION_SECONDS, by="method, le"), f"p{int(q * 100)} {{{{method}}}}") for q in (0.5, 0.95)])), 9, 8)
+
     return dashboard(
         "lro-overview",
         "LRO overview",
-        "Large Result Offloading: offload rate, tokens saved, write failures, latency, result sizes, disk usage, cleanup and extraction. Metric reference: deploy/metrics.json (lro metrics).",
+        "Large Result Offloading: offload rate, tokens saved, write failures, latency, result sizes, disk usage, cleanup and extraction; for lro proxy, its upstream (up, sessions, exits, restarts, errors, latency). Metric reference: deploy/metrics.json (lro metrics).",
         ["lro", "mcp"],
         grid.panels,
     )

@@ -110,16 +110,31 @@ pub fn proxy(args: &ProxyArgs) -> Result<(), CliError> {
     let upstream = args.upstream(|var| std::env::var(var).ok())?;
     let cfg = OffloadConfig::load(args.config.as_deref())
         .map_err(|err| CliError::Usage(format!("--config: {err}")))?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+    // One client session on stdio: one thread does its forwarding with no
+    // hand-offs between workers (offload writes and queries still run on
+    // the blocking pool). Sessions behind --http get a worker per core.
+    let mut runtime = match args.http {
+        None => tokio::runtime::Builder::new_current_thread(),
+        Some(_) => tokio::runtime::Builder::new_multi_thread(),
+    };
+    let runtime = runtime
         .enable_all()
         .build()
         .map_err(|err| CliError::Runtime(format!("cannot start the runtime: {err}")))?;
-    runtime.block_on(run(args, upstream, cfg))
+    let result = runtime.block_on(run(args, upstream, cfg));
+    // A read of a stdin that is not a pipe sits in a blocking thread that
+    // nothing can interrupt; the client may keep stdin open after the
+    // upstream is gone, so do not wait for it.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(100));
+    result
 }
 
 async fn run(args: &ProxyArgs, upstream: Upstream, cfg: OffloadConfig) -> Result<(), CliError> {
     let telemetry = lro_telemetry::Telemetry::builder()
         .service_name("lro-proxy")
+        // rmcp logs every session's peer info at info: noise on a proxy's
+        // stderr, which the client may show its user.
+        .log_filter("info,rmcp=warn")
         .metrics_addr(args.metrics)
         .conformance_level(3)
         .install()

@@ -17,22 +17,17 @@ use nix::{
     sys::signal::{Signal, killpg},
     unistd::Pid,
 };
-use rmcp::{RoleClient, transport::async_rw::AsyncRwTransport};
 use tokio::{
-    io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream},
-    process::{ChildStdin, Command},
+    process::Command,
     sync::{oneshot, watch},
 };
 use tokio_util::task::TaskTracker;
 
-use crate::{ProxyError, flag, telemetry};
+use crate::{ProxyError, telemetry, transport::ChildTransport};
 
 /// How long a child has to exit after its stdin closes, and again after
 /// SIGTERM, before the next step.
 const GRACE: Duration = Duration::from_secs(2);
-
-/// Bytes buffered between rmcp's writer and the child's stdin.
-const PIPE_BUFFER: usize = 64 * 1024;
 
 /// How a child ended.
 #[derive(Debug, Clone, Copy)]
@@ -79,20 +74,13 @@ impl ChildGuard {
 }
 
 /// Spawns `program args` and returns the guard and the client transport over
-/// its pipes. The transport accepts lines up to `max_line` bytes, and the
-/// first `initialize` request it writes gets `clientInfo.proxy = true`.
+/// its pipes, which accepts lines up to `max_line` bytes.
 pub(crate) fn spawn(
     program: &OsString,
     args: &[OsString],
     max_line: usize,
     tracker: &TaskTracker,
-) -> Result<
-    (
-        ChildGuard,
-        AsyncRwTransport<RoleClient, tokio::process::ChildStdout, DuplexStream>,
-    ),
-    ProxyError,
-> {
+) -> Result<(ChildGuard, ChildTransport), ProxyError> {
     let shown = std::iter::once(program)
         .chain(args)
         .map(|a| a.to_string_lossy())
@@ -113,8 +101,6 @@ pub(crate) fn spawn(
     let pid = child.id().map(|id| Pid::from_raw(id as i32));
     let stdin = child.stdin.take().expect("stdin is piped");
     let stdout = child.stdout.take().expect("stdout is piped");
-    let (to_child, from_rmcp) = tokio::io::duplex(PIPE_BUFFER);
-    tracker.spawn(pump(from_rmcp, stdin));
 
     let (exit_tx, exit_rx) = watch::channel(None);
     let (stop_tx, stop_rx) = oneshot::channel::<()>();
@@ -131,7 +117,7 @@ pub(crate) fn spawn(
         telemetry::upstream_exit(exit.reason());
         let _ = exit_tx.send(Some(exit));
     });
-    let transport = AsyncRwTransport::new(stdout, to_child).with_max_line_length(max_line);
+    let transport = ChildTransport::new(stdout, stdin, max_line, tracker.clone());
     Ok((
         ChildGuard {
             exit: exit_rx,
@@ -173,7 +159,7 @@ pub(crate) fn check_program(program: &OsString) -> std::io::Result<()> {
         .unwrap_or_else(|| std::io::Error::new(std::io::ErrorKind::NotFound, "not found on PATH")))
 }
 
-/// Ends a child the MCP way: its stdin is already closing with the session,
+/// Ends a child the MCP way: its stdin closes with the session's transport,
 /// so wait, then SIGTERM the group, wait, then SIGKILL it.
 async fn end(child: &mut tokio::process::Child, pid: Option<Pid>) -> ExitStatus {
     if let Ok(status) = tokio::time::timeout(GRACE, child.wait()).await {
@@ -197,29 +183,6 @@ fn status_or_failure(status: std::io::Result<ExitStatus>) -> ExitStatus {
         tracing::warn!(%err, "cannot wait for the upstream child");
         ExitStatus::from_raw(1 << 8)
     })
-}
-
-/// Copies rmcp's lines to the child's stdin, adding `clientInfo.proxy: true`
-/// to the `initialize` request (see [`flag`]). When rmcp closes its side, the
-/// child's stdin closes: the MCP signal to exit.
-async fn pump(from_rmcp: DuplexStream, mut stdin: ChildStdin) {
-    let mut lines = BufReader::new(from_rmcp);
-    let mut line = Vec::new();
-    let mut initialized = false;
-    loop {
-        line.clear();
-        match lines.read_until(b'\n', &mut line).await {
-            Ok(0) | Err(_) => break,
-            Ok(_) => {}
-        }
-        if !initialized && let Some(marked) = flag::mark_line(&line) {
-            initialized = true;
-            line = marked;
-        }
-        if stdin.write_all(&line).await.is_err() || stdin.flush().await.is_err() {
-            break;
-        }
-    }
 }
 
 #[cfg(test)]

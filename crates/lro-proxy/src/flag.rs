@@ -1,9 +1,9 @@
 //! The spec's form of the proxy flag, `clientInfo.proxy: true`, on the wire.
 //!
 //! rmcp's `Implementation` type has no field for it and drops unknown keys,
-//! so the key is added where the proxy owns the bytes: in the line pump of a
-//! stdio child, and in the HTTP client of a streamable-HTTP upstream, which
-//! sends the `initialize` request as a custom request of the same method
+//! so the key is added where the proxy owns the bytes: in the transport of a
+//! stdio child and in the HTTP client of a streamable-HTTP upstream. Both
+//! send the `initialize` request as a custom request of the same method
 //! whose params carry the key.
 
 use std::{collections::HashMap, sync::Arc};
@@ -26,21 +26,8 @@ fn mark(params: &mut Value) -> Option<()> {
     Some(())
 }
 
-/// `line` with the flag added when it is the `initialize` request, else
-/// `None`.
-pub(crate) fn mark_line(line: &[u8]) -> Option<Vec<u8>> {
-    let mut message: Value = serde_json::from_slice(line).ok()?;
-    if message.get("method")?.as_str()? != "initialize" {
-        return None;
-    }
-    mark(message.get_mut("params")?)?;
-    let mut out = serde_json::to_vec(&message).ok()?;
-    out.push(b'\n');
-    Some(out)
-}
-
 /// `message` with the flag added when it is the `initialize` request.
-fn mark_message(message: ClientJsonRpcMessage) -> ClientJsonRpcMessage {
+pub(crate) fn mark_message(message: ClientJsonRpcMessage) -> ClientJsonRpcMessage {
     let JsonRpcMessage::Request(JsonRpcRequest {
         jsonrpc,
         id,
@@ -167,22 +154,6 @@ mod tests {
     };
 
     use super::*;
-
-    #[test]
-    fn only_the_initialize_line_is_marked() {
-        let init = br#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}
-"#;
-        let marked = mark_line(init).unwrap();
-        let value: Value = serde_json::from_slice(&marked).unwrap();
-        assert_eq!(value["params"]["clientInfo"]["proxy"], true);
-        assert_eq!(value["params"]["clientInfo"]["name"], "c");
-        assert!(marked.ends_with(b"\n"));
-        let call =
-            br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"initialize"}}
-"#;
-        assert!(mark_line(call).is_none());
-        assert!(mark_line(b"not json\n").is_none());
-    }
 
     #[test]
     fn the_initialize_message_serializes_with_the_flag() {

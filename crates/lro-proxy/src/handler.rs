@@ -23,7 +23,7 @@ use crate::{
     ProxyError, Upstream,
     child::{self, ChildExit, ChildGuard},
     flag::FlaggingClient,
-    relay::{Failure, ProgressMap, Relay, forward},
+    relay::{Failure, ProgressMap, Relay, forward, set_meta},
     telemetry,
 };
 
@@ -272,7 +272,10 @@ impl std::fmt::Debug for Proxy {
 
 #[derive(Default)]
 struct Session {
-    conn: tokio::sync::Mutex<Option<Arc<Connection>>>,
+    /// The open upstream session; read on every call, so a plain lock.
+    conn: RwLock<Option<Arc<Connection>>>,
+    /// Held while an upstream session opens, so that one opens at a time.
+    opening: tokio::sync::Mutex<()>,
     /// The client's `initialize` and its peer, kept for reconnects.
     client: Mutex<Option<(InitializeRequestParams, Peer<RoleServer>)>>,
     /// The upstream's `initialize` answer.
@@ -340,8 +343,6 @@ impl Proxy {
                 }
             }
             Upstream::Http { url, headers } => {
-                // reqwest is built without a compiled-in TLS provider.
-                let _ = rustls::crypto::ring::default_provider().install_default();
                 let config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
                     .custom_headers(headers.iter().cloned().collect())
                     .max_sse_event_size(inner.cfg.max_message_bytes);
@@ -386,19 +387,25 @@ impl Proxy {
         }))
     }
 
-    /// The open upstream session, reconnecting an HTTP upstream whose
-    /// connection was lost (a stdio child is never respawned in a session:
-    /// its state is gone with it).
+    /// The open upstream session, when it is usable: a lost HTTP connection
+    /// is not (a stdio child is never respawned in a session: its state is
+    /// gone with it, so its calls keep getting the error that says so).
+    fn current(&self) -> Option<Arc<Connection>> {
+        let conn = self.session.conn.read().expect("poisoned").clone()?;
+        (conn.child.is_some() || !conn.peer().is_transport_closed()).then_some(conn)
+    }
+
+    /// The open upstream session, reconnecting a lost HTTP upstream.
     async fn connection(
         &self,
         cx: &RequestContext<RoleServer>,
     ) -> Result<Arc<Connection>, McpError> {
-        let mut slot = self.session.conn.lock().await;
-        if let Some(conn) = slot.as_ref() {
-            let lost = conn.peer().is_transport_closed();
-            if !lost || conn.child.is_some() {
-                return Ok(conn.clone());
-            }
+        if let Some(conn) = self.current() {
+            return Ok(conn);
+        }
+        let _opening = self.session.opening.lock().await;
+        if let Some(conn) = self.current() {
+            return Ok(conn);
         }
         let client = self.session.client.lock().expect("poisoned").clone();
         let (params, downstream) = match client {
@@ -417,7 +424,7 @@ impl Proxy {
             .open(params, downstream)
             .await
             .map_err(ProxyError::into_mcp)?;
-        *slot = Some(conn.clone());
+        *self.session.conn.write().expect("poisoned") = Some(conn.clone());
         Ok(conn)
     }
 
@@ -543,14 +550,15 @@ impl ServerHandler for Proxy {
     ) -> Result<InitializeResult, McpError> {
         cx.peer.set_peer_info(request.clone());
         *self.session.client.lock().expect("poisoned") = Some((request.clone(), cx.peer.clone()));
-        let mut slot = self.session.conn.lock().await;
+        let _opening = self.session.opening.lock().await;
         // A second `initialize` on the same session replaces the upstream.
-        slot.take();
+        let old = self.session.conn.write().expect("poisoned").take();
+        drop(old);
         let conn = self
             .open(request, cx.peer.clone())
             .await
             .map_err(ProxyError::into_mcp)?;
-        *slot = Some(conn);
+        *self.session.conn.write().expect("poisoned") = Some(conn);
         Ok(self.get_info())
     }
 
@@ -806,9 +814,8 @@ impl Proxy {
         mut notification: ClientNotification,
         cx: NotificationContext<RoleServer>,
     ) {
-        *notification.get_meta_mut() = cx.meta;
-        let conn = self.session.conn.lock().await.clone();
-        if let Some(conn) = conn {
+        set_meta(&mut notification, cx.meta);
+        if let Some(conn) = self.current() {
             let _ = conn.peer().send_notification(notification).await;
         }
     }

@@ -41,6 +41,7 @@ mod handler;
 mod relay;
 pub mod serve;
 mod telemetry;
+mod transport;
 mod upstream;
 
 pub use error::ProxyError;

@@ -4,9 +4,9 @@
 
 use std::{
     borrow::Cow,
-    collections::HashMap,
+    collections::{HashMap, VecDeque},
     sync::{Arc, Mutex},
-    time::Instant,
+    time::{Duration, Instant},
 };
 
 use lro_core::metric::UpstreamErrorCode;
@@ -14,36 +14,122 @@ use rmcp::{
     ErrorData as McpError, RoleClient, RoleServer, Service,
     model::{
         CancelledNotification, CancelledNotificationParam, ClientConfig, ClientResult, GetMeta,
-        ProgressToken, ProtocolVersion, RequestMetaObject, ServerNotification, ServerRequest,
+        NotificationMetaObject, ProgressToken, ProtocolVersion, RequestMetaObject,
+        ServerNotification, ServerRequest,
     },
     service::{
         NotificationContext, Peer, PeerRequestOptions, RequestContext, ServiceError, ServiceRole,
     },
 };
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use crate::telemetry;
 
-/// Progress tokens of requests in flight: the token rmcp gave the forwarded
+/// Progress tokens of forwarded requests: the token rmcp gave the forwarded
 /// request, mapped to the token its sender chose. rmcp's `Peer` mints a token
 /// of its own for every request it sends, so progress is mapped back.
+///
+/// rmcp handles each notification in a task of its own, so the last progress
+/// of a request can be handled after its answer: a finished request's tokens
+/// stay known for the next [`RETIRED`] requests.
 #[derive(Clone, Default)]
-pub(crate) struct ProgressMap(Arc<Mutex<HashMap<ProgressToken, ProgressToken>>>);
+pub(crate) struct ProgressMap(Arc<Mutex<Tokens>>);
+
+/// Finished requests whose tokens are still mapped.
+const RETIRED: usize = 256;
+
+/// The longest an answer waits for its request's progress to be sent.
+const SETTLE: Duration = Duration::from_secs(1);
+
+#[derive(Default)]
+struct Tokens {
+    map: HashMap<ProgressToken, ProgressToken>,
+    retired: VecDeque<ProgressToken>,
+    /// Progress notifications being passed on, by forwarded token.
+    passing: HashMap<ProgressToken, usize>,
+    passed: Arc<Notify>,
+}
+
+/// Marks one progress notification as being passed on; dropping it says it
+/// has been sent.
+struct Passing {
+    map: ProgressMap,
+    token: ProgressToken,
+}
+
+impl Drop for Passing {
+    fn drop(&mut self) {
+        let mut tokens = self.map.lock();
+        if let Some(n) = tokens.passing.get_mut(&self.token) {
+            *n -= 1;
+            if *n == 0 {
+                tokens.passing.remove(&self.token);
+            }
+        }
+        tokens.passed.notify_waiters();
+    }
+}
 
 impl ProgressMap {
     fn insert(&self, forwarded: ProgressToken, original: ProgressToken) {
-        self.lock().insert(forwarded, original);
+        self.lock().map.insert(forwarded, original);
     }
 
-    fn remove(&self, forwarded: &ProgressToken) {
-        self.lock().remove(forwarded);
+    fn retire(&self, forwarded: ProgressToken) {
+        let mut tokens = self.lock();
+        if !tokens.map.contains_key(&forwarded) {
+            return;
+        }
+        tokens.retired.push_back(forwarded);
+        while tokens.retired.len() > RETIRED {
+            if let Some(old) = tokens.retired.pop_front() {
+                tokens.map.remove(&old);
+            }
+        }
     }
 
     pub(crate) fn original(&self, forwarded: &ProgressToken) -> Option<ProgressToken> {
-        self.lock().get(forwarded).cloned()
+        self.lock().map.get(forwarded).cloned()
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<ProgressToken, ProgressToken>> {
+    /// The original token, and a mark that holds the answer to the request
+    /// back until this notification has been sent.
+    fn begin(&self, forwarded: &ProgressToken) -> Option<(ProgressToken, Passing)> {
+        let mut tokens = self.lock();
+        let original = tokens.map.get(forwarded).cloned()?;
+        *tokens.passing.entry(forwarded.clone()).or_default() += 1;
+        let mark = Passing {
+            map: self.clone(),
+            token: forwarded.clone(),
+        };
+        Some((original, mark))
+    }
+
+    /// Waits until no progress of `forwarded` is being passed on, at most
+    /// [`SETTLE`]. rmcp hands each notification to a task of its own while
+    /// the answer goes straight to the request, so without this the last
+    /// progress could reach the client after the answer it precedes.
+    async fn settle(&self, forwarded: &ProgressToken) {
+        // The notification's task was spawned before the answer came; give
+        // it its turn to start.
+        tokio::task::yield_now().await;
+        let wait = async {
+            loop {
+                let passed = self.lock().passed.clone();
+                let notified = passed.notified();
+                tokio::pin!(notified);
+                notified.as_mut().enable();
+                if !self.lock().passing.contains_key(forwarded) {
+                    return;
+                }
+                notified.await;
+            }
+        };
+        let _ = tokio::time::timeout(SETTLE, wait).await;
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Tokens> {
         self.0
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -93,10 +179,13 @@ pub(crate) async fn forward<R: ServiceRole>(
         progress.insert(forwarded.clone(), original);
     }
     let outcome = tokio::select! {
-        answer = handle.await_response() => answer.map_err(|err| match err {
-            ServiceError::McpError(err) => Failure::Answered(err),
-            other => gone(other),
-        }),
+        answer = handle.await_response() => {
+            progress.settle(&forwarded).await;
+            answer.map_err(|err| match err {
+                ServiceError::McpError(err) => Failure::Answered(err),
+                other => gone(other),
+            })
+        }
         () = ct.cancelled() => {
             let cancel = CancelledNotification::new(CancelledNotificationParam::new(
                 Some(id),
@@ -106,8 +195,19 @@ pub(crate) async fn forward<R: ServiceRole>(
             Err(Failure::Cancelled)
         }
     };
-    progress.remove(&forwarded);
+    progress.retire(forwarded);
     outcome
+}
+
+/// Puts a notification's `_meta` back, when it had one: an empty map would
+/// add `"params": {"_meta": {}}` to a notification that had no params.
+pub(crate) fn set_meta<N: GetMeta<Metadata = NotificationMetaObject>>(
+    notification: &mut N,
+    meta: NotificationMetaObject,
+) {
+    if !meta.is_empty() {
+        *notification.get_meta_mut() = meta;
+    }
 }
 
 fn gone(err: ServiceError) -> Failure {
@@ -170,16 +270,22 @@ impl Service<RoleClient> for Relay {
             // tells the client with the client's own request id.
             ServerNotification::CancelledNotification(_) => return Ok(()),
             ServerNotification::ProgressNotification(mut progress) => {
-                let Some(original) = self.progress.original(&progress.params.progress_token) else {
+                let Some((original, passing)) =
+                    self.progress.begin(&progress.params.progress_token)
+                else {
                     // Progress for a request the client sent no token with.
                     return Ok(());
                 };
                 progress.params.progress_token = original;
-                ServerNotification::ProgressNotification(progress)
+                let mut notification = ServerNotification::ProgressNotification(progress);
+                set_meta(&mut notification, context.meta);
+                let _ = self.downstream.send_notification(notification).await;
+                drop(passing);
+                return Ok(());
             }
             other => other,
         };
-        *notification.get_meta_mut() = context.meta;
+        set_meta(&mut notification, context.meta);
         // A client that is gone cannot be told; the session is ending anyway.
         let _ = self.downstream.send_notification(notification).await;
         Ok(())
@@ -191,5 +297,39 @@ impl Service<RoleClient> for Relay {
 
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
         Cow::Borrowed(ProtocolVersion::KNOWN_VERSIONS)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rmcp::model::NumberOrString;
+
+    use super::*;
+
+    fn token(n: i64) -> ProgressToken {
+        ProgressToken(NumberOrString::Number(n))
+    }
+
+    #[test]
+    fn a_finished_requests_token_stays_mapped_for_late_progress() {
+        let map = ProgressMap::default();
+        map.insert(token(0), token(100));
+        map.retire(token(0));
+        assert_eq!(map.original(&token(0)), Some(token(100)));
+        for n in 1..=RETIRED as i64 {
+            map.insert(token(n), token(100 + n));
+            map.retire(token(n));
+        }
+        assert_eq!(map.original(&token(0)), None, "the oldest is forgotten");
+        assert_eq!(
+            map.original(&token(RETIRED as i64)),
+            Some(token(100 + RETIRED as i64))
+        );
+        map.retire(token(9999));
+        assert_eq!(
+            map.lock().retired.len(),
+            RETIRED,
+            "unknown tokens are not queued"
+        );
     }
 }

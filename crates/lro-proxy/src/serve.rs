@@ -19,12 +19,11 @@
 
 use std::{future::Future, net::SocketAddr, sync::Arc};
 
-use rmcp::{
-    ServerHandler, ServiceExt as _,
-    transport::streamable_http_server::{
-        StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
-    },
+use rmcp::transport::streamable_http_server::{
+    StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
 };
+use rmcp::{ServerHandler, ServiceExt as _, transport::async_rw::AsyncRwTransport};
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_util::sync::CancellationToken;
 
 use crate::{ProxyError, ProxyShared};
@@ -62,8 +61,10 @@ pub async fn stdio<H: ServerHandler>(
     shared: &ProxyShared,
     shutdown: impl Future<Output = ()>,
 ) -> Result<Stopped, ProxyError> {
+    let (read, write) = stdio_pipes();
+    let transport = AsyncRwTransport::new(read, write).with_max_line_length(MAX_CLIENT_LINE);
     let running = tokio::select! {
-        running = handler.serve(rmcp::transport::stdio()) => {
+        running = handler.serve(transport) => {
             running.map_err(|err| ProxyError::Serve(err.to_string()))?
         }
         why = shared.lost() => return Ok(Stopped::UpstreamLost(why)),
@@ -80,6 +81,39 @@ pub async fn stdio<H: ServerHandler>(
     token.cancel();
     let _ = session.await;
     Ok(stopped)
+}
+
+/// The largest message accepted from the client on stdio (a tool call's
+/// arguments, a sampling answer): rmcp's default.
+const MAX_CLIENT_LINE: usize = 16 << 20;
+
+/// Reader and writer of the process's stdin and stdout. When they are pipes
+/// (as MCP clients start servers), they are read and written through the
+/// reactor: tokio's own `stdin()`/`stdout()` go through a blocking thread
+/// for every read and write, which costs each call a thread hand-off.
+fn stdio_pipes() -> (
+    Box<dyn AsyncRead + Send + Unpin>,
+    Box<dyn AsyncWrite + Send + Unpin>,
+) {
+    use std::os::fd::AsFd as _;
+    use tokio::net::unix::pipe;
+    let read: Box<dyn AsyncRead + Send + Unpin> = match std::io::stdin()
+        .as_fd()
+        .try_clone_to_owned()
+        .and_then(pipe::Receiver::from_owned_fd)
+    {
+        Ok(pipe) => Box::new(pipe),
+        Err(_) => Box::new(tokio::io::stdin()),
+    };
+    let write: Box<dyn AsyncWrite + Send + Unpin> = match std::io::stdout()
+        .as_fd()
+        .try_clone_to_owned()
+        .and_then(pipe::Sender::from_owned_fd)
+    {
+        Ok(pipe) => Box::new(pipe),
+        Err(_) => Box::new(tokio::io::stdout()),
+    };
+    (read, write)
 }
 
 /// Serves a handler made by `make` for each client session as streamable

@@ -203,3 +203,24 @@ async fn a_lost_http_upstream_fails_pending_calls_and_reconnects_on_the_next() {
         "a second initialize"
     );
 }
+
+#[tokio::test]
+async fn a_64_mib_result_passes_through_and_is_offloaded() {
+    let dir = tempfile::tempdir().unwrap();
+    let upstream = http_upstream("127.0.0.1:0".parse().unwrap(), Arc::default()).await;
+    let (client, _shared, _) =
+        connect(Upstream::http(&upstream.url).unwrap(), cfg(dir.path())).await;
+    // ~100 bytes a record: 700,000 records is over 64 MiB of JSON text,
+    // four times rmcp's default cap for one SSE event.
+    let n = 700_000;
+    let big = client
+        .call_tool(call("big", json!({"n": n})))
+        .await
+        .unwrap();
+    let descriptor: Value = serde_json::from_str(&big.content[0].as_text().unwrap().text).unwrap();
+    assert_eq!(descriptor["summary"]["count"], n);
+    let bytes = std::fs::metadata(descriptor["file_path"].as_str().unwrap())
+        .unwrap()
+        .len();
+    assert!(bytes > 64 << 20, "{bytes} bytes");
+}

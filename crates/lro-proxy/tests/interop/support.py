@@ -53,7 +53,7 @@ import fixture_spec as fixture  # noqa: E402
 
 # Every wait in the suite is bounded by one of these.
 PROMPT_S = 10.0  # an answer, a notification, a readiness line
-EXIT_S = 15.0  # a process exit (the proxy's child shutdown grace is 2 s + 2 s)
+EXIT_S = 8.0  # a process exit (the proxy ends a child within 2 s + 2 s grace)
 LISTEN_RE = re.compile(r"listening on (http://[^\s]+/mcp)")
 
 
@@ -115,6 +115,13 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def ensure_binary(program: str | Path, timeout: float = 120.0) -> None:
+    """Another build may be relinking target/debug/*: wait (bounded) for our binaries to be back."""
+    path = Path(program)
+    if path in (LRO, MEMORY_SERVER) and not path.is_file():
+        wait_until(path.is_file, timeout=timeout, interval=0.5, what=f"{path} to be rebuilt")
 
 
 def kill_quietly(pid: int) -> None:
@@ -181,9 +188,15 @@ class StdioProc:
     async def close_stdin(self) -> None:
         await self.process.stdin.aclose()
 
-    async def wait_exit(self, timeout: float = EXIT_S) -> int:
-        with anyio.fail_after(timeout):
+    async def wait_exit(self, timeout: float = EXIT_S, why: str = "") -> int:
+        """The exit status, or AssertionError when the process is still running after `timeout`."""
+        with anyio.move_on_after(timeout):
             return await self.process.wait()
+        tail = "".join(self.stderr().splitlines(keepends=True)[-6:])
+        raise AssertionError(
+            f"pid {self.pid} still running {timeout}s later{' (' + why + ')' if why else ''}; "
+            f"its stdin is still open. stderr tail:\n{tail}"
+        )
 
     def session(self, **callbacks: Any) -> ClientSession:
         return ClientSession(self.read_stream, self.write_stream, **callbacks)
@@ -204,10 +217,26 @@ class StdioProc:
 
 
 @asynccontextmanager
+async def unwrapped() -> AsyncIterator[None]:
+    """Re-raises the one exception of (nested) single-exception groups, so a
+    failing assertion inside a task group reads as itself."""
+    try:
+        yield
+    except BaseExceptionGroup as group:
+        exc: BaseException = group
+        while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+            exc = exc.exceptions[0]
+        if exc is group:
+            raise
+        raise exc from None
+
+
+@asynccontextmanager
 async def stdio_process(argv: list[str], env: dict[str, str], stderr_path: Path) -> AsyncIterator[StdioProc]:
     """Spawns `argv` with piped stdin/stdout and stderr to `stderr_path`; yields
     the SDK-style (read, write) streams over its stdio. On exit, stdin is closed
     and the process waited for (bounded), then killed if still there."""
+    ensure_binary(argv[0])
     with open(stderr_path, "wb") as errfile:
         process = await anyio.open_process(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errfile, env=env)
     read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](64)
@@ -245,7 +274,7 @@ async def stdio_process(argv: list[str], env: dict[str, str], stderr_path: Path)
                 pass
 
     try:
-        async with anyio.create_task_group() as tg:
+        async with unwrapped(), anyio.create_task_group() as tg:
             tg.start_soon(reader)
             tg.start_soon(writer)
             try:
@@ -299,6 +328,7 @@ class Background:
         self.lines: list[str] = []
         self._cond = threading.Condition()
         self._log = open(log_path, "w")
+        ensure_binary(argv[0])
         self.proc = subprocess.Popen(argv, env=env, stdin=stdin, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         self._thread = threading.Thread(target=self._drain, daemon=True)
         self._thread.start()
@@ -362,6 +392,7 @@ class Background:
 
 def run_cli(args: list[str], env: dict[str, str] | None = None, timeout: float = 30) -> subprocess.CompletedProcess[str]:
     """Runs `lro ARGS` to completion with stdin closed."""
+    ensure_binary(LRO)
     return subprocess.run(
         [str(LRO), *args], env=env or full_env({}), stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout
     )
@@ -406,20 +437,30 @@ def run_recipe(command: str, timeout: float = 30) -> subprocess.CompletedProcess
 
 
 def jq_filter(command: str) -> str:
-    """The jq filter of a recipe command (`... | jq [-opts] 'FILTER' ...`)."""
+    """The jq filter of a recipe command (`... | jq [-opts] 'FILTER' [files]`)."""
     words = shlex.split(command.split("| jq", 1)[1] if "| jq" in command else command)
-    # shlex tokens after `jq`: options start with '-', the first other token is the filter.
-    for word in words:
-        if word == "jq" or word.startswith("-"):
-            continue
-        return word
+    takes = {"--arg": 2, "--argjson": 2, "--slurpfile": 2, "--rawfile": 2, "--indent": 1, "-L": 1}
+    i = 0
+    while i < len(words):
+        word = words[i]
+        if word == "jq":
+            i += 1
+        elif word in takes:
+            i += 1 + takes[word]
+        elif word.startswith("-"):
+            i += 1
+        else:
+            return word
     raise AssertionError(f"no jq filter in {command!r}")
 
 
 def field_refs(jq_program: str) -> set[str]:
-    """Object keys a jq program reads: `.name`, `."name"`, `.["name"]` (not $__loc__ etc.)."""
+    """Object keys a jq program reads: `.name`, `."name"`, `.["name"]`, and the
+    shorthand keys of object construction `{id, name}` (not `$vars`, builtins)."""
     # Strip string literals first so `"a.b"` inside strings is not read as a path.
-    without_strings = re.sub(r'"(?:[^"\\]|\\.)*"', '""', jq_program)
-    refs = set(re.findall(r'(?<![\w$])\.([A-Za-z_][A-Za-z0-9_]*)', without_strings))
+    bare = re.sub(r'"(?:[^"\\]|\\.)*"', '""', jq_program)
+    refs = set(re.findall(r"(?<![\w$])\.([A-Za-z_][A-Za-z0-9_]*)", bare))
     refs |= set(re.findall(r'\.\[?"([^"]+)"\]?', jq_program))
+    # `{id, name}`: a bare identifier right after `{` or `,` and right before `,` or `}`.
+    refs |= set(re.findall(r"[{,]\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?=[,}])", bare))
     return refs

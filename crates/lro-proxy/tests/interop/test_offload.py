@@ -167,3 +167,11 @@ def test_estimated_tokens_count_the_text_once(offloaded):
     big_text = json.dumps([fixture.record(i) for i in range(BIG_N)])
     big_est = descriptor(offloaded["big"])["summary"]["estimated_tokens"]
     assert 0.8 * len(big_text) / 4 <= big_est <= 1.25 * len(big_text) / 4, big_est
+
+
+def test_field_ref_checker_is_not_vacuous():
+    # The checker above must see every way a jq filter names a field.
+    cmd = "tail -n +2 /f.jsonl | jq -c --arg k v '{id, name} | select(.tags[]? == $k) | .[\"a b\"] | .\"c\"'"
+    assert jq_filter(cmd) == '{id, name} | select(.tags[]? == $k) | .["a b"] | ."c"'
+    assert field_refs(jq_filter(cmd)) == {"id", "name", "tags", "a b", "c"}
+    assert field_refs("group_by(type) | map({type: .[0] | type, count: length})") == set()

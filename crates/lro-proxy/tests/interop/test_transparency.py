@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import copy
 import json
+import select
+import subprocess
 from pathlib import Path
 
 import anyio
@@ -17,10 +19,10 @@ import pytest
 from mcp.shared.exceptions import MCPError
 
 from support import (
+    EXIT_S,
     PROMPT_S,
     await_until,
     connect,
-    dump,
     fixture,
     fixture_cmd,
     full_env,
@@ -28,7 +30,6 @@ from support import (
     proxy_argv,
     texts,
 )
-
 
 
 def proxied(tmp_path: Path, fixture_env: dict[str, str], out_dir: Path, **callbacks):
@@ -261,3 +262,40 @@ async def test_slow_call_does_not_block_fast_one(tmp_path, fixture_env, out_dir)
                 assert texts(await session.call_tool("short")) == ["ok"]
             assert not slow_done.is_set()
             tg.cancel_scope.cancel()
+
+
+def _raw_initialize(argv: list[str], env: dict[str, str], version: str) -> dict:
+    """The answer to one raw `initialize` offering `version` (no SDK in between)."""
+    request = {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}},
+    }
+    proc = subprocess.Popen(argv, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write((json.dumps(request) + "\n").encode())
+        proc.stdin.flush()
+        ready, _, _ = select.select([proc.stdout], [], [], PROMPT_S * 2)
+        assert ready, f"no answer to initialize({version}) from {argv[0]} within {PROMPT_S * 2}s"
+        return json.loads(proc.stdout.readline())
+    finally:
+        proc.stdin.close()
+        try:
+            proc.wait(EXIT_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.mark.parametrize("offered", ["2025-03-26", "1999-01-01"])
+def test_version_negotiation_matches_direct(tmp_path, fixture_env, out_dir, offered):
+    """An older known version is kept; an unknown one gets the server's
+    counter-offer. Through the proxy, the client agrees what it would agree
+    with the server directly."""
+    env = full_env({**fixture_env, **offload_env(out_dir)})
+    want = _raw_initialize(fixture_cmd(), env, offered)
+    got = _raw_initialize(proxy_argv(upstream=fixture_cmd()), env, offered)
+    assert "result" in got, got
+    assert got["result"]["protocolVersion"] == want["result"]["protocolVersion"]

@@ -54,9 +54,31 @@ impl Processed {
     }
 }
 
+/// Whether a text block already carries `structured`: its exact JSON text
+/// (what `CallToolResult::structured` writes), the same JSON value in other
+/// whitespace, or, as the official Python SDK sends a `str` return, the text
+/// itself wrapped as `{"result": text}`.
+fn carries(text: &str, structured: &Value, json: &str) -> bool {
+    if text == json {
+        return true;
+    }
+    if let Value::Object(map) = structured
+        && map.len() == 1
+        && let Some(Value::String(wrapped)) = map.get("result")
+    {
+        return wrapped == text;
+    }
+    let trimmed = text.trim_start();
+    (trimmed.starts_with('{') || trimmed.starts_with('['))
+        && serde_json::from_str::<Value>(text).is_ok_and(|v| {
+            &v == structured
+                || matches!(structured, Value::Object(m) if m.len() == 1 && m.get("result") == Some(&v))
+        })
+}
+
 /// The text a model would read from a result: text blocks, embedded text
 /// resources, and structured content unless a text block already carries it
-/// (`CallToolResult::structured` copies the JSON into a text block).
+/// (see [`carries`]), so one payload is counted once.
 /// Images and audio are binary: they are neither counted nor offloaded.
 fn readable_parts(result: &CallToolResult) -> (Vec<&str>, Option<String>) {
     let mut parts = Vec::new();
@@ -73,7 +95,7 @@ fn readable_parts(result: &CallToolResult) -> (Vec<&str>, Option<String>) {
     }
     let structured = result.structured_content.as_ref().and_then(|v| {
         let json = serde_json::to_string(v).ok()?;
-        (!parts.iter().any(|p| *p == json)).then_some(json)
+        (!parts.iter().any(|p| carries(p, v, &json))).then_some(json)
     });
     (parts, structured)
 }
@@ -449,6 +471,27 @@ mod tests {
         CallToolResult::success(vec![ContentBlock::text(
             serde_json::to_string(&items).unwrap(),
         )])
+    }
+
+    #[test]
+    fn one_payload_sent_twice_is_counted_once() {
+        let text = "line one\nline two";
+        let mut python_str = CallToolResult::success(vec![ContentBlock::text(text)]);
+        python_str.structured_content = Some(serde_json::json!({"result": text}));
+        assert!(readable_parts(&python_str).1.is_none());
+        let pretty = "{\n  \"a\": [1, 2]\n}";
+        let mut python_dict = CallToolResult::success(vec![ContentBlock::text(pretty)]);
+        python_dict.structured_content = Some(serde_json::json!({"a": [1, 2]}));
+        assert!(readable_parts(&python_dict).1.is_none());
+        let mut python_list = CallToolResult::success(vec![ContentBlock::text("[1, 2]")]);
+        python_list.structured_content = Some(serde_json::json!({"result": [1, 2]}));
+        assert!(readable_parts(&python_list).1.is_none());
+        let mut different = CallToolResult::success(vec![ContentBlock::text(text)]);
+        different.structured_content = Some(serde_json::json!({"result": "other"}));
+        assert_eq!(
+            readable_parts(&different).1.as_deref(),
+            Some(r#"{"result":"other"}"#)
+        );
     }
 
     #[tokio::test]

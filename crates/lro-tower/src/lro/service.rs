@@ -41,6 +41,9 @@ pub struct Lro<H> {
     /// The inner handler listed a tool named `lro_extract` (a proxied
     /// upstream may): that tool wins, and ours is neither listed nor called.
     shadowed: Arc<AtomicBool>,
+    /// The inner handler's tools have been listed to the end once, so
+    /// `shadowed` is known.
+    listed: Arc<AtomicBool>,
 }
 
 /// What the layer knows about tasks, bounded: every insert goes through
@@ -89,6 +92,7 @@ impl<H: Clone> Clone for Lro<H> {
             shared: self.shared.clone(),
             tasks: self.tasks.clone(),
             shadowed: self.shadowed.clone(),
+            listed: self.listed.clone(),
         }
     }
 }
@@ -114,6 +118,7 @@ impl<H> Lro<H> {
             shared,
             tasks: Arc::default(),
             shadowed: Arc::default(),
+            listed: Arc::default(),
         }
     }
 
@@ -183,6 +188,7 @@ impl<H: ServerHandler> Lro<H> {
     ) -> Result<CallToolResponse, McpError> {
         let tool = request.name.to_string();
         let span = trace::make_span(&tool, &cx);
+        self.learn_shadow(&cx).await;
         if tool == extract::EXTRACT_TOOL && self.extracts() {
             let result = extract::call(&self.shared, request.arguments)
                 .instrument(span)
@@ -296,6 +302,31 @@ impl<H: ServerHandler> Lro<H> {
         Ok(got)
     }
 
+    /// Lists the inner handler's tools once, when a call comes before any
+    /// `tools/list`, so that an inner `lro_extract` wins from the first call
+    /// and descriptors point at the right tool.
+    async fn learn_shadow(&self, cx: &RequestContext<RoleServer>) {
+        if self.shared.extractor.is_none() || self.listed.load(Ordering::Relaxed) {
+            return;
+        }
+        let mut cx = cx.clone();
+        cx.meta = Default::default();
+        let mut cursor: Option<String> = None;
+        loop {
+            let page = cursor
+                .take()
+                .map(|c| PaginatedRequestParams::default().with_cursor(Some(c)));
+            let Ok(list) = self.inner.list_tools(page, cx.clone()).await else {
+                return;
+            };
+            cursor = list.next_cursor.clone();
+            self.patch_tools(list);
+            if cursor.is_none() {
+                return;
+            }
+        }
+    }
+
     /// Whether `lro_extract` is ours to serve.
     fn extracts(&self) -> bool {
         self.shared.extractor.is_some() && !self.is_shadowed()
@@ -318,8 +349,11 @@ impl<H: ServerHandler> Lro<H> {
             );
         }
         // The extraction tool is added once, on the last page.
-        if self.extracts() && list.next_cursor.is_none() {
-            list.tools.push(extract::tool());
+        if list.next_cursor.is_none() {
+            self.listed.store(true, Ordering::Relaxed);
+            if self.extracts() {
+                list.tools.push(extract::tool());
+            }
         }
         for tool in &mut list.tools {
             lro_core::metric::register_tool(&tool.name);

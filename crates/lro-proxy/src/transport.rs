@@ -1,0 +1,324 @@
+//! The client transport over a stdio child's pipes.
+//!
+//! It replaces rmcp's `AsyncRwTransport` for two reasons. It writes the
+//! `initialize` request with the spec's `clientInfo.proxy` flag (see
+//! [`crate::flag`]). And it reads a large tool result without rmcp's
+//! buffered, untagged deserialization, which copies every string of a
+//! message several times: a line over [`DIRECT_PARSE_BYTES`] that is a
+//! `tools/call` result is parsed once into a JSON value and its text blocks
+//! are moved, not copied, into the typed result. Every other line is read
+//! exactly as rmcp reads it.
+
+use std::sync::Arc;
+
+use rmcp::{
+    RoleClient,
+    model::{
+        CallToolResult, ClientJsonRpcMessage, ContentBlock, RequestId, ServerJsonRpcMessage,
+        ServerResult,
+    },
+    transport::Transport,
+};
+use serde_json::{Map, Value};
+use tokio::{
+    io::{AsyncBufRead, AsyncBufReadExt, AsyncWriteExt, BufReader},
+    process::{ChildStdin, ChildStdout},
+    sync::Mutex,
+};
+use tokio_util::task::TaskTracker;
+
+use crate::flag;
+
+/// Lines longer than this take the direct path when they hold a tool result.
+pub(crate) const DIRECT_PARSE_BYTES: usize = 1 << 20;
+
+/// A line buffer grown past this is released after its line, so one huge
+/// result does not keep its memory for the rest of the session.
+const KEEP_BUFFER_BYTES: usize = 1 << 20;
+
+/// MCP over a child's stdin and stdout.
+pub(crate) struct ChildTransport {
+    /// Taken on drop, to drain (see `Drop`).
+    read: Option<BufReader<ChildStdout>>,
+    tasks: TaskTracker,
+    line: Vec<u8>,
+    max_line: usize,
+    /// Dropping the rest of a line that was over `max_line`.
+    discarding: bool,
+    write: Arc<Mutex<Option<ChildStdin>>>,
+}
+
+impl ChildTransport {
+    pub(crate) fn new(
+        stdout: ChildStdout,
+        stdin: ChildStdin,
+        max_line: usize,
+        tasks: TaskTracker,
+    ) -> Self {
+        Self {
+            read: Some(BufReader::new(stdout)),
+            tasks,
+            line: Vec::new(),
+            max_line,
+            discarding: false,
+            write: Arc::new(Mutex::new(Some(stdin))),
+        }
+    }
+}
+
+/// Reads one line into `line` (without its newline), dropping lines over
+/// `max`. Cancel-safe: the state lives in the arguments, so a line read
+/// halfway when `select!` drops the future is finished by the next call.
+/// `Ok(false)` at end of stream.
+async fn read_line<R: AsyncBufRead + Unpin>(
+    read: &mut R,
+    line: &mut Vec<u8>,
+    discarding: &mut bool,
+    max: usize,
+) -> std::io::Result<bool> {
+    loop {
+        let available = read.fill_buf().await?;
+        if available.is_empty() {
+            return Ok(false);
+        }
+        let (chunk, done) = match memchr(available) {
+            Some(at) => (&available[..at], Some(at + 1)),
+            None => (available, None),
+        };
+        if !*discarding {
+            if line.len() + chunk.len() > max {
+                tracing::warn!(max, "upstream message over the size limit dropped");
+                *discarding = true;
+                line.clear();
+            } else {
+                line.extend_from_slice(chunk);
+            }
+        }
+        let used = done.unwrap_or(available.len());
+        read.consume(used);
+        if done.is_some() {
+            if std::mem::take(discarding) {
+                continue;
+            }
+            return Ok(true);
+        }
+    }
+}
+
+fn memchr(bytes: &[u8]) -> Option<usize> {
+    bytes.iter().position(|b| *b == b'\n')
+}
+
+impl Transport<RoleClient> for ChildTransport {
+    type Error = std::io::Error;
+
+    fn send(
+        &mut self,
+        item: ClientJsonRpcMessage,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        let write = self.write.clone();
+        async move {
+            let mut bytes = serde_json::to_vec(&flag::mark_message(item))?;
+            bytes.push(b'\n');
+            let mut guard = write.lock().await;
+            let stdin = guard.as_mut().ok_or_else(|| {
+                std::io::Error::new(std::io::ErrorKind::NotConnected, "upstream stdin is closed")
+            })?;
+            stdin.write_all(&bytes).await?;
+            stdin.flush().await
+        }
+    }
+
+    async fn receive(&mut self) -> Option<ServerJsonRpcMessage> {
+        loop {
+            let read = self.read.as_mut()?;
+            match read_line(read, &mut self.line, &mut self.discarding, self.max_line).await {
+                Ok(true) => {}
+                Ok(false) => return None,
+                Err(err) => {
+                    tracing::warn!(%err, "cannot read from the upstream");
+                    return None;
+                }
+            }
+            let line = std::mem::take(&mut self.line);
+            let parsed = parse(&line);
+            if line.capacity() <= KEEP_BUFFER_BYTES {
+                self.line = line;
+                self.line.clear();
+            }
+            match parsed {
+                Some(message) => return Some(message),
+                // Blank lines and lines that are not JSON-RPC are skipped.
+                None => continue,
+            }
+        }
+    }
+
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        // Closing stdin is how MCP tells a stdio server to exit.
+        if let Some(mut stdin) = self.write.lock().await.take() {
+            stdin.shutdown().await?;
+        }
+        Ok(())
+    }
+}
+
+/// When the session ends, the child's stdin closes and it is given time to
+/// exit; meanwhile whatever it still writes is read and dropped, so that a
+/// child finishing a message does not die of a broken pipe.
+impl Drop for ChildTransport {
+    fn drop(&mut self) {
+        if let Some(mut read) = self.read.take()
+            && tokio::runtime::Handle::try_current().is_ok()
+        {
+            self.tasks.spawn(async move {
+                let _ = tokio::io::copy(&mut read, &mut tokio::io::sink()).await;
+            });
+        }
+    }
+}
+
+fn parse(line: &[u8]) -> Option<ServerJsonRpcMessage> {
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    if line.iter().all(u8::is_ascii_whitespace) {
+        return None;
+    }
+    if line.len() > DIRECT_PARSE_BYTES
+        && let Some(message) = parse_tool_result(line)
+    {
+        return Some(message);
+    }
+    match serde_json::from_slice(line) {
+        Ok(message) => Some(message),
+        Err(err) => {
+            tracing::warn!(%err, bytes = line.len(), "the upstream sent a line that is not an MCP message");
+            None
+        }
+    }
+}
+
+/// A `tools/call` result, parsed once: `{"jsonrpc":"2.0","id":…,"result":
+/// {"content":[…],"structuredContent":…,"isError":…,"_meta":…}}`. `None`
+/// for any other shape, which then takes rmcp's own path.
+fn parse_tool_result(line: &[u8]) -> Option<ServerJsonRpcMessage> {
+    const RESULT_KEYS: [&str; 4] = ["content", "structuredContent", "isError", "_meta"];
+    let Value::Object(mut top) = serde_json::from_slice::<Value>(line).ok()? else {
+        return None;
+    };
+    if top.len() != 3 || top.get("jsonrpc")? != "2.0" {
+        return None;
+    }
+    let Value::Object(mut result) = top.remove("result")? else {
+        return None;
+    };
+    if !result.keys().all(|k| RESULT_KEYS.contains(&k.as_str())) {
+        return None;
+    }
+    let id: RequestId = serde_json::from_value(top.remove("id")?).ok()?;
+    let Value::Array(blocks) = result.remove("content")? else {
+        return None;
+    };
+    let content = blocks
+        .into_iter()
+        .map(content_block)
+        .collect::<Option<Vec<_>>>()?;
+    let mut call = CallToolResult::success(content);
+    // As read from a line without `resultType` (which takes rmcp's path).
+    call.result_type = None;
+    call.structured_content = result.remove("structuredContent");
+    call.is_error = match result.remove("isError") {
+        None | Some(Value::Null) => None,
+        Some(Value::Bool(b)) => Some(b),
+        Some(_) => return None,
+    };
+    if let Some(meta) = result.remove("_meta") {
+        call.meta = Some(serde_json::from_value(meta).ok()?);
+    }
+    Some(ServerJsonRpcMessage::response(
+        ServerResult::CallToolResult(call),
+        id,
+    ))
+}
+
+/// One content block; a plain text block's string is moved, not copied.
+fn content_block(block: Value) -> Option<ContentBlock> {
+    let Value::Object(mut map) = block else {
+        return None;
+    };
+    if is_plain_text(&map) {
+        let Some(Value::String(text)) = map.remove("text") else {
+            return None;
+        };
+        return Some(ContentBlock::text(text));
+    }
+    serde_json::from_value(Value::Object(map)).ok()
+}
+
+fn is_plain_text(map: &Map<String, Value>) -> bool {
+    map.len() == 2
+        && map.get("type").and_then(Value::as_str) == Some("text")
+        && map.get("text").is_some_and(Value::is_string)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tool_line(text: &str, extra: &str) -> Vec<u8> {
+        let text = serde_json::to_string(text).unwrap();
+        format!(
+            r#"{{"jsonrpc":"2.0","id":4,"result":{{"content":[{{"type":"text","text":{text}}}]{extra}}}}}"#
+        )
+        .into_bytes()
+    }
+
+    #[test]
+    fn the_direct_path_reads_what_rmcp_reads() {
+        let text = "[{\"id\":1}]".repeat(10);
+        for extra in [
+            "",
+            r#","isError":false"#,
+            r#","structuredContent":{"a":[1]},"_meta":{"k":"v"}"#,
+        ] {
+            let line = tool_line(&text, extra);
+            let direct = parse_tool_result(&line).expect("a tool result");
+            let rmcp: ServerJsonRpcMessage = serde_json::from_slice(&line).unwrap();
+            assert_eq!(
+                serde_json::to_value(&direct).unwrap(),
+                serde_json::to_value(&rmcp).unwrap(),
+                "{extra}"
+            );
+        }
+    }
+
+    #[test]
+    fn other_shapes_take_rmcps_path() {
+        assert!(parse_tool_result(&tool_line("x", r#","nextCursor":"c""#)).is_none());
+        let read = br#"{"jsonrpc":"2.0","id":1,"result":{"contents":[]}}"#;
+        assert!(parse_tool_result(read).is_none());
+        let note = br#"{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}"#;
+        assert!(parse_tool_result(note).is_none());
+        assert!(parse(note).is_some(), "rmcp reads it");
+        assert!(parse(b"   ").is_none());
+        assert!(parse(b"not json").is_none());
+    }
+
+    #[tokio::test]
+    async fn lines_over_the_limit_are_dropped_and_reading_goes_on() {
+        let input: &[u8] = b"short\nthis line is far too long\nnext\nlast";
+        let mut read = BufReader::with_capacity(4, input);
+        let (mut line, mut discarding) = (Vec::new(), false);
+        let mut lines = Vec::new();
+        while read_line(&mut read, &mut line, &mut discarding, 8)
+            .await
+            .unwrap()
+        {
+            lines.push(String::from_utf8(std::mem::take(&mut line)).unwrap());
+        }
+        assert_eq!(
+            lines,
+            ["short", "next"],
+            "the unterminated tail is not a message"
+        );
+    }
+}

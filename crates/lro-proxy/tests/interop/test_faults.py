@@ -1,0 +1,164 @@
+"""E. Faults: a crashing upstream, an upstream that cannot start, bad flags,
+a client that goes away, SIGTERM, an unreachable HTTP upstream. Exit status
+0 ok, 1 run-time failure, 2 usage error; no orphaned children; no panics.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+
+import anyio
+import pytest
+from mcp.shared.exceptions import MCPError
+
+from support import (
+    EXIT_S,
+    PROMPT_S,
+    await_until,
+    fixture_cmd,
+    free_port,
+    full_env,
+    offload_env,
+    pid_alive,
+    proxy_argv,
+    read_pids,
+    run_cli,
+    stdio_process,
+    texts,
+)
+
+# A pending call must fail well before any client-side timeout.
+PROMPT_ERROR_S = 8.0
+
+
+def no_panic(stderr: str) -> None:
+    assert "panicked" not in stderr, stderr
+
+
+async def _crash_mid_call(tmp_path, env, wait_for_exit: bool) -> dict:
+    async with stdio_process(proxy_argv(upstream=fixture_cmd()), env, tmp_path / "proxy.err") as proc:
+        async with proc.session() as session:
+            with anyio.fail_after(PROMPT_S):
+                await session.initialize()
+                child = int(texts(await session.call_tool("whoami"))[0])
+            started = time.monotonic()
+            try:
+                with anyio.fail_after(PROMPT_ERROR_S):
+                    await session.call_tool("crash", {"code": 3})
+                error = None
+            except MCPError as exc:
+                error = exc
+            elapsed = time.monotonic() - started
+            # The client keeps its end open, as a real client would while it
+            # waits for the proxy to exit.
+            code = await proc.wait_exit(why="after its upstream crashed") if wait_for_exit else None
+        return {"error": error, "elapsed": elapsed, "code": code, "stderr": proc.stderr(), "child": child}
+
+
+@pytest.mark.anyio
+async def test_upstream_crash_fails_the_pending_call_promptly(tmp_path, fixture_env, out_dir):
+    got = await _crash_mid_call(tmp_path, full_env({**fixture_env, **offload_env(out_dir)}), wait_for_exit=False)
+    assert got["error"] is not None, "the crash(3) call did not fail"
+    assert got["elapsed"] < PROMPT_ERROR_S
+    assert "exited with status 3" in got["error"].message, (got["error"].code, got["error"].message)
+    assert not pid_alive(got["child"])
+    no_panic(got["stderr"])
+
+
+@pytest.mark.anyio
+async def test_upstream_crash_ends_the_proxy_with_status_1(tmp_path, fixture_env, out_dir):
+    got = await _crash_mid_call(tmp_path, full_env({**fixture_env, **offload_env(out_dir)}), wait_for_exit=True)
+    assert got["code"] == 1, got["stderr"]
+    last = got["stderr"].strip().splitlines()[-1]
+    assert last.startswith("lro: upstream `") and last.endswith("exited with status 3"), last
+    no_panic(got["stderr"])
+
+
+@pytest.mark.anyio
+async def test_upstream_exits_before_initialize(tmp_path):
+    """An upstream that dies at start: the client's initialize gets an error
+    naming the exit, and the proxy exits 1 saying so."""
+    upstream = [sys.executable, "-c", "import sys; sys.exit(3)"]
+    async with stdio_process(proxy_argv(upstream=upstream), full_env({}), tmp_path / "proxy.err") as proc:
+        async with proc.session() as session:
+            with pytest.raises(MCPError) as err:
+                with anyio.fail_after(PROMPT_ERROR_S):
+                    await session.initialize()
+        # The client is still connected: the proxy must not wait for it.
+        code = await proc.wait_exit()
+    stderr = proc.stderr()
+    assert "exited with status 3" in err.value.message, err.value.message
+    assert code == 1, stderr
+    assert "exited with status 3" in stderr, stderr
+    no_panic(stderr)
+
+
+def test_spawn_failure_names_the_command():
+    proc = run_cli(["proxy", "--", "/nonexistent/cmd", "--flag"])
+    assert proc.returncode == 1, proc
+    assert "/nonexistent/cmd" in proc.stderr, proc.stderr
+    no_panic(proc.stderr)
+
+
+@pytest.mark.parametrize(
+    ("args", "flag"),
+    [
+        (["proxy", "--bogus"], "--bogus"),
+        (["proxy", "--bogus", "--", "x"], "--bogus"),
+        (["proxy", "--url", "ftp://x"], "--url"),
+        (["proxy", "--header", "A: b", "--", "x"], "--header"),
+        (["proxy", "--url", "http://127.0.0.1:1/mcp", "--header", "no colon"], "--header"),
+        (["proxy", "--max-sessions", "0", "--", "x"], "--max-sessions"),
+        (["proxy"], "COMMAND"),
+    ],
+)
+def test_usage_errors_exit_2_naming_the_flag(args, flag):
+    proc = run_cli(args)
+    assert proc.returncode == 2, proc
+    assert flag in proc.stderr, proc.stderr
+    no_panic(proc.stderr)
+
+
+def test_unreachable_http_upstream_at_start():
+    url = f"http://127.0.0.1:{free_port()}/mcp"
+    proc = run_cli(["proxy", "--url", url])
+    assert proc.returncode == 1, proc
+    assert url in proc.stderr, proc.stderr
+    no_panic(proc.stderr)
+
+
+@pytest.mark.anyio
+async def test_client_going_away_ends_proxy_and_child(tmp_path, fixture_env, pid_file, out_dir):
+    env = full_env({**fixture_env, **offload_env(out_dir)})
+    async with stdio_process(proxy_argv(upstream=fixture_cmd()), env, tmp_path / "proxy.err") as proc:
+        async with proc.session() as session:
+            with anyio.fail_after(PROMPT_S):
+                await session.initialize()
+                child = int(texts(await session.call_tool("whoami"))[0])
+        assert read_pids(pid_file) == [child]
+        assert pid_alive(child)
+        await proc.close_stdin()
+        code = await proc.wait_exit()
+    assert code == 0, proc.stderr()
+    await await_until(lambda: not pid_alive(child), timeout=EXIT_S, what=f"upstream child {child} to end")
+    no_panic(proc.stderr())
+
+
+@pytest.mark.anyio
+async def test_sigterm_ends_child_then_proxy(tmp_path, fixture_env, pid_file, out_dir):
+    env = full_env({**fixture_env, **offload_env(out_dir)})
+    async with stdio_process(proxy_argv(upstream=fixture_cmd()), env, tmp_path / "proxy.err") as proc:
+        async with proc.session() as session:
+            with anyio.fail_after(PROMPT_S):
+                await session.initialize()
+                child = int(texts(await session.call_tool("whoami"))[0])
+            assert pid_alive(child)
+            os.kill(proc.pid, signal.SIGTERM)
+            await await_until(lambda: not pid_alive(child), timeout=EXIT_S, what=f"upstream child {child} to end")
+            # The client still holds the proxy's stdin, as a supervisor would.
+            code = await proc.wait_exit(why="after SIGTERM")
+    assert code == 0, proc.stderr()
+    no_panic(proc.stderr())

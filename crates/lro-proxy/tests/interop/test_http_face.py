@@ -1,0 +1,214 @@
+"""G. The HTTP face: `lro proxy --http 127.0.0.1:0 -- python3 py_server.py`,
+with the official SDK's streamable-HTTP client: tools, server-to-client
+requests and notifications, one child per session, --max-sessions, and the
+DNS-rebinding guards (Origin, Host).
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+from contextlib import asynccontextmanager
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import anyio
+import mcp_types as types
+import pytest
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+
+from support import (
+    EXIT_S,
+    PROMPT_S,
+    Background,
+    await_until,
+    descriptor,
+    fixture_cmd,
+    full_env,
+    offload_env,
+    pid_alive,
+    proxy_argv,
+    read_pids,
+    texts,
+    unwrapped,
+    wait_until,
+)
+
+
+@pytest.fixture
+def start_proxy(tmp_path: Path, fixture_env: dict[str, str], out_dir: Path):
+    """Starts `lro proxy --http 127.0.0.1:0 [ARGS] -- fixture`; returns (process, URL)."""
+    started: list[Background] = []
+
+    def start(*args: str) -> tuple[Background, str]:
+        env = full_env({**fixture_env, **offload_env(out_dir, threshold=500)})
+        proc = Background(
+            proxy_argv("--http", "127.0.0.1:0", *args, upstream=fixture_cmd()), env, tmp_path / f"proxy{len(started)}.err"
+        )
+        started.append(proc)
+        return proc, proc.wait_url()
+
+    yield start
+    for proc in started:
+        proc.stop()
+
+
+@asynccontextmanager
+async def http_session(url: str, **callbacks):
+    async with streamable_http_client(url) as (read, write), ClientSession(read, write, **callbacks) as session:
+        with anyio.fail_after(PROMPT_S):
+            await session.initialize()
+        yield session
+
+
+async def whoami(session: ClientSession) -> int:
+    return int(texts(await session.call_tool("whoami"))[0])
+
+
+@pytest.mark.anyio
+async def test_tools_work_over_http(start_proxy, out_dir):
+    _, url = start_proxy()
+    async with http_session(url) as session:
+        with anyio.fail_after(PROMPT_S):
+            assert session.server_info.name == "interop-fixture"
+            names = {t.name for t in (await session.list_tools()).tools}
+            assert {"short", "big_json", "lro_extract"} <= names
+            assert texts(await session.call_tool("short")) == ["ok"]
+            desc = descriptor(await session.call_tool("big_json", {"n": 500}))
+            assert Path(desc["file_path"]).parent == out_dir
+            extract = await session.call_tool("lro_extract", {"file_path": desc["file_path"], "query": "select(.id == 3) | .name"})
+            assert texts(extract)[0].strip() == '"item-3"'
+
+
+@pytest.mark.anyio
+async def test_sampling_progress_and_logs_over_http(start_proxy):
+    _, url = start_proxy()
+    events: list[tuple] = []
+    logs: list = []
+
+    async def sampling(ctx, params):
+        return types.CreateMessageResult(role="assistant", content=types.TextContent(type="text", text="via http"), model="m")
+
+    async def on_progress(progress, total, message):
+        events.append((progress, total))
+
+    async def on_log(params):
+        logs.append(params.data)
+
+    async with http_session(url, sampling_callback=sampling, logging_callback=on_log) as session:
+        with anyio.fail_after(PROMPT_S):
+            assert texts(await session.call_tool("sample", {"prompt": "p"})) == ["sampled: via http"]
+            assert texts(await session.call_tool("progress", {"steps": 3}, progress_callback=on_progress)) == ["done 3"]
+            assert texts(await session.call_tool("log", {"msg": "m"})) == ["logged"]
+        await await_until(lambda: len(events) >= 3 and len(logs) >= 2, what="progress and log notifications")
+    assert events == [(1, 3), (2, 3), (3, 3)]
+    assert logs == ["first: m", "second: m"]
+
+
+@pytest.mark.anyio
+async def test_each_session_gets_its_own_child(start_proxy, pid_file):
+    proxy, url = start_proxy()
+    async with http_session(url) as one, http_session(url) as two:
+        with anyio.fail_after(PROMPT_S):
+            a, b = await whoami(one), await whoami(two)
+            # Sticky: a session keeps its child.
+            assert await whoami(one) == a and await whoami(two) == b
+    assert a != b
+    assert sorted(read_pids(pid_file)) == sorted([a, b])
+    # Closing the sessions (DELETE) ends their children.
+    await await_until(lambda: not pid_alive(a) and not pid_alive(b), timeout=EXIT_S, what="both children to end")
+    assert proxy.proc.poll() is None, "the HTTP proxy must outlive its sessions"
+
+
+@pytest.mark.anyio
+async def test_children_end_with_the_http_proxy(start_proxy):
+    proxy, url = start_proxy()
+    async with http_session(url) as session:
+        with anyio.fail_after(PROMPT_S):
+            child = await whoami(session)
+        proxy.proc.terminate()
+        assert proxy.wait_exit(EXIT_S) == 0, proxy.stderr()
+    wait_until(lambda: not pid_alive(child), timeout=EXIT_S, what=f"child {child} to end")
+
+
+@pytest.mark.anyio
+async def test_max_sessions(start_proxy):
+    _, url = start_proxy("--max-sessions", "1")
+    async with http_session(url) as first:
+        with anyio.fail_after(PROMPT_S):
+            await whoami(first)
+        with pytest.raises(MCPError) as err:
+            async with unwrapped(), http_session(url):
+                pass
+        assert "max-sessions" in err.value.message, err.value.message
+        with anyio.fail_after(PROMPT_S):
+            assert texts(await first.call_tool("short")) == ["ok"], "the first session must be unaffected"
+
+    # Its slot is free once the first session is closed.
+    async def third_opens() -> bool:
+        try:
+            async with unwrapped(), http_session(url) as third:
+                return bool(await whoami(third))
+        except MCPError:
+            return False
+
+    deadline = anyio.current_time() + EXIT_S
+    while not await third_opens():
+        assert anyio.current_time() < deadline, "no new session within the deadline after the first closed"
+        await anyio.sleep(0.1)
+
+
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}},
+}
+
+
+def raw_post(url: str, headers: dict[str, str]) -> int:
+    parts = urlsplit(url)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=PROMPT_S)
+    try:
+        body = json.dumps(INIT)
+        base = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+        conn.request("POST", parts.path, body=body, headers={**base, **headers})
+        return conn.getresponse().status
+    finally:
+        conn.close()
+
+
+def test_foreign_origin_and_bad_host_are_rejected(start_proxy):
+    _, url = start_proxy()
+    port = urlsplit(url).port
+    # Controls: a plain request and a loopback page are served.
+    assert raw_post(url, {}) == 200
+    assert raw_post(url, {"Origin": f"http://localhost:{port}"}) == 200
+    # A foreign page (DNS rebinding) and a foreign Host are refused.
+    origin = raw_post(url, {"Origin": "http://evil.example"})
+    assert 400 <= origin < 500, origin
+    host = raw_post(url, {"Host": "evil.example"})
+    assert 400 <= host < 500, host
+
+
+@pytest.mark.anyio
+async def test_cancellation_over_http_reaches_upstream(start_proxy, fixture_env):
+    started = Path(fixture_env["FIXTURE_STARTED_FILE"])
+    cancelled = Path(fixture_env["FIXTURE_CANCEL_FILE"])
+    _, url = start_proxy()
+    async with http_session(url) as session:
+        async with anyio.create_task_group() as tg:
+            scope = anyio.CancelScope()
+
+            async def call() -> None:
+                with scope:
+                    await session.call_tool("slow", {"seconds": 30})
+
+            tg.start_soon(call)
+            await await_until(started.exists, what="slow() to start upstream")
+            scope.cancel()
+        await await_until(cancelled.exists, what="the upstream's cancellation marker")
+        with anyio.fail_after(PROMPT_S):
+            assert texts(await session.call_tool("short")) == ["ok"]

@@ -1,0 +1,125 @@
+"""F. The proxy flag: an LRO-enabled server behind `lro proxy` leaves the
+offloading to the proxy (one file, in the proxy's directory), and a server
+without LRO gets offloading from the proxy.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+
+from support import (
+    MEMORY_SERVER,
+    PROMPT_S,
+    Background,
+    connect,
+    descriptor,
+    full_env,
+    offload_env,
+    proxy_argv,
+    stdio_process,
+)
+
+THRESHOLD = 500
+LIST_ALL = {"limit": 500}
+
+
+@pytest.fixture
+def dirs(tmp_path: Path) -> tuple[Path, Path]:
+    """(A: the memory server's offload dir, B: the proxy's)."""
+    a, b = tmp_path / "server-offload", tmp_path / "proxy-offload"
+    a.mkdir()
+    b.mkdir()
+    return a, b
+
+
+@pytest.fixture
+def remote(tmp_path: Path, dirs):
+    """memory-server --http with LRO on (low threshold, its own dir A)."""
+    a, _ = dirs
+    server = Background(
+        [str(MEMORY_SERVER), "--http", "127.0.0.1:0"],
+        full_env(offload_env(a, threshold=THRESHOLD)),
+        tmp_path / "memory-server.err",
+    )
+    try:
+        yield server.wait_url()
+    finally:
+        server.stop()
+
+
+@pytest.mark.anyio
+async def test_remote_lro_server_leaves_offloading_to_the_proxy(tmp_path, dirs, remote):
+    a, b = dirs
+    env = full_env(offload_env(b, threshold=THRESHOLD))
+    async with connect(proxy_argv("--url", remote), env, tmp_path / "proxy.err") as (_, session):
+        with anyio.fail_after(PROMPT_S):
+            desc = descriptor(await session.call_tool("list_memories", LIST_ALL))
+    path = Path(desc["file_path"])
+    assert path.parent == b and path.is_file(), path
+    assert desc["summary"]["count"] == 500
+    assert list(b.iterdir()) == [path]
+    assert not list(a.iterdir()), f"the remote server offloaded too: {list(a.iterdir())}"
+
+    # Control: the same call straight to the server is offloaded by the server,
+    # so it is the proxy flag that kept A empty above.
+    async with streamable_http_client(remote) as (read, write), ClientSession(read, write) as direct:
+        with anyio.fail_after(PROMPT_S):
+            await direct.initialize()
+            own = descriptor(await direct.call_tool("list_memories", LIST_ALL))
+    assert Path(own["file_path"]).parent == a
+
+
+@pytest.mark.anyio
+async def test_proxy_offloads_for_a_server_without_lro(tmp_path, dirs):
+    _, b = dirs
+    env = full_env(offload_env(b, threshold=THRESHOLD))
+    argv = proxy_argv(upstream=[str(MEMORY_SERVER), "--no-lro"])
+    async with connect(argv, env, tmp_path / "proxy.err") as (_, session):
+        with anyio.fail_after(PROMPT_S):
+            tools = {t.name for t in (await session.list_tools()).tools}
+            desc = descriptor(await session.call_tool("list_memories", LIST_ALL))
+    assert "lro_extract" in tools
+    path = Path(desc["file_path"])
+    assert path.parent == b and path.is_file(), path
+    assert desc["summary"]["count"] == 500
+
+
+@pytest.mark.anyio
+async def test_remote_server_going_away(tmp_path, dirs):
+    """The HTTP upstream dies mid-session: the next call fails promptly, and
+    the stdio proxy ends with status 1 naming the URL."""
+    a, b = dirs
+    server = Background(
+        [str(MEMORY_SERVER), "--http", "127.0.0.1:0"], full_env(offload_env(a)), tmp_path / "memory-server.err"
+    )
+    try:
+        url = server.wait_url()
+        env = full_env(offload_env(b))
+        async with stdio_process(proxy_argv("--url", url), env, tmp_path / "proxy.err") as proc:
+            async with proc.session() as session:
+                with anyio.fail_after(PROMPT_S):
+                    await session.initialize()
+                    await session.call_tool("list_memories", {"limit": 1})
+                server.proc.kill()
+                server.wait_exit()
+                with pytest.raises(MCPError) as err:
+                    with anyio.fail_after(PROMPT_S):
+                        await session.call_tool("list_memories", {"limit": 1})
+            # Whether the proxy exits with the client still attached is
+            # test_faults' business; here the client leaves after the error.
+            await proc.close_stdin()
+            code = await proc.wait_exit()
+    finally:
+        server.stop()
+    stderr = proc.stderr()
+    assert err.value.message, err.value
+    assert code == 1, stderr
+    last = stderr.strip().splitlines()[-1]
+    assert last.startswith("lro: ") and url in last, last
+    assert "panicked" not in stderr
