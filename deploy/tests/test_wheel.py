@@ -85,3 +85,49 @@ def test_installed_lro_usage_error_exits_2(installed_lro):
     proc = run(installed_lro, "no-such-command")
     assert proc.returncode == 2, (proc.returncode, proc.stderr)
     assert "no-such-command" in proc.stderr
+
+
+def test_installed_lro_proxies_a_real_server(installed_lro, tmp_path):
+    """`lro proxy` from the venv in front of the demo server without its own LRO: the
+    official Python SDK client sees the server's tools plus `lro_extract`, and a large
+    result comes back as a descriptor whose file the proxy wrote and real `jq` reads."""
+    import asyncio
+    import json
+    import shutil
+
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    server = REPO / "target" / "debug" / "memory-server"
+    assert server.is_file(), f"{server} missing: run `cargo build --workspace --bins`"
+    out = tmp_path / "offload"
+    env = {
+        "PATH": str(installed_lro.parent),
+        "HOME": os.environ.get("HOME", "/"),
+        "ATLATL_PROMPT__OFFLOAD__OUTPUT_DIR": str(out),
+        "RUST_LOG": "warn",
+    }
+    params = StdioServerParameters(command=str(installed_lro), args=["proxy", "--", str(server), "--no-lro"], env=env)
+
+    async def session() -> tuple[list[str], dict]:
+        async with stdio_client(params) as (read, write):
+            async with ClientSession(read, write) as client:
+                await asyncio.wait_for(client.initialize(), 60)
+                tools = [t.name for t in (await client.list_tools()).tools]
+                result = await asyncio.wait_for(client.call_tool("list_memories", {"limit": 500, "detail": "full"}), 60)
+                return tools, json.loads(result.content[0].text)
+
+    tools, descriptor = asyncio.run(session())
+    assert set(tools) == {"inject_context", "list_memories", "recall_memories", "search_memories", "lro_extract"}, tools
+    assert descriptor["offloaded"] is True and descriptor["summary"]["count"] == 500
+    path = descriptor["file_path"]
+    assert path.startswith(str(out)), path
+    records = subprocess.run(
+        [shutil.which("jq") or "jq", "-c", "."],
+        input="".join(open(path, encoding="utf-8").readlines()[1:]),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert records.returncode == 0, records.stderr
+    assert len(records.stdout.splitlines()) == 500

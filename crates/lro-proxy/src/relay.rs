@@ -175,12 +175,16 @@ pub(crate) async fn forward<R: ServiceRole>(
         .map_err(gone)?;
     let id = handle.id.clone();
     let forwarded = handle.progress_token.clone();
+    let tracked = original.is_some();
     if let Some(original) = original {
         progress.insert(forwarded.clone(), original);
     }
     let outcome = tokio::select! {
         answer = handle.await_response() => {
-            progress.settle(&forwarded).await;
+            // Only a request the sender gave a token can have progress to wait for.
+            if tracked {
+                progress.settle(&forwarded).await;
+            }
             answer.map_err(|err| match err {
                 ServiceError::McpError(err) => Failure::Answered(err),
                 other => gone(other),
