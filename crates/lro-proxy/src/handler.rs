@@ -128,9 +128,9 @@ impl ProxyShared {
         &self.0.cfg
     }
 
-    /// Resolves with a sentence when an upstream session is lost on its own
-    /// (the child exited, the HTTP connection dropped); `lro proxy` on stdio
-    /// exits then.
+    /// Resolves with a sentence when a child exits on its own; `lro proxy`
+    /// on stdio exits then. (A lost HTTP upstream is not final: the next
+    /// call reconnects.)
     pub async fn lost(&self) -> String {
         let mut rx = self.0.lost.subscribe();
         match rx.wait_for(Option::is_some).await {
@@ -202,10 +202,14 @@ impl ProxyShared {
     }
 
     fn report_lost(&self, why: String) {
+        self.restart_due();
+        self.0.lost.send_replace(Some(why));
+    }
+
+    fn restart_due(&self) {
         self.0
             .restart_due
             .store(true, std::sync::atomic::Ordering::Relaxed);
-        self.0.lost.send_replace(Some(why));
     }
 }
 
@@ -456,19 +460,15 @@ impl Proxy {
                     Failure::Gone(why) => {
                         let why = conn.why_gone(format!("the upstream is gone: {why}")).await;
                         if conn.child.is_none() {
+                            // The next call reconnects (see `connection`).
                             telemetry::upstream_exit(UpstreamExit::Disconnected);
-                            self.shared
-                                .report_lost(format!("upstream {} disconnected", self.upstream()));
+                            self.shared.restart_due();
                         }
                         McpError::internal_error(why, None)
                     }
                 })
             }
         }
-    }
-
-    fn upstream(&self) -> &Upstream {
-        &self.shared.0.cfg.upstream
     }
 }
 

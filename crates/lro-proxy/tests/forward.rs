@@ -185,10 +185,9 @@ async fn a_lost_http_upstream_fails_pending_calls_and_reconnects_on_the_next() {
     drop(upstream);
     let err = client.call_tool(call("echo", json!({}))).await.unwrap_err();
     assert!(err.to_string().contains("upstream"), "{err}");
-    let lost = tokio::time::timeout(Duration::from_secs(5), shared.lost())
-        .await
-        .expect("the loss is reported");
-    assert!(lost.contains("disconnected"), "{lost}");
+    // Not final, unlike a child's exit: nothing tells `lro proxy` to stop
+    // (a loss would have been reported before the error came back).
+    assert_eq!(futures::FutureExt::now_or_never(shared.lost()), None);
 
     // Back on the same port: the next call opens a new upstream session.
     let _again = http_upstream(addr, seen.clone()).await;

@@ -175,3 +175,20 @@ def test_field_ref_checker_is_not_vacuous():
     assert jq_filter(cmd) == '{id, name} | select(.tags[]? == $k) | .["a b"] | ."c"'
     assert field_refs(jq_filter(cmd)) == {"id", "name", "tags", "a b", "c"}
     assert field_refs("group_by(type) | map({type: .[0] | type, count: length})") == set()
+
+
+@pytest.mark.anyio
+async def test_a_result_over_64_mib_passes_the_stdio_child_transport(tmp_path):
+    """rmcp's stdio transport caps a line at 16 MiB; the proxy reads its child's
+    lines up to 256 MiB, so a result of more than 64 MiB is offloaded whole."""
+    n = 500_000
+    out = tmp_path / "out"
+    env = full_env(offload_env(out, threshold=THRESHOLD))
+    async with connect(proxy_argv(upstream=fixture_cmd()), env, tmp_path / "proxy.err") as (proc, session):
+        with anyio.fail_after(PROMPT_S * 6):
+            big = await session.call_tool("big_json", {"n": n})
+    desc = descriptor(big)
+    assert desc["summary"]["count"] == n
+    path = Path(desc["file_path"])
+    assert path.parent == out
+    assert path.stat().st_size > 64 << 20, path.stat().st_size
