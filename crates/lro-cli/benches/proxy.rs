@@ -343,7 +343,8 @@ async fn main() {
     let hundred = Session::start(lro, &proxy_args, &lro_env).await;
     hundred.call("noop", json!({})).await;
     let (_, before) = memory(hundred.pid());
-    let line_bytes = blob(100_000_000).len() as u64;
+    // The result's text travels as a JSON string: quotes are escaped.
+    let line_bytes = serde_json::to_string(&blob(100_000_000)).unwrap().len() as u64;
     let t = Instant::now();
     let r = hundred.call("blob", json!({"bytes": 100_000_000})).await;
     let took = t.elapsed();

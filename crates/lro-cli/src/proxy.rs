@@ -44,12 +44,7 @@ pub struct ProxyArgs {
     /// A header sent to the HTTP upstream, `Name: value`; `${VAR}` in the
     /// value is read from the environment. Repeat for more. Values are never
     /// logged.
-    #[arg(
-        long = "header",
-        short = 'H',
-        value_name = "NAME: VALUE",
-        requires = "url"
-    )]
+    #[arg(long = "header", short = 'H', value_name = "NAME: VALUE")]
     pub headers: Vec<String>,
     /// Serve streamable HTTP at http://ADDR/mcp instead of stdio. Port 0
     /// picks a free port; the bound address is printed to stderr.

@@ -27,7 +27,7 @@ use crate::{ProxyError, telemetry, transport::ChildTransport};
 
 /// How long a child has to exit after its stdin closes, and again after
 /// SIGTERM, before the next step.
-const GRACE: Duration = Duration::from_secs(2);
+pub(crate) const GRACE: Duration = Duration::from_secs(2);
 
 /// How a child ended.
 #[derive(Debug, Clone, Copy)]
@@ -70,6 +70,15 @@ impl ChildGuard {
     /// A receiver that holds the child's exit once it has happened.
     pub(crate) fn exit(&self) -> watch::Receiver<Option<ChildExit>> {
         self.exit.clone()
+    }
+
+    /// The child's exit, if it happens within `wait`.
+    pub(crate) async fn exit_within(&self, wait: Duration) -> Option<ChildExit> {
+        let mut exit = self.exit();
+        match tokio::time::timeout(wait, exit.wait_for(Option::is_some)).await {
+            Ok(Ok(exit)) => *exit,
+            _ => None,
+        }
     }
 }
 
@@ -117,7 +126,7 @@ pub(crate) fn spawn(
         telemetry::upstream_exit(exit.reason());
         let _ = exit_tx.send(Some(exit));
     });
-    let transport = ChildTransport::new(stdout, stdin, max_line, tracker.clone());
+    let transport = ChildTransport::new(stdout, stdin, max_line, tracker.clone(), exit_rx.clone());
     Ok((
         ChildGuard {
             exit: exit_rx,

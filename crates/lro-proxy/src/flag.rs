@@ -54,8 +54,23 @@ pub(crate) fn mark_message(message: ClientJsonRpcMessage) -> ClientJsonRpcMessag
 }
 
 /// reqwest's streamable-HTTP client, with the flag added to `initialize`.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub(crate) struct FlaggingClient(reqwest::Client);
+
+impl FlaggingClient {
+    /// A client that gives up on a connection after [`CONNECT_TIMEOUT`]
+    /// (reqwest's default waits as long as the operating system does).
+    pub(crate) fn new() -> Self {
+        let client = reqwest::Client::builder()
+            .connect_timeout(CONNECT_TIMEOUT)
+            .build()
+            .unwrap_or_default();
+        Self(client)
+    }
+}
+
+/// How long opening a connection to an HTTP upstream may take.
+const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 impl StreamableHttpClient for FlaggingClient {
     type Error = reqwest::Error;

@@ -3,11 +3,14 @@
 
 use std::{
     borrow::Cow,
-    sync::{Arc, Mutex, RwLock},
+    sync::{
+        Arc, Mutex, RwLock,
+        atomic::{AtomicBool, Ordering},
+    },
     time::{Duration, Instant},
 };
 
-use lro_core::metric::UpstreamExit;
+use lro_core::metric::{UpstreamErrorCode, UpstreamExit};
 use rmcp::{
     ErrorData as McpError, RoleClient, RoleServer, ServerHandler, ServiceExt as _,
     model::*,
@@ -25,6 +28,7 @@ use crate::{
     flag::FlaggingClient,
     relay::{Failure, ProgressMap, Relay, forward, set_meta},
     telemetry,
+    upstream::redact_urls,
 };
 
 /// Key of the client capability extension that marks an LRO proxy; the
@@ -34,6 +38,19 @@ const PROXY_EXTENSION: &str = "io.atlatl/lro";
 /// How long a failed call waits for a dying child's exit status, so the
 /// error can name it.
 const EXIT_STATUS_WAIT: Duration = Duration::from_secs(1);
+
+/// The variables that send reqwest's requests through an HTTP proxy.
+const PROXY_VARIABLES: [&str; 6] = [
+    "HTTPS_PROXY",
+    "https_proxy",
+    "HTTP_PROXY",
+    "http_proxy",
+    "ALL_PROXY",
+    "all_proxy",
+];
+
+/// How long an upstream has to answer `initialize`.
+const INIT_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// How long [`ProxyShared::preflight`] waits for an HTTP upstream's port.
 const PREFLIGHT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -46,7 +63,7 @@ const PREFLIGHT_TIMEOUT: Duration = Duration::from_secs(5);
 /// let cfg = ProxyConfig::new(Upstream::command("my-server", ["--stdio"]))
 ///     .max_sessions(4)
 ///     .max_message_bytes(64 << 20);
-/// assert_eq!(cfg.max_sessions_value(), 4);
+/// assert_eq!(cfg.upstream().to_string(), "`my-server --stdio`");
 /// ```
 #[derive(Debug, Clone)]
 pub struct ProxyConfig {
@@ -66,7 +83,8 @@ impl ProxyConfig {
     }
 
     /// Children of a command upstream running at once (one per client
-    /// session); past it, `initialize` gets an error. Defaults to 16.
+    /// session); past it, `initialize` gets an error. At least 1. Defaults
+    /// to 16.
     #[must_use]
     pub fn max_sessions(mut self, n: usize) -> Self {
         self.max_sessions = n.max(1);
@@ -79,11 +97,6 @@ impl ProxyConfig {
     pub fn max_message_bytes(mut self, bytes: usize) -> Self {
         self.max_message_bytes = bytes;
         self
-    }
-
-    /// The configured session maximum.
-    pub fn max_sessions_value(&self) -> usize {
-        self.max_sessions
     }
 
     /// The upstream.
@@ -156,9 +169,18 @@ impl ProxyShared {
                     source,
                 })
             }
+            // Through an HTTP proxy (reqwest honours these variables), the
+            // upstream's own port says nothing; the first `initialize` tells.
+            Upstream::Http { .. }
+                if PROXY_VARIABLES
+                    .iter()
+                    .any(|v| std::env::var_os(v).is_some()) =>
+            {
+                Ok(())
+            }
             Upstream::Http { url, .. } => {
                 let unreachable = |reason: String| ProxyError::Unreachable {
-                    url: url.clone(),
+                    url: redact_urls(url),
                     reason,
                 };
                 let uri: http::Uri = url
@@ -218,6 +240,11 @@ impl ProxyShared {
 struct Connection {
     service: RunningService<RoleClient, Relay>,
     child: Option<ChildGuard>,
+    /// See [`Relay`]: the progress tokens of each direction.
+    upstream_tokens: ProgressMap,
+    client_tokens: ProgressMap,
+    /// The HTTP connection was lost; recorded once.
+    lost: AtomicBool,
     _slot: Option<OwnedSemaphorePermit>,
 }
 
@@ -234,20 +261,18 @@ impl Connection {
 
     /// Why the upstream is gone: the child's exit when there is a child.
     async fn why_gone(&self, fallback: String) -> String {
-        let Some(child) = &self.child else {
-            return fallback;
-        };
-        let mut exit = child.exit();
-        match tokio::time::timeout(EXIT_STATUS_WAIT, exit.wait_for(Option::is_some)).await {
-            Ok(Ok(exit)) => match *exit {
-                Some(ChildExit {
-                    by_proxy: false, ..
-                }) => {
-                    format!("the upstream server {}", exit.expect("checked"))
+        match &self.child {
+            Some(child) => match child.exit_within(EXIT_STATUS_WAIT).await {
+                Some(
+                    exit @ ChildExit {
+                        by_proxy: false, ..
+                    },
+                ) => {
+                    format!("the upstream server {exit}")
                 }
                 _ => fallback,
             },
-            _ => fallback,
+            None => redact_urls(&fallback),
         }
     }
 }
@@ -284,7 +309,6 @@ struct Session {
     client: Mutex<Option<(InitializeRequestParams, Peer<RoleServer>)>>,
     /// The upstream's `initialize` answer.
     info: RwLock<Option<ServerConfig>>,
-    progress: ProgressMap,
 }
 
 impl Proxy {
@@ -317,29 +341,31 @@ impl Proxy {
         let relay = Relay {
             downstream,
             client: flag_as_proxy(client),
-            progress: self.session.progress.clone(),
+            upstream_tokens: ProgressMap::default(),
+            client_tokens: ProgressMap::default(),
         };
+        let (upstream_tokens, client_tokens) =
+            (relay.upstream_tokens.clone(), relay.client_tokens.clone());
         let upstream = &inner.cfg.upstream;
         let failed = |reason: String| ProxyError::Initialize {
             upstream: upstream.to_string(),
             reason,
         };
+        let timed_out = || format!("no answer to initialize within {}s", INIT_TIMEOUT.as_secs());
         let (service, child) = match upstream {
             Upstream::Command { program, args } => {
                 let (guard, transport) =
-                    child::spawn(program, args, inner.cfg.max_message_bytes, &inner.tasks)?;
-                match relay.serve(transport).await {
-                    Ok(service) => (service, Some(guard)),
-                    Err(err) => {
-                        let mut exit = guard.exit();
-                        let why = match tokio::time::timeout(
-                            EXIT_STATUS_WAIT,
-                            exit.wait_for(Option::is_some),
-                        )
-                        .await
-                        {
-                            Ok(Ok(exit)) => format!("it {}", exit.expect("checked")),
-                            _ => err.to_string(),
+                    child::spawn(program, args, inner.cfg.max_message_bytes, &inner.tasks)
+                        .inspect_err(|_| telemetry::connect_failed())?;
+                match tokio::time::timeout(INIT_TIMEOUT, relay.serve(transport)).await {
+                    Ok(Ok(service)) => (service, Some(guard)),
+                    outcome => {
+                        let why = match guard.exit_within(EXIT_STATUS_WAIT).await {
+                            Some(exit) => format!("it {exit}"),
+                            None => match outcome {
+                                Ok(Err(err)) => err.to_string(),
+                                _ => timed_out(),
+                            },
                         };
                         telemetry::connect_failed();
                         return Err(failed(why));
@@ -351,12 +377,15 @@ impl Proxy {
                     .custom_headers(headers.iter().cloned().collect())
                     .max_sse_event_size(inner.cfg.max_message_bytes);
                 let transport =
-                    StreamableHttpClientTransport::with_client(FlaggingClient::default(), config);
-                match relay.serve(transport).await {
-                    Ok(service) => (service, None),
-                    Err(err) => {
+                    StreamableHttpClientTransport::with_client(FlaggingClient::new(), config);
+                match tokio::time::timeout(INIT_TIMEOUT, relay.serve(transport)).await {
+                    Ok(Ok(service)) => (service, None),
+                    outcome => {
                         telemetry::connect_failed();
-                        return Err(failed(err.to_string()));
+                        return Err(failed(match outcome {
+                            Ok(Err(err)) => redact_urls(&err.to_string()),
+                            _ => timed_out(),
+                        }));
                     }
                 }
             }
@@ -387,6 +416,9 @@ impl Proxy {
         Ok(Arc::new(Connection {
             service,
             child,
+            upstream_tokens,
+            client_tokens,
+            lost: AtomicBool::new(false),
             _slot: slot,
         }))
     }
@@ -441,32 +473,24 @@ impl Proxy {
         let conn = self.connection(&cx).await?;
         let method = telemetry::method_label(request.method());
         let started = Instant::now();
-        let outcome = forward(
-            conn.peer(),
-            request,
-            cx.meta,
-            &cx.ct,
-            &self.session.progress,
-        )
-        .await;
+        let outcome = forward(conn.peer(), request, cx.meta, &cx.ct, &conn.upstream_tokens).await;
         telemetry::request_done(method, started.elapsed());
         match outcome {
             Ok(result) => Ok(result),
+            Err(Failure::Gone(why)) => {
+                telemetry::request_failed(method, UpstreamErrorCode::Transport);
+                let why = conn.why_gone(format!("the upstream is gone: {why}")).await;
+                if conn.child.is_none() && !conn.lost.swap(true, Ordering::Relaxed) {
+                    // Counted once per connection; the next call reconnects
+                    // (see `connection`).
+                    telemetry::upstream_exit(UpstreamExit::Disconnected);
+                    self.shared.restart_due();
+                }
+                Err(McpError::internal_error(why, None))
+            }
             Err(failure) => {
                 telemetry::request_failed(method, failure.code());
-                Err(match failure {
-                    Failure::Answered(err) => err,
-                    Failure::Cancelled => McpError::internal_error("cancelled by the client", None),
-                    Failure::Gone(why) => {
-                        let why = conn.why_gone(format!("the upstream is gone: {why}")).await;
-                        if conn.child.is_none() {
-                            // The next call reconnects (see `connection`).
-                            telemetry::upstream_exit(UpstreamExit::Disconnected);
-                            self.shared.restart_due();
-                        }
-                        McpError::internal_error(why, None)
-                    }
-                })
+                Err(failure.into_mcp())
             }
         }
     }
@@ -474,7 +498,7 @@ impl Proxy {
 
 /// The client's `initialize` parameters with the proxy flag in the form an
 /// rmcp server can read: the `io.atlatl/lro` capability extension. (The
-/// spec's `clientInfo.proxy` is added on the wire by the stdio transport.)
+/// spec's `clientInfo.proxy` is added on the wire, see [`crate::flag`].)
 fn flag_as_proxy(mut client: InitializeRequestParams) -> InitializeRequestParams {
     let extensions = client
         .capabilities
@@ -538,9 +562,10 @@ fn optional<M: Default, P>(params: Option<P>) -> RequestOptionalParam<M, P> {
 // relay its acknowledgement, so the method stays unimplemented (-32601).
 #[allow(deprecated)]
 impl ServerHandler for Proxy {
+    // Methods answered with an empty result accept any successful answer:
+    // `{"_meta": …}` is valid and lands in another variant of rmcp's union.
     async fn ping(&self, cx: RequestContext<RoleServer>) -> Result<(), McpError> {
-        let result = self.call(PingRequest::default().into(), cx).await?;
-        expect_result!(result, EmptyResult => EmptyResult).map(drop)
+        self.call(PingRequest::default().into(), cx).await.map(drop)
     }
 
     async fn initialize(
@@ -591,8 +616,9 @@ impl ServerHandler for Proxy {
         request: SetLevelRequestParams,
         cx: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        let result = self.call(SetLevelRequest::new(request).into(), cx).await?;
-        expect_result!(result, EmptyResult => EmptyResult).map(drop)
+        self.call(SetLevelRequest::new(request).into(), cx)
+            .await
+            .map(drop)
     }
 
     async fn get_prompt(
@@ -659,8 +685,9 @@ impl ServerHandler for Proxy {
         request: SubscribeRequestParams,
         cx: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        let result = self.call(SubscribeRequest::new(request).into(), cx).await?;
-        expect_result!(result, EmptyResult => EmptyResult).map(drop)
+        self.call(SubscribeRequest::new(request).into(), cx)
+            .await
+            .map(drop)
     }
 
     async fn unsubscribe(
@@ -668,10 +695,9 @@ impl ServerHandler for Proxy {
         request: UnsubscribeRequestParams,
         cx: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        let result = self
-            .call(UnsubscribeRequest::new(request).into(), cx)
-            .await?;
-        expect_result!(result, EmptyResult => EmptyResult).map(drop)
+        self.call(UnsubscribeRequest::new(request).into(), cx)
+            .await
+            .map(drop)
     }
 
     async fn call_tool(
@@ -713,7 +739,10 @@ impl ServerHandler for Proxy {
     ) {
         // Progress on a request the upstream sent through the proxy: give it
         // back the token the upstream chose.
-        let Some(original) = self.session.progress.original(&params.progress_token) else {
+        let Some(original) = self
+            .current()
+            .and_then(|conn| conn.client_tokens.original(&params.progress_token))
+        else {
             return;
         };
         params.progress_token = original;

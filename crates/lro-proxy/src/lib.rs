@@ -28,8 +28,8 @@
 //! The proxy declares itself a proxy to the upstream in both forms: the
 //! `io.atlatl/lro` client capability extension (`{"proxy": true}`), which an
 //! rmcp server can read, and the spec's `clientInfo.proxy: true`, added on
-//! the wire of a stdio upstream because rmcp's `Implementation` type drops
-//! unknown keys.
+//! the wire of both upstream transports because rmcp's `Implementation` type
+//! drops unknown keys.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]

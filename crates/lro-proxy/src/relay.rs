@@ -28,7 +28,9 @@ use crate::telemetry;
 
 /// Progress tokens of forwarded requests: the token rmcp gave the forwarded
 /// request, mapped to the token its sender chose. rmcp's `Peer` mints a token
-/// of its own for every request it sends, so progress is mapped back.
+/// of its own for every request it sends, so progress is mapped back. Each
+/// direction of each upstream session has its own map: every `Peer` counts
+/// its tokens from 0.
 ///
 /// rmcp handles each notification in a task of its own, so the last progress
 /// of a request can be handled after its answer: a finished request's tokens
@@ -147,6 +149,18 @@ pub(crate) enum Failure {
 }
 
 impl Failure {
+    /// The JSON-RPC error the sender gets: the peer's own, unchanged, or
+    /// one that says what happened.
+    pub(crate) fn into_mcp(self) -> McpError {
+        match self {
+            Failure::Answered(err) => err,
+            Failure::Cancelled => McpError::internal_error("cancelled by the sender", None),
+            Failure::Gone(why) => {
+                McpError::internal_error(format!("the peer went away: {why}"), None)
+            }
+        }
+    }
+
     pub(crate) fn code(&self) -> UpstreamErrorCode {
         match self {
             Failure::Answered(err) => UpstreamErrorCode::from_code(err.code.0),
@@ -225,7 +239,10 @@ pub(crate) struct Relay {
     pub(crate) downstream: Peer<RoleServer>,
     /// The client's own `initialize` parameters, plus the proxy flag.
     pub(crate) client: ClientConfig,
-    pub(crate) progress: ProgressMap,
+    /// Tokens of the client's requests, as forwarded to the upstream.
+    pub(crate) upstream_tokens: ProgressMap,
+    /// Tokens of the upstream's requests, as relayed to the client.
+    pub(crate) client_tokens: ProgressMap,
 }
 
 impl Service<RoleClient> for Relay {
@@ -248,19 +265,13 @@ impl Service<RoleClient> for Relay {
             request,
             context.meta,
             &context.ct,
-            &self.progress,
+            &self.client_tokens,
         )
         .await;
         telemetry::request_done(method, started.elapsed());
         outcome.map_err(|failure| {
             telemetry::request_failed(method, failure.code());
-            match failure {
-                Failure::Answered(err) => err,
-                Failure::Cancelled => McpError::internal_error("cancelled", None),
-                Failure::Gone(why) => {
-                    McpError::internal_error(format!("the client went away: {why}"), None)
-                }
-            }
+            failure.into_mcp()
         })
     }
 
@@ -275,7 +286,7 @@ impl Service<RoleClient> for Relay {
             ServerNotification::CancelledNotification(_) => return Ok(()),
             ServerNotification::ProgressNotification(mut progress) => {
                 let Some((original, passing)) =
-                    self.progress.begin(&progress.params.progress_token)
+                    self.upstream_tokens.begin(&progress.params.progress_token)
                 else {
                     // Progress for a request the client sent no token with.
                     return Ok(());

@@ -63,18 +63,21 @@ pub async fn stdio<H: ServerHandler>(
 ) -> Result<Stopped, ProxyError> {
     let (read, write) = stdio_pipes();
     let transport = AsyncRwTransport::new(read, write).with_max_line_length(MAX_CLIENT_LINE);
+    // Polled from the start, so a signal during the handshake is handled too.
+    tokio::pin!(shutdown);
     let running = tokio::select! {
         running = handler.serve(transport) => {
             running.map_err(|err| ProxyError::Serve(err.to_string()))?
         }
         why = shared.lost() => return Ok(Stopped::UpstreamLost(why)),
+        () = &mut shutdown => return Ok(Stopped::Shutdown),
     };
     let token = running.cancellation_token();
     let mut session = tokio::spawn(running.waiting());
     let stopped = tokio::select! {
         _ = &mut session => return Ok(Stopped::ClientClosed),
         why = shared.lost() => Stopped::UpstreamLost(why),
-        () = shutdown => Stopped::Shutdown,
+        () = &mut shutdown => Stopped::Shutdown,
     };
     // Cancelling lets rmcp send the answers still in flight (the errors of
     // calls the dead upstream left pending) before the session ends.
@@ -134,6 +137,16 @@ where
     H: ServerHandler,
     F: Fn() -> H + Send + Sync + 'static,
 {
+    if !addr.ip().is_loopback() {
+        // rmcp's Host check admits loopback names only (DNS rebinding), so
+        // remote clients would get 403; and the face has no authentication.
+        tracing::warn!(
+            %addr,
+            "--http on a non-loopback address: clients must still use a loopback Host \
+             (localhost, 127.0.0.1, [::1]); put an authenticating reverse proxy in front \
+             for remote clients"
+        );
+    }
     let ct = CancellationToken::new();
     let config = StreamableHttpServerConfig::default()
         .with_allowed_origins(LOOPBACK_ORIGINS)

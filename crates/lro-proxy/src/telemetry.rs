@@ -1,7 +1,10 @@
 //! The upstream metrics of the catalogue (`lro_upstream_*`), recorded
 //! through the `metrics` facade.
 
-use std::time::Duration;
+use std::{
+    sync::atomic::{AtomicUsize, Ordering},
+    time::Duration,
+};
 
 use lro_core::metric::{self, UpstreamErrorCode, UpstreamExit, UpstreamMethod};
 use metrics::{counter, gauge, histogram};
@@ -33,7 +36,11 @@ pub(crate) fn request_failed(method: UpstreamMethod, code: UpstreamErrorCode) {
         .increment(1);
 }
 
+/// Upstream sessions open in this process, for the `up` gauge.
+static OPEN: AtomicUsize = AtomicUsize::new(0);
+
 pub(crate) fn session_opened(restart: bool) {
+    OPEN.fetch_add(1, Ordering::Relaxed);
     gauge!(metric::UPSTREAM_UP).set(1.0);
     gauge!(metric::UPSTREAM_SESSIONS).increment(1.0);
     if restart {
@@ -42,6 +49,7 @@ pub(crate) fn session_opened(restart: bool) {
 }
 
 pub(crate) fn session_closed() {
+    OPEN.fetch_sub(1, Ordering::Relaxed);
     gauge!(metric::UPSTREAM_SESSIONS).decrement(1.0);
 }
 
@@ -49,9 +57,12 @@ pub(crate) fn connect_failed() {
     gauge!(metric::UPSTREAM_UP).set(0.0);
 }
 
+/// A session ended. A loss takes `up` to 0 only when it was the last open
+/// session: behind `--http`, one child's crash says nothing of the others.
 pub(crate) fn upstream_exit(reason: UpstreamExit) {
     counter!(metric::UPSTREAM_EXITS_TOTAL, "reason" => reason.as_str()).increment(1);
-    if reason != UpstreamExit::Shutdown {
+    // The lost session is still counted open when its loss is reported.
+    if reason != UpstreamExit::Shutdown && OPEN.load(Ordering::Relaxed) <= 1 {
         gauge!(metric::UPSTREAM_UP).set(0.0);
     }
 }

@@ -6,8 +6,9 @@
 //! buffered, untagged deserialization, which copies every string of a
 //! message several times: a line over [`DIRECT_PARSE_BYTES`] that is a
 //! `tools/call` result is parsed once into a JSON value and its text blocks
-//! are moved, not copied, into the typed result. Every other line is read
-//! exactly as rmcp reads it.
+//! are moved, not copied, into the typed result. Every other line is parsed
+//! by rmcp's own types, with rmcp's tolerance of a leading BOM and of a last
+//! line without its newline.
 
 use std::sync::Arc;
 
@@ -20,6 +21,7 @@ use rmcp::{
     transport::Transport,
 };
 use serde_json::{Map, Value};
+use tokio::sync::watch;
 use tokio::{
     io::{AsyncBufRead, AsyncBufReadExt, AsyncWriteExt, BufReader},
     process::{ChildStdin, ChildStdout},
@@ -27,7 +29,10 @@ use tokio::{
 };
 use tokio_util::task::TaskTracker;
 
-use crate::flag;
+use crate::{
+    child::{ChildExit, GRACE},
+    flag,
+};
 
 /// Lines longer than this take the direct path when they hold a tool result.
 pub(crate) const DIRECT_PARSE_BYTES: usize = 1 << 20;
@@ -41,6 +46,8 @@ pub(crate) struct ChildTransport {
     /// Taken on drop, to drain (see `Drop`).
     read: Option<BufReader<ChildStdout>>,
     tasks: TaskTracker,
+    /// The child's exit, which bounds the drain.
+    exit: watch::Receiver<Option<ChildExit>>,
     line: Vec<u8>,
     max_line: usize,
     /// Dropping the rest of a line that was over `max_line`.
@@ -54,10 +61,12 @@ impl ChildTransport {
         stdin: ChildStdin,
         max_line: usize,
         tasks: TaskTracker,
+        exit: watch::Receiver<Option<ChildExit>>,
     ) -> Self {
         Self {
             read: Some(BufReader::new(stdout)),
             tasks,
+            exit,
             line: Vec::new(),
             max_line,
             discarding: false,
@@ -79,9 +88,10 @@ async fn read_line<R: AsyncBufRead + Unpin>(
     loop {
         let available = read.fill_buf().await?;
         if available.is_empty() {
-            return Ok(false);
+            // A last message without its newline is still a message.
+            return Ok(!std::mem::take(discarding) && !line.is_empty());
         }
-        let (chunk, done) = match memchr(available) {
+        let (chunk, done) = match newline_at(available) {
             Some(at) => (&available[..at], Some(at + 1)),
             None => (available, None),
         };
@@ -105,7 +115,7 @@ async fn read_line<R: AsyncBufRead + Unpin>(
     }
 }
 
-fn memchr(bytes: &[u8]) -> Option<usize> {
+fn newline_at(bytes: &[u8]) -> Option<usize> {
     bytes.iter().position(|b| *b == b'\n')
 }
 
@@ -171,8 +181,19 @@ impl Drop for ChildTransport {
         if let Some(mut read) = self.read.take()
             && tokio::runtime::Handle::try_current().is_ok()
         {
+            let mut exit = self.exit.clone();
             self.tasks.spawn(async move {
-                let _ = tokio::io::copy(&mut read, &mut tokio::io::sink()).await;
+                // A process that left the child's group may hold the pipe
+                // open: stop a grace period after the child itself is gone.
+                let gone = async {
+                    let _ = exit.wait_for(Option::is_some).await;
+                    tokio::time::sleep(GRACE).await;
+                };
+                let mut sink = tokio::io::sink();
+                tokio::select! {
+                    _ = tokio::io::copy(&mut read, &mut sink) => {}
+                    () = gone => {}
+                }
             });
         }
     }
@@ -180,6 +201,8 @@ impl Drop for ChildTransport {
 
 fn parse(line: &[u8]) -> Option<ServerJsonRpcMessage> {
     let line = line.strip_suffix(b"\r").unwrap_or(line);
+    // Some servers (.NET's console) start their output with a UTF-8 BOM.
+    let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
     if line.iter().all(u8::is_ascii_whitespace) {
         return None;
     }
@@ -201,7 +224,13 @@ fn parse(line: &[u8]) -> Option<ServerJsonRpcMessage> {
 /// {"content":[…],"structuredContent":…,"isError":…,"_meta":…}}`. `None`
 /// for any other shape, which then takes rmcp's own path.
 fn parse_tool_result(line: &[u8]) -> Option<ServerJsonRpcMessage> {
-    const RESULT_KEYS: [&str; 4] = ["content", "structuredContent", "isError", "_meta"];
+    const RESULT_KEYS: [&str; 5] = [
+        "content",
+        "structuredContent",
+        "isError",
+        "_meta",
+        "resultType",
+    ];
     let Value::Object(mut top) = serde_json::from_slice::<Value>(line).ok()? else {
         return None;
     };
@@ -223,8 +252,10 @@ fn parse_tool_result(line: &[u8]) -> Option<ServerJsonRpcMessage> {
         .map(content_block)
         .collect::<Option<Vec<_>>>()?;
     let mut call = CallToolResult::success(content);
-    // As read from a line without `resultType` (which takes rmcp's path).
-    call.result_type = None;
+    call.result_type = match result.remove("resultType") {
+        None => None,
+        Some(kind) => Some(serde_json::from_value(kind).ok()?),
+    };
     call.structured_content = result.remove("structuredContent");
     call.is_error = match result.remove("isError") {
         None | Some(Value::Null) => None,
@@ -300,6 +331,8 @@ mod tests {
         assert!(parse_tool_result(note).is_none());
         assert!(parse(note).is_some(), "rmcp reads it");
         assert!(parse(b"   ").is_none());
+        let bom = b"\xEF\xBB\xBF{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}";
+        assert!(parse(bom).is_some(), "a leading BOM is skipped");
         assert!(parse(b"not json").is_none());
     }
 
@@ -317,8 +350,8 @@ mod tests {
         }
         assert_eq!(
             lines,
-            ["short", "next"],
-            "the unterminated tail is not a message"
+            ["short", "next", "last"],
+            "an unterminated last line counts"
         );
     }
 }

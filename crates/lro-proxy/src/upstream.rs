@@ -94,10 +94,67 @@ impl Upstream {
     ) -> Result<Self, ProxyError> {
         let (name, value) = parse_header(spec, env)?;
         if let Self::Http { headers, .. } = &mut self {
+            if headers.iter().any(|(n, _)| *n == name) {
+                return Err(ProxyError::Header {
+                    header: format!("{name}: …"),
+                    reason: "given twice; give one value".to_owned(),
+                });
+            }
             headers.push((name, value));
         }
         Ok(self)
     }
+}
+
+/// Headers the streamable-HTTP transport sets itself; rmcp refuses a
+/// custom one of these names at the first request.
+const RESERVED_HEADERS: [&str; 5] = [
+    "accept",
+    "content-type",
+    "mcp-session-id",
+    "mcp-protocol-version",
+    "last-event-id",
+];
+
+/// `url` with its user info and query replaced by `…`: they may hold
+/// credentials, and URLs end up in logs and in errors the client sees.
+fn redact_url(url: &str) -> String {
+    let Ok(uri) = url.parse::<http::Uri>() else {
+        return url.to_owned();
+    };
+    let (Some(scheme), Some(authority)) = (uri.scheme_str(), uri.authority()) else {
+        return url.to_owned();
+    };
+    let host = match authority.as_str().rsplit_once('@') {
+        Some((_, host)) => format!("…@{host}"),
+        None => authority.to_string(),
+    };
+    let query = if uri.query().is_some() { "?…" } else { "" };
+    format!("{scheme}://{host}{}{query}", uri.path())
+}
+
+/// `text` with every `http(s)://` URL in it redacted (see [`redact_url`]).
+pub(crate) fn redact_urls(text: &str) -> String {
+    text.split_inclusive(char::is_whitespace)
+        .map(|word| {
+            let trimmed = word.trim_end();
+            match trimmed.find("http://").or_else(|| trimmed.find("https://")) {
+                Some(at) => {
+                    let end = trimmed[at..]
+                        .find(['"', '\'', ')', '>', ','])
+                        .map_or(trimmed.len(), |e| at + e);
+                    format!(
+                        "{}{}{}{}",
+                        &trimmed[..at],
+                        redact_url(&trimmed[at..end]),
+                        &trimmed[end..],
+                        &word[trimmed.len()..]
+                    )
+                }
+                None => word.to_owned(),
+            }
+        })
+        .collect()
 }
 
 /// Parses `Name: value`, expanding `${VAR}` in the value.
@@ -105,8 +162,9 @@ fn parse_header(
     spec: &str,
     env: impl Fn(&str) -> Option<String>,
 ) -> Result<(HeaderName, HeaderValue), ProxyError> {
+    // The spec may be a bare secret (the name forgotten): never echo it.
     let (name, raw) = spec.split_once(':').ok_or_else(|| ProxyError::Header {
-        header: spec.to_owned(),
+        header: "…".to_owned(),
         reason: "expected `Name: value`".to_owned(),
     })?;
     let shown = format!("{}: …", name.trim());
@@ -118,6 +176,9 @@ fn parse_header(
         .trim()
         .parse()
         .map_err(|_| bad("not a valid header name".to_owned()))?;
+    if RESERVED_HEADERS.contains(&name.as_str()) {
+        return Err(bad("the MCP transport sets this header itself".to_owned()));
+    }
     let mut value = String::new();
     let mut rest = raw.trim();
     while let Some(start) = rest.find("${") {
@@ -149,7 +210,7 @@ impl fmt::Display for Upstream {
                 }
                 f.write_str("`")
             }
-            Self::Http { url, .. } => f.write_str(url),
+            Self::Http { url, .. } => f.write_str(&redact_url(url)),
         }
     }
 }
@@ -165,7 +226,7 @@ impl fmt::Debug for Upstream {
                 .finish(),
             Self::Http { url, headers } => f
                 .debug_struct("Http")
-                .field("url", url)
+                .field("url", &redact_url(url))
                 .field(
                     "headers",
                     &headers.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(),
@@ -205,6 +266,35 @@ mod tests {
         let err = parse_header("X: ${UNCLOSED", env).unwrap_err();
         assert!(err.to_string().contains("closing"));
         assert!(parse_header("Bad Name: v", env).is_err());
+    }
+
+    #[test]
+    fn urls_never_show_credentials() {
+        let up = Upstream::http("https://user:pw@mcp.example.com:8443/mcp?api_key=s3cret").unwrap();
+        assert_eq!(up.to_string(), "https://…@mcp.example.com:8443/mcp?…");
+        assert!(!format!("{up:?}").contains("s3cret"));
+        assert_eq!(
+            redact_urls("error sending request for url (https://u:p@h/mcp?k=v): refused"),
+            "error sending request for url (https://…@h/mcp?…): refused"
+        );
+        assert_eq!(
+            redact_urls("plain http://127.0.0.1:9/mcp text"),
+            "plain http://127.0.0.1:9/mcp text"
+        );
+    }
+
+    #[test]
+    fn reserved_and_repeated_headers_are_refused() {
+        assert!(parse_header("Mcp-Session-Id: x", env).is_err());
+        assert!(parse_header("Accept: */*", env).is_err());
+        let twice = Upstream::http("http://127.0.0.1:1/mcp")
+            .unwrap()
+            .header("X-A: 1", env)
+            .unwrap()
+            .header("x-a: 2", env);
+        assert!(twice.unwrap_err().to_string().contains("given twice"));
+        let bare = parse_header("ghp_s3cret", env).unwrap_err().to_string();
+        assert!(!bare.contains("s3cret"), "{bare}");
     }
 
     #[test]

@@ -65,8 +65,9 @@ fn carries(text: &str, structured: &Value, json: &str) -> bool {
     if let Value::Object(map) = structured
         && map.len() == 1
         && let Some(Value::String(wrapped)) = map.get("result")
+        && wrapped == text
     {
-        return wrapped == text;
+        return true;
     }
     let trimmed = text.trim_start();
     (trimmed.starts_with('{') || trimmed.starts_with('['))
@@ -483,6 +484,11 @@ mod tests {
         let mut python_dict = CallToolResult::success(vec![ContentBlock::text(pretty)]);
         python_dict.structured_content = Some(serde_json::json!({"a": [1, 2]}));
         assert!(readable_parts(&python_dict).1.is_none());
+        // A dict `{"result": "x"}` returned as such: pretty-printed text.
+        let mut python_result_dict =
+            CallToolResult::success(vec![ContentBlock::text("{\n  \"result\": \"x\"\n}")]);
+        python_result_dict.structured_content = Some(serde_json::json!({"result": "x"}));
+        assert!(readable_parts(&python_result_dict).1.is_none());
         let mut python_list = CallToolResult::success(vec![ContentBlock::text("[1, 2]")]);
         python_list.structured_content = Some(serde_json::json!({"result": [1, 2]}));
         assert!(readable_parts(&python_list).1.is_none());

@@ -317,6 +317,9 @@ impl<H: ServerHandler> Lro<H> {
                 .take()
                 .map(|c| PaginatedRequestParams::default().with_cursor(Some(c)));
             let Ok(list) = self.inner.list_tools(page, cx.clone()).await else {
+                // Tried once: a server that cannot list is not asked again
+                // on every call.
+                self.listed.store(true, Ordering::Relaxed);
                 return;
             };
             cursor = list.next_cursor.clone();
