@@ -105,14 +105,12 @@ pub fn proxy(args: &ProxyArgs) -> Result<(), CliError> {
     let upstream = args.upstream(|var| std::env::var(var).ok())?;
     let cfg = OffloadConfig::load(args.config.as_deref())
         .map_err(|err| CliError::Usage(format!("--config: {err}")))?;
-    // One client session on stdio: one thread does its forwarding with no
-    // hand-offs between workers (offload writes and queries still run on
-    // the blocking pool). Sessions behind --http get a worker per core.
-    let mut runtime = match args.http {
-        None => tokio::runtime::Builder::new_current_thread(),
-        Some(_) => tokio::runtime::Builder::new_multi_thread(),
-    };
-    let runtime = runtime
+    // One thread forwards for every session. rmcp hands each notification
+    // to a task of its own; on one thread those tasks run in the order the
+    // messages came, so progress stays in order and ahead of its answer
+    // (worker threads reordered them). It also saves the hand-offs between
+    // workers; offload writes and queries still run on the blocking pool.
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|err| CliError::Runtime(format!("cannot start the runtime: {err}")))?;
