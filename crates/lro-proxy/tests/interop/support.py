@@ -124,6 +124,29 @@ def ensure_binary(program: str | Path, timeout: float = 120.0) -> None:
         wait_until(path.is_file, timeout=timeout, interval=0.5, what=f"{path} to be rebuilt")
 
 
+def kill_group(proc: subprocess.Popen, grace: float = EXIT_S) -> None:
+    """SIGTERM the process group `proc` leads, bounded wait, then SIGKILL; the
+    rest of the group is killed once the leader is gone."""
+    try:
+        pgid = os.getpgid(proc.pid)
+    except ProcessLookupError:
+        pgid = proc.pid
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5)):
+        try:
+            os.killpg(pgid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            proc.wait(wait)
+            try:
+                os.killpg(pgid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
 def kill_quietly(pid: int) -> None:
     try:
         os.kill(pid, signal.SIGKILL)
@@ -322,14 +345,34 @@ class Background:
     """A process with stderr drained by a thread (kept in memory and in a file);
     `wait_line` waits for a stderr line matching a pattern."""
 
-    def __init__(self, argv: list[str], env: dict[str, str], log_path: Path, stdin: Any = subprocess.DEVNULL):
+    def __init__(
+        self,
+        argv: list[str],
+        env: dict[str, str],
+        log_path: Path,
+        stdin: Any = subprocess.DEVNULL,
+        cwd: Path | None = None,
+        new_session: bool = False,
+    ):
+        """`new_session`: the process leads a process group of its own, and
+        `stop` ends the whole group (for launchers such as node that start
+        children of their own)."""
         self.argv = argv
         self.log_path = log_path
+        self.new_session = new_session
         self.lines: list[str] = []
         self._cond = threading.Condition()
         self._log = open(log_path, "w")
         ensure_binary(argv[0])
-        self.proc = subprocess.Popen(argv, env=env, stdin=stdin, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self.proc = subprocess.Popen(
+            argv,
+            env=env,
+            cwd=cwd,
+            stdin=stdin,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            start_new_session=new_session,
+        )
         self._thread = threading.Thread(target=self._drain, daemon=True)
         self._thread.start()
 
@@ -379,7 +422,9 @@ class Background:
         return code
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
+        if self.new_session:
+            kill_group(self.proc)
+        elif self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
                 self.proc.wait(EXIT_S)

@@ -25,8 +25,6 @@ import re
 import shutil
 import signal
 import subprocess
-import threading
-import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -38,9 +36,11 @@ import pytest
 from support import (
     LRO,
     PROMPT_S,
+    Background,
     await_until,
     connect,
     full_env,
+    kill_group,
     offload_env,
     proxy_argv,
     texts,
@@ -89,29 +89,6 @@ BUG_SERVER_REQUESTS = (
 # processes
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
-    """SIGTERM the process group of `proc` (its own session), bounded wait, then SIGKILL."""
-    try:
-        pgid = os.getpgid(proc.pid)
-    except ProcessLookupError:
-        pgid = proc.pid
-    for sig, wait in ((signal.SIGTERM, STOP_S), (signal.SIGKILL, 5)):
-        try:
-            os.killpg(pgid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
-        try:
-            proc.wait(wait)
-            # The leader is gone; make sure the rest of the group is too.
-            try:
-                os.killpg(pgid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-            return
-        except subprocess.TimeoutExpired:
-            continue
-
-
 def _tagged_pids(tag: str) -> list[int]:
     """Live processes whose environment carries TAG_VAR=tag (ours, and their children)."""
     needle = f"{TAG_VAR}={tag}".encode()
@@ -127,58 +104,6 @@ def _tagged_pids(tag: str) -> list[int]:
     return pids
 
 
-class Daemon:
-    """A long-running process in its own process group, stderr drained by a thread;
-    `wait_line` waits (bounded) for a stderr line matching a pattern."""
-
-    def __init__(self, argv: list[str], env: dict[str, str], log_path: Path, cwd: Path | None = None):
-        self.argv = argv
-        self.lines: list[str] = []
-        self._cond = threading.Condition()
-        self._log = open(log_path, "w")
-        self.proc = subprocess.Popen(
-            argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True
-        )
-        self._thread = threading.Thread(target=self._drain, daemon=True)
-        self._thread.start()
-
-    def _drain(self) -> None:
-        assert self.proc.stderr is not None
-        for raw in self.proc.stderr:
-            line = raw.decode(errors="replace")
-            with self._cond:
-                self.lines.append(line)
-                self._log.write(line)
-                self._log.flush()
-                self._cond.notify_all()
-        with self._cond:
-            self._cond.notify_all()
-
-    def stderr(self) -> str:
-        with self._cond:
-            return "".join(self.lines)
-
-    def wait_line(self, pattern: str, timeout: float = READY_S) -> re.Match[str]:
-        rx = re.compile(pattern)
-        deadline = time.monotonic() + timeout
-        with self._cond:
-            while True:
-                for line in self.lines:
-                    if m := rx.search(line):
-                        return m
-                if self.proc.poll() is not None and not self._thread.is_alive():
-                    raise AssertionError(f"{self.argv} exited ({self.proc.returncode}) before {pattern!r}:\n{self.stderr()}")
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise AssertionError(f"no {pattern!r} within {timeout}s from {self.argv}:\n{self.stderr()}")
-                self._cond.wait(min(left, 0.2))
-
-    def stop(self) -> None:
-        _kill_group(self.proc)
-        self._thread.join(5)
-        self._log.close()
-
-
 def run_client(target: list[str], ops: list[str], env: dict[str, str], timeout: float = CLIENT_TIMEOUT_S) -> dict:
     """Runs ts/client.mjs (its own process group, killed afterwards) and returns its JSON.
     `target` is ["--url", URL] or ["--stdio", "--", COMMAND, ...]."""
@@ -187,11 +112,11 @@ def run_client(target: list[str], ops: list[str], env: dict[str, str], timeout: 
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        _kill_group(proc)
+        kill_group(proc, STOP_S)
         out, err = proc.communicate()
         raise AssertionError(f"client.mjs did not finish within {timeout}s: {argv}\nstderr:\n{err.decode(errors='replace')[-4000:]}")
     finally:
-        _kill_group(proc)
+        kill_group(proc, STOP_S)
     stderr = err.decode(errors="replace")
     lines = out.decode().strip().splitlines()
     assert proc.returncode == 0 and lines, f"client.mjs failed ({proc.returncode}): {argv}\nstdout: {out[-2000:]!r}\nstderr:\n{stderr[-4000:]}"
@@ -329,9 +254,15 @@ def http_everything(everything, tag, tmp_path_factory) -> Any:
     """server-everything in streamable-HTTP mode on 127.0.0.1 (a free port it picks)."""
     log = tmp_path_factory.mktemp("everything-http") / "server.err"
     env = env_for(tag) | {"PORT": "0", "HOST": "127.0.0.1"}
-    daemon = Daemon([shutil.which("node") or "node", "--import", str(LOOPBACK_JS), str(EVERYTHING_JS), "streamableHttp"], env, log, cwd=TS)
+    daemon = Background(
+        [shutil.which("node") or "node", "--import", str(LOOPBACK_JS), str(EVERYTHING_JS), "streamableHttp"],
+        env,
+        log,
+        cwd=TS,
+        new_session=True,
+    )
     try:
-        url = daemon.wait_line(r"server-everything listening on (http://127\.0\.0\.1:\d+/mcp)").group(1)
+        url = daemon.wait_line(r"server-everything listening on (http://127\.0\.0\.1:\d+/mcp)", READY_S).group(1)
         yield url
     finally:
         daemon.stop()
@@ -475,9 +406,14 @@ def test_proxy_http_face(everything, stdio_transcripts, tag, tmp_path):
     direct, _, _ = stdio_transcripts
     out = tmp_path / "offload"
     out.mkdir()
-    proxy = Daemon([str(LRO), "proxy", "--http", "127.0.0.1:0", "--", *everything_stdio()], env_for(tag, out), tmp_path / "proxy.err")
+    proxy = Background(
+        [str(LRO), "proxy", "--http", "127.0.0.1:0", "--", *everything_stdio()],
+        env_for(tag, out),
+        tmp_path / "proxy.err",
+        new_session=True,
+    )
     try:
-        url = proxy.wait_line(r"lro proxy listening on (http://127\.0\.0\.1:\d+/mcp)").group(1)
+        url = proxy.wait_line(r"lro proxy listening on (http://127\.0\.0\.1:\d+/mcp)", READY_S).group(1)
         calls = [
             SMALL_CALLS[0],
             ("echo", {"message": BIG_MESSAGE}),
