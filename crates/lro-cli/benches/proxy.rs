@@ -167,6 +167,25 @@ async fn latencies(session: &Session, tool: &'static str, n: usize) -> Vec<Durat
     out
 }
 
+/// Sorted latencies of `tool` on both sessions, measured in interleaved
+/// rounds so that drift on a shared machine hits both alike.
+async fn interleaved(
+    direct: &Session,
+    proxy: &Session,
+    tool: &'static str,
+    rounds: usize,
+    per_round: usize,
+) -> (Vec<Duration>, Vec<Duration>) {
+    let (mut d, mut p) = (Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        d.extend(latencies(direct, tool, per_round).await);
+        p.extend(latencies(proxy, tool, per_round).await);
+    }
+    d.sort();
+    p.sort();
+    (d, p)
+}
+
 /// Calls per second with `concurrency` calls in flight, over `rounds`.
 async fn throughput(session: &Session, concurrency: usize, rounds: usize) -> f64 {
     let started = Instant::now();
@@ -234,14 +253,7 @@ async fn main() {
     println!("lro proxy vs direct, same stdio upstream (one run, side by side)\n");
     println!("| measurement | direct | proxy | proxy − direct / ratio |");
     println!("|---|---|---|---|");
-    // Interleaved rounds, so drift on a shared machine hits both alike.
-    let (mut d_noop, mut p_noop) = (Vec::new(), Vec::new());
-    for _ in 0..10 {
-        d_noop.extend(latencies(&direct, "noop", 300).await);
-        p_noop.extend(latencies(&proxy, "noop", 300).await);
-    }
-    d_noop.sort();
-    p_noop.sort();
+    let (d_noop, p_noop) = interleaved(&direct, &proxy, "noop", 10, 300).await;
     for (label, p) in [("p50", 0.5), ("p99", 0.99)] {
         let (d, x) = (percentile(&d_noop, p), percentile(&p_noop, p));
         println!(
@@ -251,13 +263,7 @@ async fn main() {
             us(x.saturating_sub(d))
         );
     }
-    let (mut d_work, mut p_work) = (Vec::new(), Vec::new());
-    for _ in 0..5 {
-        d_work.extend(latencies(&direct, "work", 60).await);
-        p_work.extend(latencies(&proxy, "work", 60).await);
-    }
-    d_work.sort();
-    p_work.sort();
+    let (d_work, p_work) = interleaved(&direct, &proxy, "work", 5, 60).await;
     let (d, x) = (percentile(&d_work, 0.5), percentile(&p_work, 0.5));
     println!(
         "| 5 ms tool, p50 (300 calls) | {} | {} | {:.3}× |",
