@@ -44,6 +44,9 @@ pub enum Command {
     /// Put Large Result Offloading in front of any MCP server: a command
     /// spawned over stdio, or a streamable-HTTP URL.
     Proxy(Box<crate::proxy::ProxyArgs>),
+    /// Audit any LRO implementation from outside: a Level 1-3 conformance
+    /// verdict with the evidence for every check.
+    Audit(Box<crate::audit::AuditArgs>),
     /// Query an offload file: a recipe, a jq filter, structured conditions,
     /// a window of lines, or a grep (exactly one).
     Extract(Box<ExtractArgs>),

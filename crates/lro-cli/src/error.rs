@@ -6,8 +6,9 @@
 //! | 1 | a failure at run time: an unreadable or refused file, a timeout, cleanup errors, a proxy upstream that cannot be started or reached, or that exits |
 //! | 2 | a usage error: bad flags or values, conflicting modes, a filter that does not compile |
 //!
-//! A subcommand may add codes of its own above 2 (for example 3 for a target
-//! it cannot reach); it documents them in its `--help`.
+//! A subcommand may add codes of its own above 2; it documents them in its
+//! `--help`. `lro audit` exits 3 when its target cannot be launched or
+//! reached, and 1 when `--require-level` is not met.
 //!
 //! ```
 //! use lro_cli::error::{CliError, EXIT_FAILURE, EXIT_USAGE};
@@ -26,6 +27,8 @@ pub const EXIT_SUCCESS: u8 = 0;
 pub const EXIT_FAILURE: u8 = 1;
 /// Exit status of a usage error (the same as clap's for bad flags).
 pub const EXIT_USAGE: u8 = 2;
+/// Exit status of `lro audit` when the target cannot be launched or reached.
+pub const EXIT_UNREACHABLE: u8 = 3;
 
 /// The exit-status table, as printed at the end of `lro --help`.
 pub const EXIT_STATUS_HELP: &str = "\
@@ -33,7 +36,8 @@ Exit status (every subcommand):
   0  success
   1  failure at run time: an unreadable or refused file, a timeout, cleanup errors,
      an upstream that cannot be started or reached, or that exits
-  2  usage error: bad flags or values, conflicting modes, a filter that does not compile";
+  2  usage error: bad flags or values, conflicting modes, a filter that does not compile
+  3  lro audit only: the target cannot be launched or reached";
 
 /// Why a command failed.
 #[derive(Debug, thiserror::Error)]
@@ -68,6 +72,17 @@ pub enum CliError {
     /// The proxy's upstream could not be started, reached or kept.
     #[error(transparent)]
     Proxy(#[from] lro_proxy::ProxyError),
+    /// `lro audit` could not launch or reach its target.
+    #[error(transparent)]
+    Unreachable(lro_audit::AuditError),
+    /// `lro audit` proved a lower level than `--require-level` asks.
+    #[error("--require-level {required} not met: {verdict}")]
+    LevelNotMet {
+        /// The level asked for.
+        required: u8,
+        /// The audit's verdict line.
+        verdict: String,
+    },
     /// A failure at run time with its own sentence (the upstream was lost, a
     /// runtime or exporter could not start).
     #[error("{0}")]
@@ -82,6 +97,7 @@ impl CliError {
             | CliError::Extract(ExtractError::InvalidRequest(_) | ExtractError::Compile(_)) => {
                 EXIT_USAGE
             }
+            CliError::Unreachable(_) => EXIT_UNREACHABLE,
             _ => EXIT_FAILURE,
         }
     }

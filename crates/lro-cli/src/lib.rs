@@ -1,4 +1,4 @@
-//! The `lro` command-line tool: `lro proxy`, `lro extract`, `lro inspect`,
+//! The `lro` command-line tool: `lro proxy`, `lro audit`, `lro extract`, `lro inspect`,
 //! `lro gc`, `lro metrics`. Every subcommand follows one exit-status table
 //! ([`error`]): 0 success, 1 failure at run time, 2 usage error.
 //!
@@ -19,6 +19,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod audit;
 pub mod cli;
 pub mod error;
 pub mod inspect;

@@ -2,7 +2,8 @@
 //! from, inspect and clean up offload files.
 //!
 //! Exit status: 0 on success, 1 for a failure at run time, 2 for a usage
-//! error (see `lro_cli::error`); the message goes to stderr.
+//! error, 3 when `lro audit` cannot reach its target (see
+//! `lro_cli::error`); the message goes to stderr.
 
 #![forbid(unsafe_code)]
 
@@ -17,6 +18,7 @@ fn main() -> ExitCode {
     let mut stdout = std::io::stdout();
     let result = match &cli.command {
         Command::Proxy(args) => lro_cli::proxy::proxy(args),
+        Command::Audit(args) => lro_cli::audit::audit(args, &mut stdout),
         Command::Extract(args) => cli::extract(args, Box::new(std::io::stdout()), &mut stderr),
         Command::Inspect(args) => cli::inspect(args, &mut stdout),
         Command::Gc(args) => cli::gc(args, SystemTime::now(), &mut stdout),

@@ -26,8 +26,11 @@ fn mark(params: &mut Value) -> Option<()> {
     Some(())
 }
 
-/// `message` with the flag added when it is the `initialize` request.
-pub(crate) fn mark_message(message: ClientJsonRpcMessage) -> ClientJsonRpcMessage {
+/// `message` with the spec's proxy flag, `clientInfo.proxy: true`, added
+/// when it is the `initialize` request; any other message unchanged. For
+/// clients of other transports that declare themselves proxies (`lro audit`
+/// checks that a server honours the flag).
+pub fn mark_message(message: ClientJsonRpcMessage) -> ClientJsonRpcMessage {
     let JsonRpcMessage::Request(JsonRpcRequest {
         jsonrpc,
         id,

@@ -45,5 +45,6 @@ mod transport;
 mod upstream;
 
 pub use error::ProxyError;
+pub use flag::mark_message as flag_initialize;
 pub use handler::{Proxy, ProxyConfig, ProxyShared};
 pub use upstream::Upstream;

@@ -138,6 +138,20 @@ fn the_proxy_has_no_offload_path_of_its_own() {
 }
 
 #[test]
+fn the_auditor_shares_no_judgement_with_what_it_judges() {
+    let graph = Graph::load();
+    // `lro audit` must judge other implementations: it may not reach the
+    // project's offload path, extraction engine or cleanup.
+    for krate in ["lro-tower", "lro-extract", "lro-scheduler", "lro-telemetry"] {
+        assert!(
+            !graph.reaches("lro-audit", krate),
+            "lro-audit depends on {krate}"
+        );
+    }
+    assert!(graph.reaches("lro-cli", "lro-audit"));
+}
+
+#[test]
 fn only_binaries_and_examples_install_exporters() {
     let graph = Graph::load();
     let libs = libraries(&graph);

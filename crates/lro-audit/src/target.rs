@@ -1,0 +1,376 @@
+//! What is audited, and one MCP client session with it.
+//!
+//! A [`Target::Command`] is launched afresh for every configuration the
+//! audit needs, with the spec's `ATLATL_PROMPT__OFFLOAD__*` variables set;
+//! its stderr is kept, because that is one place the spec's events show.
+//! A [`Target::Url`] is a running server: the auditor only connects to it.
+
+use std::{
+    ffi::OsString,
+    fmt,
+    path::PathBuf,
+    process::Stdio,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use http::{HeaderName, HeaderValue};
+use rmcp::{
+    RoleClient, ServiceExt as _,
+    model::{
+        CallToolRequestParams, ClientCapabilities, ClientConfig, ClientJsonRpcMessage,
+        Implementation, Tool,
+    },
+    service::{RunningService, RxJsonRpcMessage},
+    transport::{
+        StreamableHttpClientTransport, TokioChildProcess, Transport,
+        streamable_http_client::StreamableHttpClientTransportConfig,
+    },
+};
+use serde_json::{Map, Value, json};
+use tokio::io::AsyncReadExt as _;
+
+use crate::{AuditError, probe::Call};
+
+/// What to audit.
+#[derive(Clone)]
+#[non_exhaustive]
+pub enum Target {
+    /// A stdio server, launched as many times as the audit needs.
+    Command {
+        /// The program.
+        program: OsString,
+        /// Its arguments.
+        args: Vec<OsString>,
+        /// Extra environment: an implementation's own knobs.
+        env: Vec<(OsString, OsString)>,
+    },
+    /// A running streamable-HTTP server.
+    Url {
+        /// The endpoint, e.g. `http://127.0.0.1:8080/mcp`.
+        url: String,
+        /// Headers sent with every request.
+        headers: Vec<(HeaderName, HeaderValue)>,
+    },
+}
+
+impl Target {
+    /// A stdio server run as `program args…`.
+    pub fn command<I, A>(program: impl Into<OsString>, args: I) -> Self
+    where
+        I: IntoIterator<Item = A>,
+        A: Into<OsString>,
+    {
+        Self::Command {
+            program: program.into(),
+            args: args.into_iter().map(Into::into).collect(),
+            env: Vec::new(),
+        }
+    }
+
+    /// A streamable-HTTP server at `url`.
+    pub fn url(url: impl Into<String>) -> Self {
+        Self::Url {
+            url: url.into(),
+            headers: Vec::new(),
+        }
+    }
+
+    /// Adds an environment variable for a launched server; a URL target
+    /// ignores it. Variables given here come after the auditor's own
+    /// cleanup-schedule knob (so they can replace it) and before the spec's
+    /// four `ATLATL_PROMPT__OFFLOAD__*` variables (so they cannot).
+    #[must_use]
+    pub fn env(mut self, key: impl Into<OsString>, value: impl Into<OsString>) -> Self {
+        if let Self::Command { env, .. } = &mut self {
+            env.push((key.into(), value.into()));
+        }
+        self
+    }
+
+    /// Adds a header sent with every request to a URL target; a command
+    /// target ignores it.
+    #[must_use]
+    pub fn header(mut self, name: HeaderName, value: HeaderValue) -> Self {
+        if let Self::Url { headers, .. } = &mut self {
+            headers.push((name, value));
+        }
+        self
+    }
+
+    /// Whether the auditor launches the target (and so controls its
+    /// configuration and sees its stderr).
+    pub fn is_launched(&self) -> bool {
+        matches!(self, Self::Command { .. })
+    }
+}
+
+impl fmt::Display for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Command { program, args, .. } => {
+                f.write_str(&program.to_string_lossy())?;
+                for arg in args {
+                    write!(f, " {}", arg.to_string_lossy())?;
+                }
+                Ok(())
+            }
+            // The query and user info may hold credentials.
+            Self::Url { url, .. } => {
+                let end = url.find(['?', '#']).unwrap_or(url.len());
+                let shown = &url[..end];
+                match shown.split_once("://").and_then(|(s, rest)| {
+                    rest.split_once('@')
+                        .filter(|(info, _)| !info.contains('/'))
+                        .map(|(_, host)| (s, host))
+                }) {
+                    Some((scheme, host)) => write!(f, "{scheme}://…@{host}"),
+                    None => f.write_str(shown),
+                }
+            }
+        }
+    }
+}
+
+impl fmt::Debug for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Header values and environment values may be secrets.
+        write!(f, "Target({self})")
+    }
+}
+
+/// The configuration a launched target gets, through the spec's variables.
+#[derive(Debug, Clone)]
+pub(crate) struct Launch {
+    pub(crate) enabled: bool,
+    pub(crate) threshold: u64,
+    pub(crate) ttl_seconds: u64,
+    pub(crate) output_dir: PathBuf,
+}
+
+/// This project's cleanup-schedule knob (`cleanup_schedule`), set to every
+/// second so expiry is seen quickly; other implementations ignore it.
+fn schedule_knob() -> String {
+    var("cleanup_schedule")
+}
+const EVERY_SECOND: &str = "* * * * * *";
+/// Most stderr kept per session; later output is read and dropped.
+const STDERR_CAP: usize = 8 << 20;
+
+/// What a tool call gave back.
+#[derive(Debug, Clone)]
+pub(crate) enum Outcome {
+    /// The `CallToolResult`, as JSON.
+    Result(Value),
+    /// A JSON-RPC error or a transport failure, as text.
+    Error(String),
+}
+
+/// One client session with the target.
+pub(crate) struct Session {
+    client: RunningService<RoleClient, ClientConfig>,
+    stderr: Arc<Mutex<String>>,
+    tools: Vec<Tool>,
+    call_timeout: Duration,
+}
+
+impl Session {
+    /// Launches (or connects to) the target and initializes. `proxy` sends
+    /// the proxy flag in both of its forms.
+    pub(crate) async fn open(
+        target: &Target,
+        launch: Option<&Launch>,
+        proxy: bool,
+        timeout: Duration,
+    ) -> Result<Self, AuditError> {
+        let info = client_info(proxy);
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let unreachable = |reason: String| AuditError::Unreachable {
+            target: target.to_string(),
+            reason,
+        };
+        let serving = async {
+            match target {
+                Target::Command { program, args, env } => {
+                    let mut cmd = tokio::process::Command::new(program);
+                    cmd.args(args).env(schedule_knob(), EVERY_SECOND);
+                    cmd.envs(env.iter().map(|(k, v)| (k, v)));
+                    if let Some(l) = launch {
+                        cmd.env(var("enabled"), l.enabled.to_string())
+                            .env(var("threshold_tokens"), l.threshold.to_string())
+                            .env(var("ttl_seconds"), l.ttl_seconds.to_string())
+                            .env(var("output_dir"), &l.output_dir);
+                    }
+                    let (transport, err) = TokioChildProcess::builder(cmd)
+                        .stderr(Stdio::piped())
+                        .spawn()
+                        .map_err(|e| unreachable(format!("cannot launch: {e}")))?;
+                    if let Some(err) = err {
+                        tokio::spawn(keep_stderr(err, stderr.clone()));
+                    }
+                    let flagged = Flagged {
+                        inner: transport,
+                        proxy,
+                    };
+                    info.clone()
+                        .serve(flagged)
+                        .await
+                        .map_err(|e| unreachable(format!("initialize failed: {e}")))
+                }
+                Target::Url { url, headers } => {
+                    let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
+                    config.custom_headers = headers.iter().cloned().collect();
+                    let transport = StreamableHttpClientTransport::from_config(config);
+                    info.clone()
+                        .serve(transport)
+                        .await
+                        .map_err(|e| unreachable(format!("initialize failed: {e}")))
+                }
+            }
+        };
+        let client = tokio::time::timeout(timeout, serving).await.map_err(|_| {
+            unreachable(format!(
+                "no initialize answer within {}s",
+                timeout.as_secs()
+            ))
+        })??;
+        let tools = tokio::time::timeout(timeout, client.peer().list_all_tools())
+            .await
+            .map_err(|_| unreachable("no tools/list answer".to_owned()))?
+            .map_err(|e| unreachable(format!("tools/list failed: {e}")))?;
+        Ok(Self {
+            client,
+            stderr,
+            tools,
+            call_timeout: timeout,
+        })
+    }
+
+    /// The tools the server lists.
+    pub(crate) fn tools(&self) -> &[Tool] {
+        &self.tools
+    }
+
+    /// Makes one tool call, bounded in time.
+    pub(crate) async fn call(&self, call: &Call) -> Outcome {
+        let mut params = CallToolRequestParams::new(call.tool.clone());
+        params.arguments = Some(call.args.clone());
+        match tokio::time::timeout(self.call_timeout, self.client.peer().call_tool(params)).await {
+            Err(_) => Outcome::Error(format!("no answer within {}s", self.call_timeout.as_secs())),
+            Ok(Err(e)) => Outcome::Error(e.to_string()),
+            Ok(Ok(result)) => match serde_json::to_value(&result) {
+                Ok(v) => Outcome::Result(v),
+                Err(e) => Outcome::Error(e.to_string()),
+            },
+        }
+    }
+
+    /// Everything the launched server wrote to stderr so far.
+    pub(crate) fn stderr(&self) -> String {
+        self.stderr.lock().map(|s| s.clone()).unwrap_or_default()
+    }
+
+    /// Ends the session; a launched server is shut down the way the MCP
+    /// spec says (stdin closed, then SIGTERM, then SIGKILL).
+    pub(crate) async fn close(self) {
+        let _ = self.client.cancel().await;
+    }
+}
+
+/// `ATLATL_PROMPT__OFFLOAD__{KEY}`.
+fn var(key: &str) -> String {
+    lro_core::config::env_var_for(&format!("{}.{key}", lro_core::config::SECTION))
+}
+
+fn client_info(proxy: bool) -> ClientConfig {
+    let mut caps = ClientCapabilities::default();
+    if proxy {
+        let flag: Map<String, Value> = json!({"proxy": true})
+            .as_object()
+            .cloned()
+            .unwrap_or_default();
+        caps.extensions = Some([("io.atlatl/lro".to_owned(), flag)].into_iter().collect());
+    }
+    let mut info = ClientConfig::default();
+    info.capabilities = caps;
+    info.client_info = Implementation::new("lro-audit", env!("CARGO_PKG_VERSION"));
+    info
+}
+
+async fn keep_stderr(mut err: tokio::process::ChildStderr, into: Arc<Mutex<String>>) {
+    let mut buf = vec![0u8; 16 << 10];
+    while let Ok(n) = err.read(&mut buf).await {
+        if n == 0 {
+            break;
+        }
+        if let Ok(mut s) = into.lock()
+            && s.len() < STDERR_CAP
+        {
+            s.push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+    }
+}
+
+/// A client transport that adds the spec's `clientInfo.proxy: true` to
+/// `initialize` when asked (rmcp's typed model has no field for it).
+struct Flagged<T> {
+    inner: T,
+    proxy: bool,
+}
+
+impl<T: Transport<RoleClient>> Transport<RoleClient> for Flagged<T> {
+    type Error = T::Error;
+
+    fn send(
+        &mut self,
+        item: ClientJsonRpcMessage,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        let item = if self.proxy {
+            lro_proxy::flag_initialize(item)
+        } else {
+            item
+        };
+        self.inner.send(item)
+    }
+
+    fn receive(&mut self) -> impl Future<Output = Option<RxJsonRpcMessage<RoleClient>>> + Send {
+        self.inner.receive()
+    }
+
+    fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
+        self.inner.close()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn display_hides_credentials() {
+        let t = Target::url("https://user:pw@example.test/mcp?token=x");
+        assert_eq!(t.to_string(), "https://…@example.test/mcp");
+        let t = Target::command("python3", ["server.py"]).env("SECRET", "s3cret");
+        assert_eq!(format!("{t:?}"), "Target(python3 server.py)");
+    }
+
+    #[test]
+    fn the_specs_variable_names() {
+        assert_eq!(
+            var("threshold_tokens"),
+            "ATLATL_PROMPT__OFFLOAD__THRESHOLD_TOKENS"
+        );
+        assert_eq!(schedule_knob(), "ATLATL_PROMPT__OFFLOAD__CLEANUP_SCHEDULE");
+    }
+
+    #[test]
+    fn proxy_flag_in_the_capability() {
+        let info = serde_json::to_value(client_info(true)).unwrap();
+        assert_eq!(
+            info["capabilities"]["extensions"]["io.atlatl/lro"]["proxy"],
+            true
+        );
+        let plain = serde_json::to_value(client_info(false)).unwrap();
+        assert!(plain["capabilities"].get("extensions").is_none());
+    }
+}
