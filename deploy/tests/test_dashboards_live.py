@@ -5,7 +5,9 @@
    --metrics … -- memory-server --no-lro` (the same settings, its own
    offload directory), and a real Prometheus scraping both every second (jobs
    memory-server and lro-proxy of deploy/prometheus/prometheus.yml), with
-   deploy/prometheus/alerts.yml loaded.
+   deploy/prometheus/alerts.yml loaded; and the real node exporter serving,
+   through its textfile collector, the report of a real `lro audit --textfile`
+   of the bare server (job lro-audit).
 2. Drives a workload through the official MCP Python SDK over streamable HTTP
    that exercises every outcome: inline results, offloaded results, an
    lro_extract recipe (if the server lists the tool), a real write failure
@@ -99,6 +101,10 @@ PROXY_METRICS = frozenset({
     M.UPSTREAM_ERRORS_TOTAL,
     M.UPSTREAM_REQUEST_DURATION_SECONDS,
 })
+# The `lro audit --textfile` metrics: scraped from a node exporter's textfile
+# collector (job lro-audit), not from any LRO server.
+AUDIT_JOB = "lro-audit"
+AUDIT_METRICS = frozenset({M.AUDIT_LEVEL, M.AUDIT_CHECK})
 # A tool the memory server does not have: calling it through the proxy gets a
 # JSON-RPC error from the upstream.
 UNKNOWN_TOOL = "no_such_tool"
@@ -473,9 +479,10 @@ def proxy_binary() -> Path:
     return cargo_binary("lro-cli", "lro", "LRO_BIN")
 
 
-def prometheus_config(path: Path, metrics_port: int, proxy_metrics_port: int | None = None) -> None:
+def prometheus_config(path: Path, metrics_port: int, proxy_metrics_port: int | None = None, audit_port: int | None = None) -> None:
     """deploy/prometheus/prometheus.yml, pointed at the test server (job memory-server) and,
-    if given, the test proxy (job lro-proxy), scraping every second."""
+    if given, the test proxy (job lro-proxy) and the node exporter serving the
+    audit textfile (job lro-audit), scraping every second."""
     cfg = yaml.safe_load((PROM_DIR / "prometheus.yml").read_text(encoding="utf-8"))
     cfg["global"].update(
         scrape_interval=f"{SCRAPE_INTERVAL_S}s", scrape_timeout=f"{SCRAPE_INTERVAL_S}s", evaluation_interval=f"{SCRAPE_INTERVAL_S}s"
@@ -484,6 +491,8 @@ def prometheus_config(path: Path, metrics_port: int, proxy_metrics_port: int | N
     targets = {JOB: metrics_port}
     if proxy_metrics_port is not None:
         targets[PROXY_JOB] = proxy_metrics_port
+    if audit_port is not None:
+        targets[AUDIT_JOB] = audit_port
     scrape = []
     for name, port in targets.items():
         jobs = [j for j in cfg["scrape_configs"] if j["job_name"] == name]
@@ -511,7 +520,7 @@ class Stack:
 
     def target(self, expr: str) -> tuple[str, str]:
         """(job, instance) an expression is evaluated for: the proxy's for the metrics only
-        `lro proxy` exports, else the memory-server's."""
+        `lro proxy` exports, else the memory-server's. (The audit panels select no job.)"""
         return (PROXY_JOB, self.proxy_instance) if proxy_only(expr) else (JOB, self.instance)
 
 
@@ -563,8 +572,30 @@ def launch(tmp: Path, procs: list[Proc], extra_env: dict[str, str], proxy: bool 
     os.environ.setdefault("NO_PROXY", "127.0.0.1,localhost")
     os.environ.setdefault("no_proxy", "127.0.0.1,localhost")
 
+    # A real audit's textfile, served by the real node exporter's textfile
+    # collector: the audit panels of the conformance dashboard read it. The
+    # audited target is the bare server, so the report has failed checks too.
+    audit_port = None
+    if lro is not None:
+        exporter = shutil.which("prometheus-node-exporter") or shutil.which("node_exporter")
+        assert exporter, "prometheus-node-exporter not found on PATH: apt-get install -y prometheus-node-exporter"
+        textfiles = tmp / "textfile"
+        textfiles.mkdir()
+        audit = subprocess.run(
+            [str(lro), "audit", "--textfile", str(textfiles / "audit.prom"), "--", str(binary), "--no-lro"],
+            capture_output=True, text=True, timeout=120, env=env, cwd=tmp,
+        )
+        assert audit.returncode == 0, f"lro audit failed ({audit.returncode}):\n{audit.stdout}\n{audit.stderr}"
+        audit_port = free_port()
+        procs.append(Proc(
+            "node exporter",
+            [exporter, "--collector.disable-defaults", "--collector.textfile",
+             f"--collector.textfile.directory={textfiles}", f"--web.listen-address=127.0.0.1:{audit_port}"],
+            tmp / "node-exporter.log", env=env, cwd=tmp,
+        ))
+
     prom_cfg = tmp / "prometheus.yml"
-    prometheus_config(prom_cfg, metrics_port, proxy_metrics_port)
+    prometheus_config(prom_cfg, metrics_port, proxy_metrics_port, audit_port)
 
     server = Proc(
         "memory-server",
@@ -622,6 +653,8 @@ def launch(tmp: Path, procs: list[Proc], extra_env: dict[str, str], proxy: bool 
         wait_until(
             lambda: prom.value(f'up{{job="{PROXY_JOB}", instance="{proxy_instance}"}}') == 1, STARTUP_TIMEOUT_S, "the proxy's scrape target to be up"
         )
+    if audit_port is not None:
+        wait_until(lambda: prom.value(f'up{{job="{AUDIT_JOB}"}}') == 1, STARTUP_TIMEOUT_S, "the node exporter's scrape target to be up")
     return Launched(
         server, prometheus, prom, instance, f"http://127.0.0.1:{http_port}/mcp", offload_dir, proxy_proc, proxy_instance, proxy_url
     )
@@ -700,6 +733,12 @@ def is_proxy_series(name: str) -> bool:
     """A series of one of PROXY_METRICS (histograms as _bucket/_sum/_count)."""
     m, _ = resolve_series(name, METRICS)
     return m is not None and m.name in PROXY_METRICS
+
+
+def is_audit_series(name: str) -> bool:
+    """A series of one of AUDIT_METRICS."""
+    m, _ = resolve_series(name, METRICS)
+    return m is not None and m.name in AUDIT_METRICS
 
 
 def proxy_only(expr: str) -> bool:
@@ -792,7 +831,7 @@ def test_every_referenced_metric_is_exported(settled):
             continue
         m, _ = resolve_series(name, metrics)
         assert m is not None, f"{name} is not in {CATALOGUE.relative_to(REPO)}"
-        job = PROXY_JOB if is_proxy_series(name) else JOB
+        job = PROXY_JOB if is_proxy_series(name) else AUDIT_JOB if is_audit_series(name) else JOB
         if not settled.prom.api("series", **{"match[]": f'{name}{{job="{job}"}}'}):
             missing.append(f"{name} (job {job})")
     assert missing == [], f"named by dashboards or rules but not exported: {missing}"
@@ -850,6 +889,17 @@ def test_alert_rules_load_and_write_failure_alert_fires(settled):
     # One killed child among normal session ends is no flapping.
     for quiet in ("LroTargetDown", "LroMetricsAbsent", "LroCleanupStalled", "LroOffloadDiskUsageHigh", "LroUpstreamFlapping"):
         assert quiet not in states, f"{quiet} should not be active: {states}"
+
+
+def test_audit_textfile_reaches_prometheus(settled):
+    """`lro audit --textfile` of the bare server, through the node exporter: Level 0,
+    the aggregate-threshold check failed, and every check of the report present."""
+    prom = settled.prom
+    assert prom.value(f'{M.AUDIT_LEVEL}{{job="{AUDIT_JOB}"}}') == 0
+    checks = {r["metric"]["check"]: float(r["value"][1]) for r in prom.query(f'{M.AUDIT_CHECK}{{job="{AUDIT_JOB}"}}')}
+    assert checks.get("threshold-aggregate") == 0, checks
+    assert checks.get("probes") == 1, checks
+    assert len(checks) >= 20, checks
 
 
 def test_proxy_upstream_metrics_count_the_proxy_workload(settled):

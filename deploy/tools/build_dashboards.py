@@ -559,6 +559,18 @@ def conformance() -> dict:
     grid.add(requirement("Level 3 evidence (all requirements below)", "PASS when every requirement panel below passes for the selected instances. Counters are cumulative since each process started, so a restart clears the evidence until traffic and a cleanup run recur.",
                          f"({threshold}) * ({jsonl}) * ({cleanup}) * ({fallback}) * ({events})"), 12, 5)
 
+    # `lro audit --textfile` output, scraped from a node exporter's textfile
+    # collector: its job and instance are the exporter's, not the servers',
+    # so these panels do not follow the $job/$instance selection.
+    grid.row("Audited (lro audit --textfile, via the node exporter)")
+    grid.add(stat("Audited conformance level", f"The level the last `lro audit` proved ({M.AUDIT_LEVEL}), per node exporter that serves its textfile. NO DATA: no audit report is being scraped.", "none",
+                  targets((f"max by (instance) ({M.AUDIT_LEVEL})", "{{instance}}")),
+                  steps=thresholds((None, "red"), (1, "orange"), (2, "yellow"), (3, "green")), color_mode="background", graph=False), 8, 5)
+    grid.add(stat("Audit checks not passed", f"Every check of the last audit that failed (0) or was skipped (-1), by check and level ({M.AUDIT_CHECK}); level 0 checks are reported outside any level. NO DATA: every check passed.", "none",
+                  targets((f"{M.AUDIT_CHECK} < 1", "{{check}} (level {{level}})")),
+                  steps=thresholds((None, "red"), (0, "orange")), mappings=[{"options": {"-1": {"text": "skip"}, "0": {"text": "fail"}}, "type": "value"}],
+                  color_mode="background", text_mode="value_and_name", graph=False), 16, 5)
+
     grid.row("Level 3 requirements (evidence since process start)")
     grid.add(requirement("Threshold detection", f"Both outcomes were observed: results under the threshold stayed inline and results above it were offloaded ({RESULTS}, outcome {OUTCOME.Inline} and {OUTCOME.Offloaded}).", threshold), 8, 5)
     grid.add(requirement("JSONL output", f"Offload files were written: records and bytes went to JSONL files ({M.OFFLOADED_RECORDS_TOTAL}, {M.OFFLOADED_BYTES_TOTAL}).", jsonl), 8, 5)

@@ -228,19 +228,19 @@ impl Report {
     /// Check ids are kebab-case, so no label value needs escaping. One file
     /// describes one target: the scrape's `instance` tells targets apart.
     pub fn to_textfile(&self) -> String {
-        let mut out = String::from(
-            "# HELP lro_audit_level LRO conformance level proven by the last `lro audit` (0-3).\n\
-             # TYPE lro_audit_level gauge\n",
-        );
-        let _ = writeln!(out, "lro_audit_level {}", self.level);
-        out.push_str(
-            "# HELP lro_audit_check Outcome of each check of the last `lro audit`: 1 pass, 0 fail, -1 skip.\n\
-             # TYPE lro_audit_check gauge\n",
-        );
+        use lro_core::metric::{AUDIT_CHECK, AUDIT_LEVEL, find};
+
+        let help = |name| find(name).map_or("", |m| m.help);
+        let mut out = String::new();
+        let _ = writeln!(out, "# HELP {AUDIT_LEVEL} {}", help(AUDIT_LEVEL));
+        let _ = writeln!(out, "# TYPE {AUDIT_LEVEL} gauge");
+        let _ = writeln!(out, "{AUDIT_LEVEL} {}", self.level);
+        let _ = writeln!(out, "# HELP {AUDIT_CHECK} {}", help(AUDIT_CHECK));
+        let _ = writeln!(out, "# TYPE {AUDIT_CHECK} gauge");
         for c in &self.checks {
             let _ = writeln!(
                 out,
-                "lro_audit_check{{check=\"{}\",level=\"{}\"}} {}",
+                "{AUDIT_CHECK}{{check=\"{}\",level=\"{}\"}} {}",
                 c.id,
                 c.level,
                 c.status.gauge()
@@ -248,6 +248,7 @@ impl Report {
         }
         out
     }
+
 }
 
 #[cfg(test)]

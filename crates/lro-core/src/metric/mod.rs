@@ -35,6 +35,8 @@
 //! | `lro_upstream_restarts_total` | counter | | upstream sessions opened again after a loss |
 //! | `lro_upstream_errors_total` | counter | `method`, `code` | failed forwarded requests by [`UpstreamMethod`] and [`UpstreamErrorCode`] |
 //! | `lro_upstream_request_duration_seconds` | histogram | `method` | forwarded request latency |
+//! | `lro_audit_level` | gauge | | `lro audit --textfile`: the level the last audit proved (0-3) |
+//! | `lro_audit_check` | gauge | `check`, `level` | `lro audit --textfile`: each check, 1 pass, 0 fail, -1 skip |
 //! | `lro_build_info` | gauge | `version`, `conformance_level` | always 1 |
 //!
 //! ```
@@ -104,6 +106,10 @@ pub const UPSTREAM_RESTARTS_TOTAL: &str = "lro_upstream_restarts_total";
 pub const UPSTREAM_ERRORS_TOTAL: &str = "lro_upstream_errors_total";
 /// `lro_upstream_request_duration_seconds`.
 pub const UPSTREAM_REQUEST_DURATION_SECONDS: &str = "lro_upstream_request_duration_seconds";
+/// `lro_audit_level`.
+pub const AUDIT_LEVEL: &str = "lro_audit_level";
+/// `lro_audit_check`.
+pub const AUDIT_CHECK: &str = "lro_audit_check";
 /// `lro_build_info`.
 pub const BUILD_INFO: &str = "lro_build_info";
 
@@ -392,6 +398,22 @@ pub const ALL: &[MetricDef] = &[
         [LabelDef::closed("method", UpstreamMethod::SET)],
         Some(DURATION_BUCKETS),
         "lro proxy: time from forwarding a request to its answer, by method.",
+    ),
+    def!(
+        AUDIT_LEVEL,
+        Gauge,
+        None,
+        [],
+        None,
+        "lro audit: the LRO conformance level (0-3) the last audit proved; written by `lro audit --textfile` for the node exporter's textfile collector.",
+    ),
+    def!(
+        AUDIT_CHECK,
+        Gauge,
+        None,
+        [LabelDef::open("check"), LabelDef::open("level")],
+        None,
+        "lro audit: each check of the last audit, 1 pass, 0 fail, -1 skip; level 0 marks checks reported outside any level.",
     ),
     def!(
         BUILD_INFO,
