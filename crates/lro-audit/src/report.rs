@@ -248,7 +248,6 @@ impl Report {
         }
         out
     }
-
 }
 
 #[cfg(test)]
