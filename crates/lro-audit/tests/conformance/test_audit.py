@@ -1,0 +1,295 @@
+"""`lro audit` judged from outside (run: python3 -m pytest -q crates/lro-audit/tests/conformance).
+
+The auditor must give the right verdict on implementations it shares no code
+with, and catch each deliberate violation by a named failing check:
+
+- this project's demo server (Level 3) and the same server without its LRO
+  layer (Level 0);
+- `lro proxy` in front of the bare server (Level 3);
+- fixtures/lro_fixture.py, an independent implementation on the official
+  Python `mcp` SDK: correct (Level 3), and with one violation each;
+- a streamable-HTTP target, where what needs control is skipped;
+- usage errors (exit 2) and unreachable targets (exit 3).
+
+Recipes run through the real `jq`; the JUnit report is parsed as XML and the
+textfile is checked by the real `promtool`. Uses only 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[3]
+TARGET = Path(os.environ.get("CARGO_TARGET_DIR", REPO / "target"))
+LRO = TARGET / "debug" / "lro"
+MEMORY_SERVER = TARGET / "debug" / "memory-server"
+FIXTURE = HERE.parent / "fixtures" / "lro_fixture.py"
+
+# A full audit of a stdio server must finish in this time (the issue's bound).
+AUDIT_BUDGET_S = 60
+# Bound on one `lro audit` process in these tests (a loaded CI machine).
+AUDIT_TIMEOUT_S = 180
+LISTEN_RE = re.compile(r"listening on (http://\S+/mcp)")
+
+LEVEL1 = 1
+LEVEL2 = 2
+LEVEL3 = 3
+EXIT_NOT_MET, EXIT_USAGE, EXIT_UNREACHABLE = 1, 2, 3
+
+
+def env() -> dict[str, str]:
+    """The caller's environment without LRO settings: the auditor sets its own."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("ATLATL_")}
+
+
+def run_audit(*args: str, timeout: float = AUDIT_TIMEOUT_S) -> tuple[int, dict | None, str, float]:
+    """Runs `lro audit --json ARGS`: (exit status, the report, stderr, seconds)."""
+    started = time.monotonic()
+    proc = subprocess.run([str(LRO), "audit", "--json", *args], capture_output=True, text=True, timeout=timeout, env=env())
+    took = time.monotonic() - started
+    report = json.loads(proc.stdout) if proc.stdout.strip() else None
+    return proc.returncode, report, proc.stderr, took
+
+
+def status(report: dict) -> dict[str, str]:
+    return {c["id"]: c["status"] for c in report["checks"]}
+
+
+def explain(report: dict | None) -> str:
+    if report is None:
+        return "no report"
+    bad = [f"  {c['id']} ({c['level']}): {c['status']}: {c['detail']}" for c in report["checks"] if c["status"] != "pass"]
+    return report["verdict"] + "\n" + "\n".join(bad)
+
+
+def fixture_cmd(*extra: str) -> list[str]:
+    return [sys.executable, str(FIXTURE), *extra]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def binaries() -> None:
+    if shutil.which("jq") is None:
+        pytest.fail("jq not found on PATH: the recipes run through the real jq")
+    missing = [p for p in (LRO, MEMORY_SERVER) if not p.is_file()]
+    if missing:
+        cmd = ["cargo", "build", "-p", "lro-cli", "-p", "memory-server"]
+        proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=1800)
+        assert proc.returncode == 0, proc.stderr[-4000:]
+
+
+# ---------------------------------------------------------------------------
+# The project's own parts, and the proxy
+
+
+def test_demo_server_is_level_3_within_the_budget(tmp_path: Path):
+    junit, textfile = tmp_path / "audit.xml", tmp_path / "audit.prom"
+    code, report, err, took = run_audit(
+        "--require-level", "3", "--junit", str(junit), "--textfile", str(textfile), "--", str(MEMORY_SERVER)
+    )
+    assert code == 0 and report["level"] == LEVEL3, explain(report) + err
+    assert took < AUDIT_BUDGET_S, f"the audit took {took:.1f}s"
+    assert report["verdict"] == "Level 3"
+    assert all(s == "pass" for s in status(report).values()), explain(report)
+
+    # JUnit: one test case per check, none failed or skipped.
+    suite = ET.parse(junit).getroot().find("testsuite")
+    cases = suite.findall("testcase")
+    assert len(cases) == len(report["checks"])
+    assert not suite.findall(".//failure") and not suite.findall(".//skipped")
+
+    # The textfile is valid exposition format, by the real promtool.
+    text = textfile.read_text()
+    lint = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True, timeout=30)
+    assert lint.returncode == 0, lint.stdout + lint.stderr
+    assert re.search(r"^lro_audit_level 3$", text, re.M), text
+    assert text.count('lro_audit_check{check="') == len(report["checks"])
+
+
+def test_demo_server_without_lro_is_level_0():
+    code, report, err, _ = run_audit("--require-level", "1", "--", str(MEMORY_SERVER), "--no-lro")
+    assert code == EXIT_NOT_MET, explain(report) + err
+    assert report["level"] == 0, explain(report)
+    assert status(report)["threshold-aggregate"] == "fail"
+    assert report["verdict"].startswith("Level 0 — Level 1 blocked by: threshold-aggregate"), report["verdict"]
+    assert "--require-level 1 not met" in err
+    # Stopped at the first failing level: nothing above it ran.
+    assert {c["status"] for c in report["checks"] if c["level"] in (LEVEL2, LEVEL3)} == {"skip"}
+
+
+def test_proxy_in_front_of_a_server_without_lro_is_level_3():
+    code, report, err, took = run_audit(
+        "--require-level", "3", "--", str(LRO), "proxy", "--", str(MEMORY_SERVER), "--no-lro"
+    )
+    assert code == 0 and report["level"] == LEVEL3, explain(report) + err
+    assert took < AUDIT_BUDGET_S
+    assert status(report)["proxy-flag"] == "pass", explain(report)
+
+
+# ---------------------------------------------------------------------------
+# An independent implementation (Python, official SDK), right and wrong
+
+
+def test_correct_fixture_is_level_3():
+    code, report, err, took = run_audit("--require-level", "3", "--", *fixture_cmd())
+    assert code == 0 and report["level"] == LEVEL3, explain(report) + err
+    assert took < AUDIT_BUDGET_S, f"the audit took {took:.1f}s"
+    assert report["verdict"] == "Level 3"
+
+
+# violation -> (the check that must catch it, the highest level still proven)
+VIOLATIONS = {
+    "per-record-threshold": ("threshold-aggregate", 0),
+    "header-count-off": ("jsonl-count", 0),
+    "no-header": ("jsonl-header", 0),
+    "score-recipe": ("recipes-fields", 1),
+    "nine-recipes": ("recipes-count", 1),
+    "medium-confidence-path": ("recipes-confidence", 1),
+    "no-cleanup": ("cleanup", 1),
+    "fail-on-write-failure": ("write-failure-fallback", 2),
+    "silent-truncation": ("write-failure-fallback", 2),
+    "shell-recipe": ("recipes-run", 1),
+}
+
+
+@pytest.fixture(scope="module")
+def violation_reports(tmp_path_factory) -> dict[str, tuple[int, dict | None, str]]:
+    """Every violation audited, three at a time (each audit mostly waits on its server)."""
+    marker_dir = tmp_path_factory.mktemp("markers")
+
+    def one(name: str):
+        marker = marker_dir / f"{name}.marker"
+        code, report, err, _ = run_audit("--env", f"FIXTURE_MARKER={marker}", "--", *fixture_cmd("--violate", name))
+        return name, (code, report, err)
+
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        reports = dict(pool.map(one, VIOLATIONS))
+    reports["_markers"] = sorted(p.name for p in marker_dir.iterdir())  # type: ignore[assignment]
+    return reports
+
+
+@pytest.mark.parametrize("violation", sorted(VIOLATIONS))
+def test_each_violation_is_caught_by_its_named_check(violation_reports, violation: str):
+    check, cap = VIOLATIONS[violation]
+    code, report, err = violation_reports[violation]
+    assert code == 0 and report is not None, err
+    got = {c["id"]: c for c in report["checks"]}
+    assert got[check]["status"] == "fail", f"{violation}: {check} should fail\n" + explain(report)
+    assert report["level"] == cap, f"{violation}: expected Level {cap}\n" + explain(report)
+    assert check in report["verdict"], report["verdict"]
+
+
+def test_recipes_never_reach_a_shell(violation_reports):
+    """The shell-recipe fixture's recipe appends `; touch MARKER`: refused by
+    shape, never run, so no marker file appears."""
+    code, report, _ = violation_reports["shell-recipe"]
+    detail = {c["id"]: c["detail"] for c in report["checks"]}["recipes-run"]
+    assert "not in the spec's shape" in detail, detail
+    assert violation_reports["_markers"] == [], violation_reports["_markers"]
+
+
+def test_only_the_spec_tools_are_called(tmp_path: Path):
+    """The fixture also lists `forget_all`, which writes a marker when called:
+    the auditor must never call a tool that neither a probe nor the spec names."""
+    marker = tmp_path / "forget_all.marker"
+    code, report, err, _ = run_audit("--env", f"FIXTURE_MARKER={marker}", "--", *fixture_cmd())
+    assert code == 0 and report["level"] == LEVEL3, explain(report) + err
+    assert not marker.exists(), "the auditor called forget_all"
+
+
+def test_probes_replace_the_spec_tools():
+    code, report, err, _ = run_audit(
+        "--probe", 'recall_memories {"query": "deploy", "detail": "medium", "limit": 120}', "--", *fixture_cmd()
+    )
+    assert code == 0, err
+    probes = {c["id"]: c["detail"] for c in report["checks"]}["probes"]
+    assert probes.startswith("1 calls: recall_memories("), probes
+    # One call at medium shows Levels 1 and 2; it proves as much as it can.
+    assert report["level"] >= LEVEL2, explain(report)
+
+
+# ---------------------------------------------------------------------------
+# A running server over streamable HTTP
+
+
+def test_url_target_skips_what_needs_control(tmp_path: Path):
+    out = tmp_path / "offload"
+    out.mkdir()
+    server = subprocess.Popen(
+        [str(MEMORY_SERVER), "--http", "127.0.0.1:0"],
+        stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
+        env={**env(), "ATLATL_PROMPT__OFFLOAD__OUTPUT_DIR": str(out)},
+    )
+    try:
+        url = None
+        for line in server.stderr:  # the readiness line comes first
+            m = LISTEN_RE.search(line)
+            if m:
+                url = m.group(1)
+                break
+        assert url, "memory-server never printed its address"
+        code, report, err, _ = run_audit("--url", url)
+        assert code == 0, err
+        st = status(report)
+        for needs_control in ("threshold-aggregate", "threshold-boundary"):
+            assert st[needs_control] == "skip", explain(report)
+        # Same host: the files are readable, so the file checks ran.
+        assert st["jsonl-header"] == "pass" and st["jsonl-count"] == "pass", explain(report)
+        assert report["level"] == 0
+        assert report["verdict"].startswith("Level 0 — Level 1 blocked by: threshold-aggregate"), report["verdict"]
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+# ---------------------------------------------------------------------------
+# Exit statuses
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--", "/nonexistent/lro-server"],
+        ["--url", f"http://127.0.0.1:{free_port()}/mcp"],
+        ["--", sys.executable, "-c", "import sys; sys.exit(1)"],
+    ],
+    ids=["missing-program", "closed-port", "exits-at-once"],
+)
+def test_unreachable_target_exits_3(args: list[str]):
+    code, report, err, _ = run_audit(*args, timeout=60)
+    assert code == EXIT_UNREACHABLE, err
+    assert report is None and "cannot reach" in err, err
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        [],
+        ["--require-level", "4", "--", "x"],
+        ["--probe", "tool [1]", "--", "x"],
+        ["--url", "http://127.0.0.1:1/mcp", "--", "x"],
+        ["--env", "K=V", "--url", "http://127.0.0.1:1/mcp"],
+    ],
+    ids=["no-target", "level-4", "probe-not-object", "url-and-command", "env-with-url"],
+)
+def test_usage_errors_exit_2(args: list[str]):
+    code, _, err, _ = run_audit(*args, timeout=30)
+    assert code == EXIT_USAGE, err
