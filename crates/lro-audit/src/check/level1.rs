@@ -459,3 +459,97 @@ pub(super) fn descriptor_file_path(ev: &Evidence) -> Verdict {
         }
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::{
+        Status,
+        check::fixtures::{evidence, offload},
+    };
+
+    #[test]
+    fn a_well_formed_offload_passes_the_file_checks() {
+        let ev = evidence(vec![offload("light", &[])]);
+        for judge in [
+            jsonl_header,
+            jsonl_count,
+            jsonl_lines,
+            descriptor_offloaded,
+            descriptor_summary,
+        ] {
+            let (status, detail) = judge(&ev);
+            assert_eq!(status, Status::Pass, "{detail}");
+        }
+    }
+
+    #[test]
+    fn header_faults_name_the_field() {
+        let mut h = json!({"type": "lro_header", "operation": "list", "query": null, "count": 1,
+            "schema_version": "1", "timestamp": "2026-01-01T00:00:00Z", "estimated_tokens": 3, "detail": "light"});
+        assert_eq!(header_fault(h.as_object().unwrap()), None);
+        h["timestamp"] = json!("yesterday");
+        assert!(
+            header_fault(h.as_object().unwrap())
+                .unwrap()
+                .contains("ISO 8601")
+        );
+        h.as_object_mut().unwrap().remove("query");
+        assert!(
+            header_fault(h.as_object().unwrap())
+                .unwrap()
+                .contains("query")
+        );
+    }
+
+    #[test]
+    fn count_must_match_the_lines() {
+        let mut o = offload("light", &[]);
+        if let Ok(f) = &mut o.file {
+            f.lines.pop();
+        }
+        let (status, detail) = jsonl_count(&evidence(vec![o]));
+        assert_eq!(status, Status::Fail);
+        assert!(
+            detail.contains("header count 2, 1 lines follow"),
+            "{detail}"
+        );
+    }
+
+    #[test]
+    fn the_boundary_is_the_servers_own_estimate() {
+        let offloaded =
+            Outcome::Result(json!({"content": [{"type": "text", "text": "{\"offloaded\":true}"}]}));
+        let inline = Outcome::Result(json!({"content": [{"type": "text", "text": "[1]"}]}));
+        let mut ev = evidence(vec![]);
+        ev.boundary = Some(0);
+        ev.estimate = Some(40);
+        ev.below = Some(offloaded.clone());
+        ev.at = Some((40, inline.clone()));
+        assert_eq!(threshold_boundary(&ev).0, Status::Pass);
+        ev.at = Some((40, offloaded));
+        let (status, detail) = threshold_boundary(&ev);
+        assert_eq!(status, Status::Fail);
+        assert!(
+            detail.contains("not inline at threshold_tokens = 40"),
+            "{detail}"
+        );
+        ev.below = Some(inline);
+        assert!(
+            threshold_boundary(&ev)
+                .1
+                .contains("not offloaded at threshold_tokens = 39")
+        );
+    }
+
+    #[test]
+    fn url_targets_skip_what_needs_control() {
+        let mut ev = evidence(vec![]);
+        ev.launched = false;
+        for judge in [threshold_aggregate, threshold_inline, threshold_boundary] {
+            assert_eq!(judge(&ev).0, Status::Skip);
+        }
+    }
+}

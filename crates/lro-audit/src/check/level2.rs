@@ -274,3 +274,89 @@ pub(super) fn cleanup(ev: &Evidence) -> Verdict {
         )),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::{
+        Status,
+        audit::CleanupSeen,
+        check::fixtures::{evidence, offload},
+    };
+
+    #[test]
+    fn recipes_read_fields_of_the_lines_never_score() {
+        let ok = evidence(vec![offload(
+            "medium",
+            &["'{id, title}'", "-s 'sort_by(-.confidence)'"],
+        )]);
+        assert_eq!(
+            recipes_fields(&ok).0,
+            Status::Pass,
+            "{}",
+            recipes_fields(&ok).1
+        );
+        let score = evidence(vec![offload("medium", &["-s 'sort_by(.score)'"])]);
+        assert!(
+            recipes_fields(&score)
+                .1
+                .contains("recipe #1 references .score")
+        );
+        let absent = evidence(vec![offload("light", &["'.content'"])]);
+        assert!(
+            recipes_fields(&absent)
+                .1
+                .contains("reads .content, which no light line holds")
+        );
+    }
+
+    #[test]
+    fn confidence_path_follows_the_detail_level() {
+        let medium = evidence(vec![offload(
+            "medium",
+            &["-s 'sort_by(-.provenance.confidence)'"],
+        )]);
+        let (status, detail) = recipes_confidence(&medium);
+        assert_eq!(status, Status::Fail);
+        assert!(
+            detail.contains("at this detail it is .confidence"),
+            "{detail}"
+        );
+        let full = evidence(vec![offload(
+            "full",
+            &["-s 'sort_by(-.provenance.confidence)'"],
+        )]);
+        assert_eq!(recipes_confidence(&full).0, Status::Pass);
+        let none = evidence(vec![offload("full", &["'.id'"])]);
+        assert!(
+            recipes_confidence(&none)
+                .1
+                .contains("no recipe sorts by confidence")
+        );
+    }
+
+    #[test]
+    fn cleanup_needs_the_expired_gone_and_the_fresh_kept() {
+        let seen = |expired: Result<Duration, String>, fresh_deleted| CleanupSeen {
+            ttl: 3,
+            expired,
+            fresh_deleted,
+            stderr: String::new(),
+            metrics: None,
+        };
+        let mut ev = evidence(vec![]);
+        ev.cleanup = Some(seen(Ok(Duration::from_millis(400)), None));
+        assert_eq!(cleanup(&ev).0, Status::Pass);
+        ev.cleanup = Some(seen(Err("still there".to_owned()), None));
+        let (status, detail) = cleanup(&ev);
+        assert_eq!(status, Status::Fail);
+        assert!(
+            detail.contains("--env") && detail.contains("--cleanup-wait"),
+            "{detail}"
+        );
+        ev.cleanup = Some(seen(Ok(Duration::ZERO), Some(Duration::from_secs(1))));
+        assert!(cleanup(&ev).1.contains("fresh file was deleted"));
+    }
+}

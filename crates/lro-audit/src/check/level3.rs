@@ -123,3 +123,53 @@ fn not_seen(ev: &Evidence) -> Verdict {
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::{Status, audit::WriteFailureSeen, check::fixtures::evidence};
+
+    fn seen(text: &str, stderr: &str) -> Evidence {
+        let full = "x".repeat(4000);
+        let mut ev = evidence(vec![]);
+        ev.measured = vec![Outcome::Result(
+            json!({"content": [{"type": "text", "text": full}]}),
+        )];
+        ev.boundary = Some(0);
+        ev.write_failure = Some(WriteFailureSeen {
+            threshold: 500,
+            outcome: Outcome::Result(json!({"content": [{"type": "text", "text": text}]})),
+            stderr: stderr.to_owned(),
+            metrics: None,
+        });
+        ev
+    }
+
+    #[test]
+    fn fallback_is_truncated_and_warned() {
+        let ok = seen(
+            &format!("WARNING: offload failed; truncated {}", "y".repeat(1900)),
+            "",
+        );
+        assert_eq!(write_failure_fallback(&ok).0, Status::Pass);
+        let silent = seen(&"y".repeat(1900), "");
+        assert!(
+            write_failure_fallback(&silent)
+                .1
+                .contains("silent truncation")
+        );
+        let whole = seen(&format!("warning {}", "y".repeat(4000)), "");
+        assert!(write_failure_fallback(&whole).1.contains("not truncated"));
+    }
+
+    #[test]
+    fn events_are_seen_in_any_case_style() {
+        let ev = seen("", "WARN event=offload_write_failed reason=not_a_directory");
+        assert_eq!(write_failure_event(&ev).0, Status::Pass);
+        let (status, detail) = write_failure_event(&seen("", "INFO nothing here"));
+        assert_eq!(status, Status::Fail);
+        assert!(detail.contains("--metrics"), "{detail}");
+    }
+}

@@ -215,6 +215,68 @@ fn no_offloads(ev: &Evidence) -> Verdict {
     }
 }
 
+/// Evidence builders for the judges' unit tests.
+#[cfg(test)]
+pub(crate) mod fixtures {
+    use std::path::PathBuf;
+
+    use serde_json::{Value, json};
+
+    use crate::{
+        audit::{Evidence, FileSeen, Offload},
+        probe::{self, Call},
+        target::Outcome,
+    };
+
+    pub(crate) const PATH: &str = "/out/atlatl-recall-01ARZ3NDEKTSV4RRFFQ69G5FAV.jsonl";
+
+    /// A recall at `detail` whose descriptor and file are well formed.
+    pub(crate) fn offload(detail: &str, recipes: &[&str]) -> Offload {
+        let header = json!({"type": "lro_header", "operation": "recall", "query": "q", "count": 2,
+            "schema_version": "1.0", "timestamp": "2026-01-01T00:00:00Z", "estimated_tokens": 40, "detail": detail});
+        let line = json!({"id": "a", "title": "t", "namespace": "_semantic", "confidence": 0.5,
+            "provenance": {"confidence": 0.5}});
+        let recipes: Vec<Value> = recipes
+            .iter()
+            .map(|f| json!({"description": "d", "command": format!("tail -n +2 {PATH} | jq {f}")}))
+            .collect();
+        let descriptor = json!({"offloaded": true, "file_path": PATH, "jq_recipes": recipes,
+            "summary": {"count": 2, "estimated_tokens": 40, "operation": "recall", "top_namespaces": [],
+                        "score_range": null, "detail": detail}});
+        Offload {
+            call: 0,
+            result: json!({"content": [{"type": "text", "text": descriptor.to_string()}]}),
+            descriptor: descriptor.as_object().cloned().unwrap_or_default(),
+            file: Ok(FileSeen {
+                path: PathBuf::from(PATH),
+                lines: vec![header.to_string(), line.to_string(), line.to_string()],
+                mode: 0o600,
+            }),
+            runs: None,
+        }
+    }
+
+    /// Evidence of a launched target with one call and these offloads.
+    pub(crate) fn evidence(offloads: Vec<Offload>) -> Evidence {
+        let mut args = serde_json::Map::new();
+        args.insert("query".to_owned(), "q".into());
+        let (calls, _) = probe::plan(
+            &[probe::Probe {
+                tool: "recall_memories".to_owned(),
+                args,
+            }],
+            &[],
+        );
+        Evidence {
+            launched: true,
+            calls: calls.into_iter().collect::<Vec<Call>>(),
+            measured: vec![Outcome::Result(json!({"content": []}))],
+            offloads,
+            ..Evidence::default()
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
