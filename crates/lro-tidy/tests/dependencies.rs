@@ -152,6 +152,19 @@ fn the_auditor_shares_no_judgement_with_what_it_judges() {
 }
 
 #[test]
+fn context_offload_knows_nothing_about_transports() {
+    let graph = Graph::load();
+    // The library takes messages and returns messages: the HTTP service and
+    // the MCP tools are fronts over it.
+    for krate in ["rmcp", "axum", "tokio", "hyper"] {
+        assert!(
+            !graph.reaches("lro-context", krate),
+            "lro-context depends on {krate}"
+        );
+    }
+}
+
+#[test]
 fn only_binaries_and_examples_install_exporters() {
     let graph = Graph::load();
     let libs = libraries(&graph);

@@ -1,0 +1,65 @@
+//! What can go wrong, named after the field or path at fault.
+
+use std::path::PathBuf;
+
+/// A request that cannot be served. Every variant names what is wrong, so a
+/// front can answer 400 with it; nothing is written when one is returned.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ContextError {
+    /// A request field is missing or has a bad value.
+    #[error("`{field}`: {reason}")]
+    Field {
+        /// The field, e.g. `store_dir` or `context_manage_mode`.
+        field: &'static str,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A message is malformed.
+    #[error("`messages[{index}]`: {reason}")]
+    Message {
+        /// Its position in `messages`.
+        index: usize,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A path resolves outside every store root.
+    #[error("`{field}`: {} is outside the store roots", path.display())]
+    OutsideRoots {
+        /// The field that named it.
+        field: &'static str,
+        /// The path as given.
+        path: PathBuf,
+    },
+    /// A file to read does not exist (any more).
+    #[error("{} does not exist{}", path.display(), if *expired { " (it expired: stored files have a retention)" } else { "" })]
+    NotFound {
+        /// The path.
+        path: PathBuf,
+        /// Whether retention deleted it.
+        expired: bool,
+    },
+    /// The store cannot be read.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The path.
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+}
+
+impl ContextError {
+    pub(crate) fn field(field: &'static str, reason: impl Into<String>) -> Self {
+        Self::Field {
+            field,
+            reason: reason.into(),
+        }
+    }
+
+    /// Whether the caller is at fault (a front answers 400), rather than
+    /// the store (500).
+    pub fn is_bad_request(&self) -> bool {
+        !matches!(self, Self::Io { .. })
+    }
+}

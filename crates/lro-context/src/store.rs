@@ -1,0 +1,445 @@
+//! Where offloaded content lives: names made here (never by the caller),
+//! atomic 0600 writes in 0700 directories, and reads (`grep`, `read_file`)
+//! confined to the configured roots.
+
+use std::{
+    fmt::Write as _,
+    fs,
+    io::{self, Write as _},
+    os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _},
+    path::{Component, Path, PathBuf},
+    time::{Duration, Instant},
+};
+
+use sha2::{Digest as _, Sha256};
+
+use crate::ContextError;
+
+/// Longest part of a caller's id kept in a file name; the content hash that
+/// follows keeps names unique whatever was cut.
+const MAX_ID_CHARS: usize = 48;
+
+/// `id` with every character outside `[A-Za-z0-9_-]` replaced by `_`, at
+/// most [`MAX_ID_CHARS`] long: odd or long ids cannot break a file name.
+pub(crate) fn sanitize(id: &str) -> String {
+    let s: String = id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(MAX_ID_CHARS)
+        .collect();
+    if s.is_empty() { "_".to_owned() } else { s }
+}
+
+/// The first 16 hex digits of the content's SHA-256.
+pub(crate) fn digest(content: &[u8]) -> String {
+    let hash = Sha256::digest(content);
+    let mut out = String::with_capacity(16);
+    for b in &hash[..8] {
+        let _ = write!(out, "{b:02x}");
+    }
+    out
+}
+
+/// The file of a compacted tool result: the same call with the same content
+/// always maps to the same name, and anything else to another one.
+pub(crate) fn tool_file_name(call_id: &str, content: &[u8]) -> String {
+    format!("tool_call_{}_{}.txt", sanitize(call_id), digest(content))
+}
+
+/// The file of a compressed group.
+pub(crate) fn group_file_name(chat_id: &str, idx: usize, content: &[u8]) -> String {
+    format!(
+        "compressed_group_{}_{idx}_{}.json",
+        sanitize(chat_id),
+        digest(content)
+    )
+}
+
+/// Whether a write created the file or found it already there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Written {
+    New,
+    Existing,
+}
+
+/// Writes `content` to `dir/name` atomically (a temp file renamed into
+/// place), mode 0600, creating `dir` with mode 0700. A file already there
+/// with the same content is left alone.
+pub(crate) fn write(dir: &Path, name: &str, content: &[u8]) -> io::Result<(PathBuf, Written)> {
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
+    let path = dir.join(name);
+    if fs::read(&path).is_ok_and(|old| old == content) {
+        return Ok((path, Written::Existing));
+    }
+    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    let result = (|| {
+        let mut f = fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&tmp)?;
+        f.write_all(content)?;
+        f.sync_all()?;
+        fs::rename(&tmp, &path)
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result.map(|()| (path, Written::New))
+}
+
+/// The directories reads and writes are confined to.
+#[derive(Debug, Clone, Default)]
+pub struct Roots(Vec<PathBuf>);
+
+impl Roots {
+    /// Roots at `dirs`, each created (0700) when missing and resolved.
+    ///
+    /// # Errors
+    ///
+    /// [`ContextError::Io`] when a root cannot be created or resolved.
+    pub fn new(dirs: impl IntoIterator<Item = impl AsRef<Path>>) -> Result<Self, ContextError> {
+        let mut out = Vec::new();
+        for d in dirs {
+            let d = d.as_ref();
+            let io = |source| ContextError::Io {
+                path: d.to_owned(),
+                source,
+            };
+            fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(d)
+                .map_err(io)?;
+            out.push(d.canonicalize().map_err(io)?);
+        }
+        Ok(Self(out))
+    }
+
+    /// No root at all: every path is accepted (the library used directly).
+    pub fn any() -> Self {
+        Self(Vec::new())
+    }
+
+    /// `path` resolved (symlinks followed as far as it exists) and checked
+    /// to lie inside a root. A relative path is taken from the first root.
+    ///
+    /// # Errors
+    ///
+    /// [`ContextError::OutsideRoots`], naming `field`.
+    pub fn resolve(&self, field: &'static str, path: &Path) -> Result<PathBuf, ContextError> {
+        let outside = || ContextError::OutsideRoots {
+            field,
+            path: path.to_owned(),
+        };
+        let joined = match (path.is_absolute(), self.0.first()) {
+            (false, Some(root)) => root.join(path),
+            _ => path.to_owned(),
+        };
+        // Resolve the longest existing ancestor; what does not exist yet may
+        // hold no `..` that could climb back out.
+        let mut existing = joined.as_path();
+        let mut rest = Vec::new();
+        let resolved = loop {
+            match existing.canonicalize() {
+                Ok(p) => break p,
+                Err(_) => {
+                    let name = existing.file_name().ok_or_else(outside)?;
+                    rest.push(name.to_owned());
+                    existing = existing.parent().ok_or_else(outside)?;
+                }
+            }
+        };
+        let mut full = resolved;
+        for part in rest.iter().rev() {
+            if Path::new(part)
+                .components()
+                .any(|c| !matches!(c, Component::Normal(_)))
+            {
+                return Err(outside());
+            }
+            full.push(part);
+        }
+        if self.0.is_empty() || self.0.iter().any(|r| full.starts_with(r)) {
+            Ok(full)
+        } else {
+            Err(outside())
+        }
+    }
+}
+
+/// Most bytes `read_file` returns at once (the seed returns whole files).
+pub const READ_CAP: usize = 4 << 20;
+/// Most matches `grep` returns.
+pub const GREP_MAX_MATCHES: usize = 1000;
+/// Longest matching line `grep` shows.
+const GREP_LINE_CHARS: usize = 400;
+/// How long `grep` may search.
+const GREP_TIME: Duration = Duration::from_secs(10);
+/// Largest file `grep` reads.
+const GREP_FILE_CAP: u64 = 64 << 20;
+
+/// `read_file`: the whole file, or `limit` lines from line `offset`
+/// (0-based), as the exact bytes of those lines. Past [`READ_CAP`] the answer
+/// stops at a line boundary and says how to read on.
+///
+/// # Errors
+///
+/// [`ContextError::NotFound`] for a missing file, [`ContextError::Io`] when
+/// it cannot be read.
+pub fn read_file(
+    path: &Path,
+    offset: Option<usize>,
+    limit: Option<usize>,
+) -> Result<String, ContextError> {
+    let bytes = fs::read(path).map_err(|source| match source.kind() {
+        io::ErrorKind::NotFound => ContextError::NotFound {
+            path: path.to_owned(),
+            expired: false,
+        },
+        _ => ContextError::Io {
+            path: path.to_owned(),
+            source,
+        },
+    })?;
+    let text = String::from_utf8_lossy(&bytes);
+    let start = offset.unwrap_or(0);
+    let lines = text.split_inclusive('\n').skip(start);
+    let mut out = String::new();
+    for (taken, line) in lines.enumerate() {
+        if limit.is_some_and(|l| taken >= l) {
+            break;
+        }
+        if out.len() + line.len() > READ_CAP {
+            let _ = write!(
+                out,
+                "\n[stopped at {} MiB: read on with offset={} and a limit]",
+                READ_CAP >> 20,
+                start + taken
+            );
+            break;
+        }
+        out.push_str(line);
+    }
+    Ok(out)
+}
+
+/// `grep`: lines matching `pattern` in the files under `dir` whose names
+/// match `glob`, at most `limit` (and [`GREP_MAX_MATCHES`]) of them, in the
+/// seed's answer format.
+///
+/// # Errors
+///
+/// [`ContextError::Field`] for a bad pattern or glob.
+pub fn grep(
+    pattern: &str,
+    dir: &Path,
+    shown_dir: &str,
+    glob: Option<&str>,
+    limit: Option<usize>,
+) -> Result<String, ContextError> {
+    let re =
+        regex::Regex::new(pattern).map_err(|e| ContextError::field("pattern", e.to_string()))?;
+    let matcher = match glob {
+        Some(g) => Some(
+            globset::Glob::new(g)
+                .map_err(|e| ContextError::field("glob", e.to_string()))?
+                .compile_matcher(),
+        ),
+        None => None,
+    };
+    let limit = limit.unwrap_or(GREP_MAX_MATCHES).min(GREP_MAX_MATCHES);
+    let started = Instant::now();
+    let mut files = Vec::new();
+    collect_files(dir, &mut files);
+    files.sort();
+    let mut found = 0;
+    let mut body = String::new();
+    let mut stopped = None;
+    'files: for file in files {
+        let name = file.strip_prefix(dir).unwrap_or(&file);
+        if matcher
+            .as_ref()
+            .is_some_and(|m| !m.is_match(name.file_name().unwrap_or_default()))
+        {
+            continue;
+        }
+        if fs::metadata(&file).is_ok_and(|m| m.len() > GREP_FILE_CAP) {
+            continue;
+        }
+        let Ok(bytes) = fs::read(&file) else { continue };
+        let text = String::from_utf8_lossy(&bytes);
+        let mut header = false;
+        for (n, line) in text.lines().enumerate() {
+            if !re.is_match(line) {
+                continue;
+            }
+            if found >= limit {
+                stopped = Some(format!("stopped at the limit of {limit} matches"));
+                break 'files;
+            }
+            if started.elapsed() > GREP_TIME {
+                stopped = Some(format!("stopped after {}s", GREP_TIME.as_secs()));
+                break 'files;
+            }
+            if !header {
+                let _ = write!(body, "---\nFile: {}\n", name.display());
+                header = true;
+            }
+            let shown: String = line.chars().take(GREP_LINE_CHARS).collect();
+            let _ = writeln!(body, "L{}: {shown}", n + 1);
+            found += 1;
+        }
+    }
+    let filter = glob
+        .map(|g| format!(" (filter: \"{g}\")"))
+        .unwrap_or_default();
+    let mut answer = format!(
+        "Found {found} matches for pattern \"{pattern}\" in path \"{shown_dir}\"{filter}:\n{body}"
+    );
+    if found > 0 {
+        answer.push_str("---");
+    }
+    if let Some(why) = stopped {
+        let _ = write!(answer, "\n[{why}]");
+    }
+    Ok(answer)
+}
+
+/// Regular files under `dir`, never following a symlink.
+fn collect_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let Ok(ty) = e.file_type() else { continue };
+        if ty.is_dir() {
+            collect_files(&e.path(), out);
+        } else if ty.is_file() {
+            out.push(e.path());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt as _;
+
+    use super::*;
+
+    #[test]
+    fn names_survive_odd_and_long_ids() {
+        let long = "x".repeat(300);
+        let name = tool_file_name(&format!("../{long}/\u{e9}"), b"c");
+        assert!(name.starts_with("tool_call____xxx"), "{name}");
+        assert!(name.len() < 100 && !name.contains('/'), "{name}");
+        assert_ne!(
+            tool_file_name("call_1", b"a"),
+            tool_file_name("call_1", b"b")
+        );
+        assert_eq!(
+            tool_file_name("call_1", b"a"),
+            tool_file_name("call_1", b"a")
+        );
+    }
+
+    #[test]
+    fn writes_are_private_atomic_and_idempotent() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = dir.path().join("store");
+        let (p, w) = write(&store, "a.txt", b"hello\n").unwrap();
+        assert_eq!(w, Written::New);
+        assert_eq!(
+            fs::metadata(&p).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+        assert_eq!(
+            fs::metadata(&store).unwrap().permissions().mode() & 0o777,
+            0o700
+        );
+        assert_eq!(
+            write(&store, "a.txt", b"hello\n").unwrap().1,
+            Written::Existing
+        );
+        assert_eq!(
+            fs::read_dir(&store).unwrap().count(),
+            1,
+            "no temp file left"
+        );
+    }
+
+    #[test]
+    fn roots_confine_paths() {
+        let dir = tempfile::tempdir().unwrap();
+        let roots = Roots::new([dir.path().join("root")]).unwrap();
+        let inside = roots
+            .resolve("path", &dir.path().join("root/new/sub"))
+            .unwrap();
+        assert!(inside.ends_with("root/new/sub"));
+        assert!(
+            roots
+                .resolve("path", Path::new("rel/x"))
+                .unwrap()
+                .ends_with("root/rel/x")
+        );
+        assert!(
+            roots
+                .resolve("path", &dir.path().join("root/../elsewhere"))
+                .is_err()
+        );
+        assert!(roots.resolve("path", Path::new("/etc/passwd")).is_err());
+        std::os::unix::fs::symlink("/etc", dir.path().join("root/link")).unwrap();
+        let err = roots
+            .resolve("absolute_path", &dir.path().join("root/link/passwd"))
+            .unwrap_err();
+        assert!(err.to_string().starts_with("`absolute_path`"), "{err}");
+    }
+
+    #[test]
+    fn read_file_pages_by_exact_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("f.txt");
+        fs::write(&f, "a\nb\r\nc").unwrap();
+        assert_eq!(read_file(&f, None, None).unwrap(), "a\nb\r\nc");
+        assert_eq!(read_file(&f, Some(1), Some(1)).unwrap(), "b\r\n");
+        assert_eq!(read_file(&f, Some(2), None).unwrap(), "c");
+        assert!(matches!(
+            read_file(&dir.path().join("no"), None, None),
+            Err(ContextError::NotFound { .. })
+        ));
+    }
+
+    #[test]
+    fn grep_in_the_seed_format() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("a.txt"), "tool one\nnothing\ntool two\n").unwrap();
+        fs::write(dir.path().join("b.json"), "tool three\n").unwrap();
+        let out = grep("tool", dir.path(), "./store/", Some("*.txt"), None).unwrap();
+        assert_eq!(
+            out,
+            "Found 2 matches for pattern \"tool\" in path \"./store/\" (filter: \"*.txt\"):\n---\nFile: a.txt\nL1: tool one\nL3: tool two\n---"
+        );
+        let capped = grep("tool", dir.path(), "d", None, Some(1)).unwrap();
+        assert!(
+            capped.contains("Found 1 matches")
+                && capped.ends_with("[stopped at the limit of 1 matches]"),
+            "{capped}"
+        );
+        assert!(
+            grep("(", dir.path(), "d", None, None)
+                .unwrap_err()
+                .to_string()
+                .starts_with("`pattern`")
+        );
+    }
+}

@@ -1,0 +1,61 @@
+//! Counting tokens: characters / 4, rounded up, as ReMe's `base` counter
+//! and the LRO spec do, unless a caller plugs in an exact tokenizer.
+
+use crate::Message;
+
+/// Counts the tokens of a text. Implemented for closures, and by
+/// [`CharsPerToken`], the default.
+pub trait TokenCounter: Send + Sync {
+    /// The tokens of `text`.
+    fn count(&self, text: &str) -> u64;
+}
+
+/// Characters / 4, rounded up.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CharsPerToken;
+
+impl TokenCounter for CharsPerToken {
+    fn count(&self, text: &str) -> u64 {
+        (text.chars().count() as u64).div_ceil(4)
+    }
+}
+
+impl<F> TokenCounter for F
+where
+    F: Fn(&str) -> u64 + Send + Sync,
+{
+    fn count(&self, text: &str) -> u64 {
+        self(text)
+    }
+}
+
+/// The tokens of a message: its content's text and its tool calls.
+pub(crate) fn of_message(counter: &dyn TokenCounter, m: &Message) -> u64 {
+    counter.count(&m.text())
+        + m.tool_call_texts()
+            .iter()
+            .map(|t| counter.count(t))
+            .sum::<u64>()
+}
+
+/// The tokens of some messages.
+pub(crate) fn of_messages<'a>(
+    counter: &dyn TokenCounter,
+    ms: impl IntoIterator<Item = &'a Message>,
+) -> u64 {
+    ms.into_iter().map(|m| of_message(counter, m)).sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chars_over_four_rounded_up() {
+        assert_eq!(CharsPerToken.count(""), 0);
+        assert_eq!(CharsPerToken.count("abcde"), 2);
+        assert_eq!(CharsPerToken.count("日本語です"), 2);
+        let words = |t: &str| t.split_whitespace().count() as u64;
+        assert_eq!(words.count("a b c"), 3);
+    }
+}
