@@ -47,6 +47,9 @@ pub enum Command {
     /// Audit any LRO implementation from outside: a Level 1-3 conformance
     /// verdict with the evidence for every check.
     Audit(Box<crate::audit::AuditArgs>),
+    /// Context offload for agent message histories (compact, compress,
+    /// auto): `offload` for scripts, `serve` for ReMe's HTTP API.
+    Context(Box<crate::context::ContextArgs>),
     /// Query an offload file: a recipe, a jq filter, structured conditions,
     /// a window of lines, or a grep (exactly one).
     Extract(Box<ExtractArgs>),

@@ -1,4 +1,4 @@
-//! The `lro` command-line tool: `lro proxy`, `lro audit`, `lro extract`, `lro inspect`,
+//! The `lro` command-line tool: `lro proxy`, `lro audit`, `lro context`, `lro extract`, `lro inspect`,
 //! `lro gc`, `lro metrics`. Every subcommand follows one exit-status table
 //! ([`error`]): 0 success, 1 failure at run time, 2 usage error.
 //!
@@ -21,6 +21,7 @@
 
 pub mod audit;
 pub mod cli;
+pub mod context;
 pub mod error;
 pub mod inspect;
 pub mod proxy;

@@ -19,6 +19,9 @@ fn main() -> ExitCode {
     let result = match &cli.command {
         Command::Proxy(args) => lro_cli::proxy::proxy(args),
         Command::Audit(args) => lro_cli::audit::audit(args, &mut stdout),
+        Command::Context(args) => {
+            lro_cli::context::context(args, &mut std::io::stdin(), &mut stdout)
+        }
         Command::Extract(args) => cli::extract(args, Box::new(std::io::stdout()), &mut stderr),
         Command::Inspect(args) => cli::inspect(args, &mut stdout),
         Command::Gc(args) => cli::gc(args, SystemTime::now(), &mut stdout),

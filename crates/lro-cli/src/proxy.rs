@@ -177,7 +177,7 @@ async fn run(args: &ProxyArgs, upstream: Upstream, cfg: OffloadConfig) -> Result
 }
 
 /// Resolves on ctrl-c or SIGTERM.
-async fn shutdown_signal() {
+pub(crate) async fn shutdown_signal() {
     let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
         Ok(term) => term,
         Err(err) => {

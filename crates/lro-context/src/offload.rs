@@ -102,6 +102,35 @@ impl Offloaded {
         lines.join("\n")
     }
 
+    /// ReMe's response: `{success: true, answer, messages, metadata:
+    /// {write_file_dict, stats, warnings}}`, what the HTTP service answers
+    /// and `lro context offload` prints.
+    pub fn to_response(&self) -> Value {
+        let messages: Vec<Value> = self
+            .messages
+            .iter()
+            .cloned()
+            .map(Message::into_json)
+            .collect();
+        serde_json::json!({
+            "success": true,
+            "answer": self.answer(),
+            "messages": messages,
+            "metadata": {
+                "write_file_dict": self.write_file_dict(),
+                "stats": {
+                    "tokens_before": self.stats.tokens_before,
+                    "tokens_after": self.stats.tokens_after,
+                    "compacted": self.stats.compacted,
+                    "compressed_groups": self.stats.groups,
+                    "compressed_messages": self.stats.compressed,
+                    "summariser": self.stats.summariser,
+                },
+                "warnings": self.warnings,
+            },
+        })
+    }
+
     /// ReMe's `metadata.write_file_dict`: path → content of every file the
     /// messages point at.
     pub fn write_file_dict(&self) -> Map<String, Value> {
