@@ -42,6 +42,18 @@ pub enum ContextCommand {
     /// Serve ReMe's context-offload HTTP API: POST /context_offload, /grep,
     /// /read_file.
     Serve(ServeArgs),
+    /// Serve the context tools alone as an MCP server over stdio:
+    /// context_offload, context_grep, context_read_file.
+    Mcp(McpArgs),
+}
+
+/// `lro context mcp`.
+#[derive(Debug, Args)]
+#[non_exhaustive]
+pub struct McpArgs {
+    /// A directory `store_dir` and every path must lie in; repeat for more.
+    #[arg(long = "store-root", value_name = "DIR", required = true)]
+    pub store_roots: Vec<PathBuf>,
 }
 
 /// `lro context offload`. Flags override the fields of a request body.
@@ -166,7 +178,57 @@ pub fn context(
             writeln!(stdout, "{text}").map_err(CliError::Output)
         }
         ContextCommand::Serve(a) => serve(a),
+        ContextCommand::Mcp(a) => mcp(a),
     }
+}
+
+/// A server with no tools of its own: the layer adds the context tools.
+#[derive(Debug, Clone, Copy)]
+struct NoTools;
+
+impl rmcp::ServerHandler for NoTools {
+    fn get_info(&self) -> rmcp::model::ServerConfig {
+        use rmcp::model::{Implementation, ServerCapabilities, ServerConfig};
+
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build()).with_server_info(
+            Implementation::new("lro-context", env!("CARGO_PKG_VERSION")),
+        )
+    }
+}
+
+fn mcp(args: &McpArgs) -> Result<(), CliError> {
+    use rmcp::ServiceExt as _;
+    use tower_layer::Layer as _;
+
+    let roots =
+        Roots::new(&args.store_roots).map_err(|e| CliError::Usage(format!("--store-root: {e}")))?;
+    let mut cfg = lro_core::OffloadConfig::default();
+    // Only the context tools: no result of this server is ever offloaded.
+    cfg.enabled = false;
+    cfg.extract = false;
+    let handler = lro_tower::LroLayer::new(cfg)
+        .context_tools(ContextOffloader::new().roots(roots))
+        .layer(NoTools);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|err| CliError::Runtime(format!("cannot start the runtime: {err}")))?;
+    runtime.block_on(async {
+        let running = handler
+            .serve(rmcp::transport::stdio())
+            .await
+            .map_err(|e| CliError::Runtime(format!("MCP initialization failed: {e}")))?;
+        let token = running.cancellation_token();
+        tokio::spawn(async move {
+            crate::proxy::shutdown_signal().await;
+            token.cancel();
+        });
+        running
+            .waiting()
+            .await
+            .map(|_| ())
+            .map_err(|e| CliError::Runtime(format!("the server failed: {e}")))
+    })
 }
 
 fn serve(args: &ServeArgs) -> Result<(), CliError> {
@@ -216,7 +278,7 @@ mod tests {
         match Cli::try_parse_from(full).unwrap().command {
             Command::Context(a) => match a.command {
                 ContextCommand::Offload(o) => o,
-                ContextCommand::Serve(_) => unreachable!(),
+                _ => unreachable!(),
             },
             _ => unreachable!(),
         }

@@ -61,6 +61,10 @@ pub struct ProxyArgs {
     /// Serve Prometheus metrics at http://ADDR/metrics.
     #[arg(long, value_name = "ADDR")]
     pub metrics: Option<SocketAddr>,
+    /// Add the context-offload tools (context_offload, context_grep,
+    /// context_read_file), confined to this store root; repeat for more.
+    #[arg(long = "context-store-root", value_name = "DIR")]
+    pub context_store_roots: Vec<PathBuf>,
 }
 
 impl ProxyArgs {
@@ -144,7 +148,12 @@ async fn run(args: &ProxyArgs, upstream: Upstream, cfg: OffloadConfig) -> Result
         .map_err(|err| {
             CliError::Runtime(format!("cannot start the offload_cleanup task: {err}"))
         })?;
-    let layer = LroLayer::new(cfg);
+    let mut layer = LroLayer::new(cfg);
+    if !args.context_store_roots.is_empty() {
+        let roots = lro_context::Roots::new(&args.context_store_roots)
+            .map_err(|e| CliError::Usage(format!("--context-store-root: {e}")))?;
+        layer = layer.context_tools(lro_context::ContextOffloader::new().roots(roots));
+    }
     let served = match args.http {
         None => {
             let handler = layer.layer(Proxy::new(shared.clone()));

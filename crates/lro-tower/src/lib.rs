@@ -13,5 +13,5 @@
 pub mod lro;
 pub mod scope;
 
-pub use lro::{EXTRACT_TOOL, Error, JSONL_MIME, Lro, LroLayer, PROXY_EXTENSION};
+pub use lro::{CONTEXT_TOOLS, EXTRACT_TOOL, Error, JSONL_MIME, Lro, LroLayer, PROXY_EXTENSION};
 pub use scope::{LroScope, ScopeHints};

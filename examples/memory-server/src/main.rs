@@ -10,6 +10,7 @@
 //! cargo run -p memory-server -- --no-lro                      # the bare server, for comparisons
 //! cargo run -p memory-server -- --http 127.0.0.1:8080 --metrics 127.0.0.1:9464   # + Prometheus /metrics
 //! ATLATL_PROMPT__OFFLOAD__THRESHOLD_TOKENS=800 cargo run -p memory-server
+//! cargo run -p memory-server -- --context-store-root /tmp/ctx   # + context_offload, context_grep, context_read_file
 //! ```
 //!
 //! Logs go to stderr (stdout is the stdio transport), filtered by `RUST_LOG`
@@ -82,6 +83,11 @@ struct Cli {
     /// Serve Prometheus metrics at `http://ADDR/metrics`.
     #[arg(long, value_name = "ADDR")]
     metrics: Option<SocketAddr>,
+
+    /// Add the context-offload tools (context_offload, context_grep,
+    /// context_read_file), confined to this store root; repeat for more.
+    #[arg(long = "context-store-root", value_name = "DIR")]
+    context_store_roots: Vec<PathBuf>,
 }
 
 #[tokio::main]
@@ -129,7 +135,12 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             .start()
             .await
             .context("cannot start the offload_cleanup task")?;
-        let layer = LroLayer::new(cfg);
+        let mut layer = LroLayer::new(cfg);
+        if !cli.context_store_roots.is_empty() {
+            let roots = lro_context::Roots::new(&cli.context_store_roots)
+                .context("cannot use --context-store-root")?;
+            layer = layer.context_tools(lro_context::ContextOffloader::new().roots(roots));
+        }
         let served = serve(
             move || layer.layer(MemoryServer::new(corpus.clone())),
             cli.http,

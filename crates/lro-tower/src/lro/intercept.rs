@@ -33,6 +33,8 @@ pub(crate) struct Shared {
     pub(crate) sink: Arc<dyn EventSink>,
     /// The `lro_extract` engine, when the tool is on.
     pub(crate) extractor: Option<lro_extract::Extractor>,
+    /// The context-offload tools' engine, when they are on.
+    pub(crate) context: Option<lro_context::ContextOffloader>,
 }
 
 /// The result of [`Shared::process`].
@@ -462,6 +464,7 @@ mod tests {
             estimator: Arc::new(()),
             sink: Arc::new(()),
             extractor: None,
+            context: None,
         })
     }
 

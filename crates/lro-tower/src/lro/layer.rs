@@ -52,6 +52,7 @@ impl LroLayer {
                 estimator,
                 sink: Arc::new(()),
                 extractor,
+                context: None,
             }),
         }
     }
@@ -69,6 +70,7 @@ impl LroLayer {
             estimator: arc.estimator.clone(),
             sink: arc.sink.clone(),
             extractor: arc.extractor.clone(),
+            context: arc.context.clone(),
         });
         f(&mut shared);
         Self {
@@ -89,6 +91,15 @@ impl LroLayer {
                 s.extractor = Some(extractor(&s.cfg, ex.config().clone(), &s.estimator));
             }
         })
+    }
+
+    /// Adds the context-offload tools (`context_offload`, `context_grep`,
+    /// `context_read_file`) next to the server's, served by `offloader`
+    /// (whose store roots confine every path). A tool of the same name on
+    /// the server wins. Defaults to none.
+    #[must_use]
+    pub fn context_tools(self, offloader: lro_context::ContextOffloader) -> Self {
+        self.map(|s| s.context = Some(offloader))
     }
 
     /// Sets the sink that receives every event after tracing and metrics.

@@ -34,6 +34,7 @@
 //! // `handler` now serves like any rmcp handler: `handler.serve(rmcp::transport::stdio())`.
 //! ```
 
+mod context;
 mod error;
 mod extract;
 mod intercept;
@@ -41,6 +42,7 @@ mod layer;
 mod service;
 mod trace;
 
+pub use context::CONTEXT_TOOLS;
 pub use error::Error;
 pub use extract::EXTRACT_TOOL;
 pub use intercept::JSONL_MIME;

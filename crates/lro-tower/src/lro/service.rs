@@ -17,7 +17,7 @@ use rmcp::{
 };
 use tracing::Instrument;
 
-use super::{LroLayer, extract, intercept::Shared, trace};
+use super::{LroLayer, context, extract, intercept::Shared, trace};
 use crate::scope::LroScope;
 
 /// Key of the client capability extension that marks an LRO proxy. A client
@@ -44,6 +44,9 @@ pub struct Lro<H> {
     /// The inner handler's tools have been listed to the end once, so
     /// `shadowed` is known.
     listed: Arc<AtomicBool>,
+    /// The inner handler listed a tool named like one of the context tools:
+    /// it serves them all, and the layer lists none.
+    context_shadowed: Arc<AtomicBool>,
 }
 
 /// What the layer knows about tasks, bounded: every insert goes through
@@ -93,6 +96,7 @@ impl<H: Clone> Clone for Lro<H> {
             tasks: self.tasks.clone(),
             shadowed: self.shadowed.clone(),
             listed: self.listed.clone(),
+            context_shadowed: self.context_shadowed.clone(),
         }
     }
 }
@@ -119,6 +123,7 @@ impl<H> Lro<H> {
             tasks: Arc::default(),
             shadowed: Arc::default(),
             listed: Arc::default(),
+            context_shadowed: Arc::default(),
         }
     }
 
@@ -191,6 +196,13 @@ impl<H: ServerHandler> Lro<H> {
         self.learn_shadow(&cx).await;
         if tool == extract::EXTRACT_TOOL && self.extracts() {
             let result = extract::call(&self.shared, request.arguments)
+                .instrument(span)
+                .await;
+            return Ok(CallToolResponse::Complete(result));
+        }
+        if let Some(offloader) = self.context_tool(&tool) {
+            // Its answer is the history the caller asked for: never offloaded.
+            let result = context::call(offloader, &tool, request.arguments)
                 .instrument(span)
                 .await;
             return Ok(CallToolResponse::Complete(result));
@@ -306,7 +318,8 @@ impl<H: ServerHandler> Lro<H> {
     /// `tools/list`, so that an inner `lro_extract` wins from the first call
     /// and descriptors point at the right tool.
     async fn learn_shadow(&self, cx: &RequestContext<RoleServer>) {
-        if self.shared.extractor.is_none() || self.listed.load(Ordering::Relaxed) {
+        let adds_tools = self.shared.extractor.is_some() || self.shared.context.is_some();
+        if !adds_tools || self.listed.load(Ordering::Relaxed) {
             return;
         }
         let mut cx = cx.clone();
@@ -330,6 +343,14 @@ impl<H: ServerHandler> Lro<H> {
         }
     }
 
+    /// The context engine, when `tool` is one of its tools and the server has
+    /// none of that name.
+    fn context_tool(&self, tool: &str) -> Option<&lro_context::ContextOffloader> {
+        let ours = context::CONTEXT_TOOLS.contains(&tool)
+            && !self.context_shadowed.load(Ordering::Relaxed);
+        self.shared.context.as_ref().filter(|_| ours)
+    }
+
     /// Whether `lro_extract` is ours to serve.
     fn extracts(&self) -> bool {
         self.shared.extractor.is_some() && !self.is_shadowed()
@@ -351,11 +372,25 @@ impl<H: ServerHandler> Lro<H> {
                 extract::EXTRACT_TOOL
             );
         }
-        // The extraction tool is added once, on the last page.
+        if self.shared.context.is_some()
+            && list
+                .tools
+                .iter()
+                .any(|t| context::CONTEXT_TOOLS.contains(&t.name.as_ref()))
+            && !self.context_shadowed.swap(true, Ordering::Relaxed)
+        {
+            tracing::warn!(
+                "the server has its own context tools: they are listed and called instead of LRO's"
+            );
+        }
+        // The extraction and context tools are added once, on the last page.
         if list.next_cursor.is_none() {
             self.listed.store(true, Ordering::Relaxed);
             if self.extracts() {
                 list.tools.push(extract::tool());
+            }
+            if self.shared.context.is_some() && !self.context_shadowed.load(Ordering::Relaxed) {
+                list.tools.extend(context::tools());
             }
         }
         for tool in &mut list.tools {
@@ -515,6 +550,11 @@ impl<H: ServerHandler> ServerHandler for Lro<H> {
     fn get_tool(&self, name: &str) -> Option<Tool> {
         if name == extract::EXTRACT_TOOL && self.extracts() {
             return Some(extract::tool());
+        }
+        if self.context_tool(name).is_some()
+            && let Some(tool) = context::tools().into_iter().find(|t| t.name == name)
+        {
+            return Some(tool);
         }
         let mut tool = self.inner.get_tool(name)?;
         if let Some(schema) = &tool.output_schema

@@ -1,0 +1,134 @@
+//! The context-offload tools the layer can add next to the server's:
+//! `context_offload`, `context_grep` and `context_read_file`, with the
+//! semantics of ReMe's HTTP API (crate `lro-context`).
+
+use std::{path::PathBuf, sync::Arc};
+
+use lro_context::{ContextOffloader, OffloadRequest};
+use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool};
+use serde_json::{Value, json};
+
+/// The tools' names.
+pub const CONTEXT_TOOLS: [&str; 3] = ["context_offload", "context_grep", "context_read_file"];
+
+fn schema(v: Value) -> Arc<JsonObject> {
+    Arc::new(v.as_object().cloned().unwrap_or_default())
+}
+
+/// The three tool definitions.
+pub(crate) fn tools() -> Vec<Tool> {
+    let int = json!({"type": "integer", "minimum": 0});
+    vec![
+        Tool::new(
+            CONTEXT_TOOLS[0],
+            "Shrink an agent's message history (OpenAI-style messages). mode compact stores each tool \
+             result over max_tool_message_tokens (default 2000) in a file under store_dir and leaves a \
+             preview pointing at it; compress summarises older messages into <state_snapshot> blocks on \
+             the system message (originals stored as JSON); auto (default) compacts, then compresses when \
+             compaction kept over compact_ratio_threshold (0.75) of the tokens. Nothing changes while the \
+             changeable messages (not system, not the keep_recent_count recent ones) hold at most \
+             max_total_tokens (default 20000). Returns {success, answer, messages, metadata}; use messages \
+             as the new history, and context_read_file to read a stored file back.",
+            schema(json!({
+                "type": "object",
+                "properties": {
+                    "messages": {"type": "array", "items": {"type": "object"}},
+                    "context_manage_mode": {"enum": ["compact", "compress", "auto"]},
+                    "max_total_tokens": int, "max_tool_message_tokens": int, "group_token_threshold": int,
+                    "keep_recent_count": int, "compact_ratio_threshold": {"type": "number"},
+                    "store_dir": {"type": "string"}, "chat_id": {"type": "string"},
+                    "preview_char_length": int, "exclude_tools": {"type": "array", "items": {"type": "string"}}
+                },
+                "required": ["messages", "store_dir"]
+            })),
+        ),
+        Tool::new(
+            CONTEXT_TOOLS[1],
+            "Find lines matching a regular expression in the files of a context store (e.g. where a \
+             compacted result went). Returns the matches as File: name / Lnumber: line.",
+            schema(json!({
+                "type": "object",
+                "properties": {"pattern": {"type": "string"}, "path": {"type": "string"},
+                               "glob": {"type": "string"}, "limit": int},
+                "required": ["pattern"]
+            })),
+        ),
+        Tool::new(
+            CONTEXT_TOOLS[2],
+            "Read a file of a context store back, whole or limit lines from offset (0-based): a \
+             compacted tool result exactly as it was, or a compressed group's original messages.",
+            schema(json!({
+                "type": "object",
+                "properties": {"absolute_path": {"type": "string"}, "offset": int, "limit": int},
+                "required": ["absolute_path"]
+            })),
+        ),
+    ]
+}
+
+fn arg<'a>(args: &'a JsonObject, key: &str) -> Option<&'a Value> {
+    args.get(key).filter(|v| !v.is_null())
+}
+
+fn usize_arg(args: &JsonObject, key: &str) -> Option<usize> {
+    arg(args, key).and_then(Value::as_u64).map(|n| n as usize)
+}
+
+/// Runs one call of tool `name`. Bad input is a tool error naming the field,
+/// never a protocol error.
+pub(crate) async fn call(
+    offloader: &ContextOffloader,
+    name: &str,
+    arguments: Option<JsonObject>,
+) -> CallToolResult {
+    let args = arguments.unwrap_or_default();
+    let offloader = offloader.clone();
+    let name = name.to_owned();
+    let done = tokio::task::spawn_blocking(move || -> Result<String, String> {
+        let roots = offloader.store_roots();
+        match name.as_str() {
+            "context_offload" => {
+                let req: OffloadRequest = serde_json::from_value(Value::Object(args))
+                    .map_err(|e| format!("invalid arguments: {e}"))?;
+                let (messages, params) = req.check().map_err(|e| e.to_string())?;
+                let out = offloader
+                    .offload(messages, &params)
+                    .map_err(|e| e.to_string())?;
+                Ok(out.to_response().to_string())
+            }
+            "context_grep" => {
+                let pattern = arg(&args, "pattern")
+                    .and_then(Value::as_str)
+                    .ok_or("`pattern`: is required")?;
+                let shown = arg(&args, "path")
+                    .and_then(Value::as_str)
+                    .unwrap_or(".")
+                    .to_owned();
+                let dir = roots
+                    .resolve("path", &PathBuf::from(&shown))
+                    .map_err(|e| e.to_string())?;
+                let glob = arg(&args, "glob").and_then(Value::as_str);
+                lro_context::grep(pattern, &dir, &shown, glob, usize_arg(&args, "limit"))
+                    .map_err(|e| e.to_string())
+            }
+            _ => {
+                let path = arg(&args, "absolute_path")
+                    .and_then(Value::as_str)
+                    .ok_or("`absolute_path`: is required")?;
+                let file = roots
+                    .resolve("absolute_path", &PathBuf::from(path))
+                    .map_err(|e| e.to_string())?;
+                lro_context::read_file(&file, usize_arg(&args, "offset"), usize_arg(&args, "limit"))
+                    .map_err(|e| e.to_string())
+            }
+        }
+    })
+    .await;
+    match done {
+        Ok(Ok(text)) => CallToolResult::success(vec![ContentBlock::text(text)]),
+        Ok(Err(why)) => CallToolResult::error(vec![ContentBlock::text(why)]),
+        Err(e) => CallToolResult::error(vec![ContentBlock::text(format!(
+            "the context tool failed: {e}"
+        ))]),
+    }
+}
