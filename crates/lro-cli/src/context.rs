@@ -171,7 +171,7 @@ pub fn context(
                 .request(&input)?
                 .check()
                 .map_err(|e| CliError::Usage(e.to_string()))?;
-            let out = ContextOffloader::new()
+            let out = ContextOffloader::from_env()
                 .offload(messages, &params)
                 .map_err(|e| CliError::Usage(e.to_string()))?;
             let text = serde_json::to_string_pretty(&out.to_response()).unwrap_or_default();
@@ -207,7 +207,7 @@ fn mcp(args: &McpArgs) -> Result<(), CliError> {
     cfg.enabled = false;
     cfg.extract = false;
     let handler = lro_tower::LroLayer::new(cfg)
-        .context_tools(ContextOffloader::new().roots(roots))
+        .context_tools(ContextOffloader::from_env().roots(roots))
         .layer(NoTools);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -245,7 +245,7 @@ fn serve(args: &ServeArgs) -> Result<(), CliError> {
     };
     let roots =
         Roots::new(&args.store_roots).map_err(|e| CliError::Usage(format!("--store-root: {e}")))?;
-    let mut service = lro_context_http::Service::new(ContextOffloader::new().roots(roots));
+    let mut service = lro_context_http::Service::new(ContextOffloader::from_env().roots(roots));
     if let Some(t) = token {
         service = service.token(t);
     }

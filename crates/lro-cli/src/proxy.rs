@@ -152,7 +152,7 @@ async fn run(args: &ProxyArgs, upstream: Upstream, cfg: OffloadConfig) -> Result
     if !args.context_store_roots.is_empty() {
         let roots = lro_context::Roots::new(&args.context_store_roots)
             .map_err(|e| CliError::Usage(format!("--context-store-root: {e}")))?;
-        layer = layer.context_tools(lro_context::ContextOffloader::new().roots(roots));
+        layer = layer.context_tools(lro_context::ContextOffloader::from_env().roots(roots));
     }
     let served = match args.http {
         None => {

@@ -38,6 +38,7 @@
 #![warn(missing_docs)]
 
 mod error;
+mod llm;
 mod message;
 mod offload;
 mod params;
@@ -46,6 +47,7 @@ mod summary;
 mod tokens;
 
 pub use error::ContextError;
+pub use llm::OpenAiSummariser;
 pub use message::{Message, parse_messages};
 pub use offload::{ContextOffloader, FileKind, Offloaded, Stats, StoredFile};
 pub use params::{Mode, OffloadRequest, Params, PreviewFormat};

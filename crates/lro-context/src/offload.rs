@@ -207,6 +207,15 @@ impl ContextOffloader {
         Self::default()
     }
 
+    /// [`ContextOffloader::new`] with the LLM summariser when the
+    /// environment configures one ([`crate::OpenAiSummariser::from_env`]).
+    pub fn from_env() -> Self {
+        match crate::OpenAiSummariser::from_env() {
+            Some(llm) => Self::new().summariser(llm),
+            None => Self::new(),
+        }
+    }
+
     /// Sets the token counter. Defaults to [`CharsPerToken`].
     #[must_use]
     pub fn counter(mut self, counter: impl TokenCounter + 'static) -> Self {

