@@ -12,7 +12,8 @@
    that exercises every outcome: inline results, offloaded results, an
    lro_extract recipe (if the server lists the tool), a real write failure
    (the offload directory replaced by a regular file) that must fall back to a
-   truncated result with a warning, and TTL expiry by the cleanup task. Then,
+   truncated result with a warning, TTL expiry by the cleanup task, and the
+   context_offload tool (compaction and compression of an agent history). Then,
    through the proxy: tool calls, an unknown tool (a JSON-RPC error from the
    upstream), a session ended normally (a shutdown exit), a session whose
    child is killed (a failed exit), and a new session (a restart).
@@ -90,6 +91,8 @@ CARGO_BUILD_TIMEOUT_S = 1800
 
 METRICS = load_metrics()
 MEMORY_TOOLS = {"list_memories", "recall_memories", "search_memories", "inject_context"}
+# The demo server's context-offload tool (started with --context-store-root).
+CONTEXT_TOOL = "context_offload"
 # The metrics about EXTRACT_TOOL: not checked when the server does not list the tool.
 EXTRACT_METRICS = frozenset({M.EXTRACT_REQUESTS_TOTAL, M.EXTRACT_DURATION_SECONDS})
 # The metrics only `lro proxy` exports: evaluated against the proxy's target.
@@ -281,6 +284,19 @@ class Observed:
     fallback_text: str = ""
 
 
+def agent_history(seed: int) -> list[dict]:
+    """An agent loop with large tool results and a long exchange before the last answer."""
+    msgs = [{"role": "system", "content": "You are a research assistant."},
+            {"role": "user", "content": f"Survey context management, round {seed}."}]
+    for i in range(4):
+        call_id = f"call_{seed}_{i}"
+        msgs.append({"role": "assistant", "content": f"Step {i}.", "tool_calls": [
+            {"id": call_id, "type": "function", "function": {"name": "web_search", "arguments": "{}"}}]})
+        msgs.append({"role": "tool", "tool_call_id": call_id, "content": f"result {seed}.{i} " + "word " * 2500})
+    msgs.append({"role": "assistant", "content": "Three techniques stand out."})
+    return msgs
+
+
 async def call(session, name: str, args: dict):
     result = await session.call_tool(name, args)
     assert not is_error(result), f"{name}({args}) failed: {text_of(result)[:500]}"
@@ -348,6 +364,20 @@ async def workload(url: str, offload_dir: Path, prom: Prometheus) -> Observed:
                 if round_ == 0:
                     recipe_ok = f'job="{JOB}", {MODE.eq(MODE.Recipe)}, {EXTRACT.eq(EXTRACT.Ok)}'
                     await scraped(prom, f"sum({M.EXTRACT_REQUESTS_TOTAL}{{{recipe_ok}}}) >= 1")
+
+        # Context offload of an agent history on the demo server: compaction,
+        # then compression (summariser calls), twice, with a scrape between
+        # for rates and latency quantiles.
+        assert CONTEXT_TOOL in seen.tools, f"the demo server does not list {CONTEXT_TOOL}"
+        store = offload_dir.parent / "context-store" / "chat"
+        for round_ in range(2):
+            for mode, extra in (("compact", {}), ("compress", {"group_token_threshold": 2000})):
+                r = await call(session, CONTEXT_TOOL, dict(messages=agent_history(round_), context_manage_mode=mode,
+                                                           max_total_tokens=500, store_dir=str(store), **extra))
+                reply = json.loads(text_of(r))
+                assert reply["success"] is True, reply
+            if round_ == 0:
+                await scraped(prom, f'sum({M.CONTEXT_SUMMARISER_CALLS_TOTAL}{{job="{JOB}"}}) >= 1')
 
         # A real write failure: the offload directory becomes a regular file.
         # The call must still succeed, truncated, with a warning.
@@ -599,7 +629,7 @@ def launch(tmp: Path, procs: list[Proc], extra_env: dict[str, str], proxy: bool 
 
     server = Proc(
         "memory-server",
-        [str(binary), "--http", f"127.0.0.1:{http_port}", "--metrics", instance],
+        [str(binary), "--http", f"127.0.0.1:{http_port}", "--metrics", instance, "--context-store-root", str(tmp / "context-store")],
         tmp / "memory-server.log",
         env=env,
         cwd=tmp,

@@ -47,6 +47,8 @@ MODE = L.ExtractMode
 EXTRACT = L.ExtractOutcome
 EXIT = L.UpstreamExit  # lro proxy: how an upstream session ended
 ERR = L.UpstreamErrorCode
+SKIND = L.SummariserKind
+SOUT = L.SummariserOutcome
 
 DS = {"type": "prometheus", "uid": "${datasource}"}
 
@@ -473,6 +475,22 @@ def overview() -> dict:
                         targets((f"sum by (mode, outcome) ({rate(M.EXTRACT_REQUESTS_TOTAL)})", "{{mode}} {{outcome}}")), stack=True), 12, 8)
     grid.add(timeseries("Extraction latency", f"p50/p95/p99 of {EXTRACT_TOOL} run time.", "s",
                         targets(*[(quantile(q, M.EXTRACT_DURATION_SECONDS), f"p{int(q * 100)}") for q in percentiles])), 12, 8)
+
+    kinds = ", ".join((SKIND.Extractive, SKIND.Llm, SKIND.Plugin))
+    grid.row("Context offload (agent message histories)")
+    grid.add(timeseries("Context offload calls", "context_offload calls per second (MCP tool, HTTP service, CLI) by mode (the request's context_manage_mode).", "ops",
+                        targets((f"sum by (mode) ({rate(M.CONTEXT_REQUESTS_TOTAL)})", "{{mode}}")), stack=True), 8, 8)
+    grid.add(timeseries("History tokens kept", f"Share of history tokens left after context offload: tokens after / tokens before ({M.CONTEXT_TOKENS_AFTER_TOTAL} / {M.CONTEXT_TOKENS_BEFORE_TOTAL}). Lower is more saved.", "percentunit",
+                        targets((f"sum({rate(M.CONTEXT_TOKENS_AFTER_TOTAL)}) / sum({rate(M.CONTEXT_TOKENS_BEFORE_TOTAL)})", "after / before")), max_=1), 8, 8)
+    grid.add(timeseries("Messages compacted, groups compressed", "Tool messages stored in files, and message groups summarised into state snapshots, per second.", "ops",
+                        targets((f"sum({rate(M.CONTEXT_MESSAGES_COMPACTED_TOTAL)})", "messages compacted"),
+                                (f"sum({rate(M.CONTEXT_GROUPS_COMPRESSED_TOTAL)})", "groups compressed"))), 8, 8)
+    grid.add(timeseries("Summariser calls", f"Compression summaries per second by kind ({kinds}) and outcome ({SOUT.Ok}; {SOUT.Fallback}: the summariser failed and the extractive summary was used).", "ops",
+                        targets((f"sum by (kind, outcome) ({rate(M.CONTEXT_SUMMARISER_CALLS_TOTAL)})", "{{kind}} {{outcome}}")), stack=True), 8, 8)
+    grid.add(timeseries("Summariser latency", "p50/p95 of one summariser call, by kind.", "s",
+                        targets(*[(quantile(q, M.CONTEXT_SUMMARISER_DURATION_SECONDS, by="kind, le"), f"p{int(q * 100)} {{{{kind}}}}") for q in (0.5, 0.95)])), 8, 8)
+    grid.add(timeseries("Context write failures", f"Context files that could not be written ({M.CONTEXT_WRITE_FAILURES_TOTAL}); each message stayed whole in the history.", "ops",
+                        targets((f"sum({rate(M.CONTEXT_WRITE_FAILURES_TOTAL)})", "write failures"))), 8, 8)
 
     grid.row("Per tool")
     cols = [

@@ -44,12 +44,13 @@ mod offload;
 mod params;
 mod store;
 mod summary;
+mod telemetry;
 mod tokens;
 
 pub use error::ContextError;
 pub use llm::OpenAiSummariser;
 pub use message::{Message, parse_messages};
-pub use offload::{ContextOffloader, FileKind, Offloaded, Stats, StoredFile};
+pub use offload::{ContextOffloader, FileKind, Offloaded, Stats, StoredFile, SummariserCall};
 pub use params::{Mode, OffloadRequest, Params, PreviewFormat};
 pub use store::{GREP_MAX_MATCHES, READ_CAP, Roots, grep, read_file};
 pub use summary::{Extractive, Summariser};

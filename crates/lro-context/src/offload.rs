@@ -61,6 +61,21 @@ pub struct Stats {
     pub compressed: usize,
     /// The summariser that wrote the snapshots, if compression ran.
     pub summariser: Option<&'static str>,
+    /// Every summariser call: which one, whether it succeeded, how long.
+    pub summariser_calls: Vec<SummariserCall>,
+    /// Files that could not be written.
+    pub write_failures: usize,
+}
+
+/// One call of a summariser.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SummariserCall {
+    /// The summariser's kind (`extractive`, `llm`, …).
+    pub kind: &'static str,
+    /// Whether it returned a summary (else the extractive one was used).
+    pub ok: bool,
+    /// How long it took.
+    pub duration: std::time::Duration,
 }
 
 /// The processed history and what was stored.
@@ -255,6 +270,16 @@ impl ContextOffloader {
         params: &Params,
     ) -> Result<Offloaded, ContextError> {
         let dir = self.roots.resolve("store_dir", &params.store_dir)?;
+        let span = tracing::info_span!(
+            "context_offload",
+            mode = params.mode.as_str(),
+            messages = messages.len(),
+            tokens_before = tracing::field::Empty,
+            tokens_after = tracing::field::Empty,
+            compacted = tracing::field::Empty,
+            groups = tracing::field::Empty,
+        );
+        let _entered = span.enter();
         let mut run = Run {
             counter: &*self.counter,
             summariser: &*self.summariser,
@@ -289,6 +314,12 @@ impl ContextOffloader {
             }
         }
         run.out.stats.tokens_after = tokens::of_messages(run.counter, &run.out.messages);
+        let stats = &run.out.stats;
+        span.record("tokens_before", stats.tokens_before);
+        span.record("tokens_after", stats.tokens_after);
+        span.record("compacted", stats.compacted);
+        span.record("groups", stats.groups);
+        crate::telemetry::record(params.mode, stats);
         Ok(run.out)
     }
 }
@@ -363,11 +394,21 @@ impl Run<'_> {
             let name = store::tool_file_name(&id, content.as_bytes());
             match store::write(self.dir, &name, content.as_bytes()) {
                 Ok((path, written)) => {
-                    let preview: String = m.text().chars().take(self.params.preview_char_length).collect();
+                    let preview: String = m
+                        .text()
+                        .chars()
+                        .take(self.params.preview_char_length)
+                        .collect();
                     let pointer = match self.params.preview_format {
-                        PreviewFormat::Seed => format!("{preview} (detailed result is stored in {})", path.display()),
+                        PreviewFormat::Seed => format!(
+                            "{preview} (detailed result is stored in {})",
+                            path.display()
+                        ),
                         PreviewFormat::Reme => {
-                            format!("{preview}\ntool call={id} result is stored in file path=`{}`", path.display())
+                            format!(
+                                "{preview}\ntool call={id} result is stored in file path=`{}`",
+                                path.display()
+                            )
                         }
                     };
                     self.out.messages[i].set_content(pointer);
@@ -379,10 +420,13 @@ impl Run<'_> {
                         kind: FileKind::ToolResult,
                     });
                 }
-                Err(e) => self.out.warnings.push(format!(
-                    "cannot store the result of tool call {id} in {}: {e}; the message was kept whole",
-                    self.dir.display()
-                )),
+                Err(e) => {
+                    self.out.stats.write_failures += 1;
+                    self.out.warnings.push(format!(
+                        "cannot store the result of tool call {id} in {}: {e}; the message was kept whole",
+                        self.dir.display()
+                    ));
+                }
             }
         }
     }
@@ -419,6 +463,7 @@ impl Run<'_> {
             let (path, written) = match store::write(self.dir, &name, content.as_bytes()) {
                 Ok(ok) => ok,
                 Err(e) => {
+                    self.out.stats.write_failures += 1;
                     self.out.warnings.push(format!(
                         "cannot store compressed group {idx} in {}: {e}; its {} messages were kept whole",
                         self.dir.display(),
@@ -427,7 +472,14 @@ impl Run<'_> {
                     continue;
                 }
             };
-            let (summary, kind) = match self.summariser.summarise(&msgs) {
+            let started = std::time::Instant::now();
+            let summarised = self.summariser.summarise(&msgs);
+            self.out.stats.summariser_calls.push(SummariserCall {
+                kind: self.summariser.kind(),
+                ok: summarised.is_ok(),
+                duration: started.elapsed(),
+            });
+            let (summary, kind) = match summarised {
                 Ok(s) => (s, self.summariser.kind()),
                 Err(why) => {
                     self.out.warnings.push(format!(

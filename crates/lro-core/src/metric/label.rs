@@ -242,6 +242,30 @@ impl UpstreamErrorCode {
     }
 }
 
+label_values! {
+    /// Which summariser wrote a compression snapshot (`kind` of the
+    /// `lro_context_summariser_*` metrics).
+    pub enum SummariserKind {
+        /// The deterministic extractive summary.
+        Extractive => "extractive",
+        /// An OpenAI-compatible LLM.
+        Llm => "llm",
+        /// A summariser an embedding application plugged in.
+        Plugin => "plugin",
+    }
+}
+
+label_values! {
+    /// How a summariser call ended (`outcome` of
+    /// `lro_context_summariser_calls_total`).
+    pub enum SummariserOutcome {
+        /// It returned a summary.
+        Ok => "ok",
+        /// It failed or timed out; the extractive summary was used.
+        Fallback => "fallback",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -35,6 +35,14 @@
 //! | `lro_upstream_restarts_total` | counter | | upstream sessions opened again after a loss |
 //! | `lro_upstream_errors_total` | counter | `method`, `code` | failed forwarded requests by [`UpstreamMethod`] and [`UpstreamErrorCode`] |
 //! | `lro_upstream_request_duration_seconds` | histogram | `method` | forwarded request latency |
+//! | `lro_context_requests_total` | counter | `mode` | context-offload calls by mode (`compact`, `compress`, `auto`) |
+//! | `lro_context_messages_compacted_total` | counter | | tool messages compacted into files |
+//! | `lro_context_groups_compressed_total` | counter | | message groups compressed into snapshots |
+//! | `lro_context_tokens_before_total` | counter | | history tokens before context offload |
+//! | `lro_context_tokens_after_total` | counter | | history tokens after context offload |
+//! | `lro_context_summariser_calls_total` | counter | `kind`, `outcome` | summariser calls by [`SummariserKind`] and [`SummariserOutcome`] |
+//! | `lro_context_summariser_duration_seconds` | histogram | `kind` | summariser call time |
+//! | `lro_context_write_failures_total` | counter | | context files that could not be written (the message kept whole) |
 //! | `lro_audit_level` | gauge | | `lro audit --textfile`: the level the last audit proved (0-3) |
 //! | `lro_audit_check` | gauge | `check`, `level` | `lro audit --textfile`: each check, 1 pass, 0 fail, -1 skip |
 //! | `lro_build_info` | gauge | `version`, `conformance_level` | always 1 |
@@ -55,8 +63,9 @@ use metrics::{Unit, counter, describe_counter, describe_gauge, describe_histogra
 use serde_json::{Value, json};
 
 pub use label::{
-    CleanupOutcome, ExpiryReason, ExtractMode, ExtractOutcome, LabelSet, ToolOutcome,
-    UpstreamErrorCode, UpstreamExit, UpstreamMethod, WriteFailureReason,
+    CleanupOutcome, ExpiryReason, ExtractMode, ExtractOutcome, LabelSet, SummariserKind,
+    SummariserOutcome, ToolOutcome, UpstreamErrorCode, UpstreamExit, UpstreamMethod,
+    WriteFailureReason,
 };
 
 /// `lro_tool_results_total`.
@@ -106,6 +115,22 @@ pub const UPSTREAM_RESTARTS_TOTAL: &str = "lro_upstream_restarts_total";
 pub const UPSTREAM_ERRORS_TOTAL: &str = "lro_upstream_errors_total";
 /// `lro_upstream_request_duration_seconds`.
 pub const UPSTREAM_REQUEST_DURATION_SECONDS: &str = "lro_upstream_request_duration_seconds";
+/// `lro_context_requests_total`.
+pub const CONTEXT_REQUESTS_TOTAL: &str = "lro_context_requests_total";
+/// `lro_context_messages_compacted_total`.
+pub const CONTEXT_MESSAGES_COMPACTED_TOTAL: &str = "lro_context_messages_compacted_total";
+/// `lro_context_groups_compressed_total`.
+pub const CONTEXT_GROUPS_COMPRESSED_TOTAL: &str = "lro_context_groups_compressed_total";
+/// `lro_context_tokens_before_total`.
+pub const CONTEXT_TOKENS_BEFORE_TOTAL: &str = "lro_context_tokens_before_total";
+/// `lro_context_tokens_after_total`.
+pub const CONTEXT_TOKENS_AFTER_TOTAL: &str = "lro_context_tokens_after_total";
+/// `lro_context_summariser_calls_total`.
+pub const CONTEXT_SUMMARISER_CALLS_TOTAL: &str = "lro_context_summariser_calls_total";
+/// `lro_context_summariser_duration_seconds`.
+pub const CONTEXT_SUMMARISER_DURATION_SECONDS: &str = "lro_context_summariser_duration_seconds";
+/// `lro_context_write_failures_total`.
+pub const CONTEXT_WRITE_FAILURES_TOTAL: &str = "lro_context_write_failures_total";
 /// `lro_audit_level`.
 pub const AUDIT_LEVEL: &str = "lro_audit_level";
 /// `lro_audit_check`.
@@ -400,6 +425,73 @@ pub const ALL: &[MetricDef] = &[
         "lro proxy: time from forwarding a request to its answer, by method.",
     ),
     def!(
+        CONTEXT_REQUESTS_TOTAL,
+        Counter,
+        None,
+        [LabelDef::open("mode")],
+        None,
+        "Context-offload calls (context_offload tool, HTTP service, CLI), by mode: compact, compress or auto (the request's context_manage_mode).",
+    ),
+    def!(
+        CONTEXT_MESSAGES_COMPACTED_TOTAL,
+        Counter,
+        None,
+        [],
+        None,
+        "Tool messages compacted: their content stored in a file, a preview left in the history.",
+    ),
+    def!(
+        CONTEXT_GROUPS_COMPRESSED_TOTAL,
+        Counter,
+        None,
+        [],
+        None,
+        "Message groups compressed into <state_snapshot> blocks on the system message.",
+    ),
+    def!(
+        CONTEXT_TOKENS_BEFORE_TOTAL,
+        Counter,
+        None,
+        [],
+        None,
+        "History tokens (characters / 4) before context offload, summed over calls.",
+    ),
+    def!(
+        CONTEXT_TOKENS_AFTER_TOTAL,
+        Counter,
+        None,
+        [],
+        None,
+        "History tokens (characters / 4) after context offload, summed over calls.",
+    ),
+    def!(
+        CONTEXT_SUMMARISER_CALLS_TOTAL,
+        Counter,
+        None,
+        [
+            LabelDef::closed("kind", SummariserKind::SET),
+            LabelDef::closed("outcome", SummariserOutcome::SET)
+        ],
+        None,
+        "Summariser calls of compression, by kind (extractive, llm, plugin) and outcome (ok, fallback: failed, extractive used).",
+    ),
+    def!(
+        CONTEXT_SUMMARISER_DURATION_SECONDS,
+        Histogram,
+        Some(Unit::Seconds),
+        [LabelDef::closed("kind", SummariserKind::SET)],
+        Some(DURATION_BUCKETS),
+        "Time of one summariser call, by kind.",
+    ),
+    def!(
+        CONTEXT_WRITE_FAILURES_TOTAL,
+        Counter,
+        None,
+        [],
+        None,
+        "Context files (compacted results, compressed groups) that could not be written; the messages were kept whole.",
+    ),
+    def!(
         AUDIT_LEVEL,
         Gauge,
         None,
@@ -515,6 +607,23 @@ pub fn register_upstream_zeroed() {
         counter!(UPSTREAM_EXITS_TOTAL, "reason" => reason.as_str()).absolute(0);
     }
     counter!(UPSTREAM_RESTARTS_TOTAL).absolute(0);
+}
+
+/// Registers the context-offload counters at zero, so rates and the
+/// dashboard see the first increase.
+pub fn register_context_zeroed() {
+    for mode in ["compact", "compress", "auto"] {
+        counter!(CONTEXT_REQUESTS_TOTAL, "mode" => mode).absolute(0);
+    }
+    for name in [
+        CONTEXT_MESSAGES_COMPACTED_TOTAL,
+        CONTEXT_GROUPS_COMPRESSED_TOTAL,
+        CONTEXT_TOKENS_BEFORE_TOTAL,
+        CONTEXT_TOKENS_AFTER_TOTAL,
+        CONTEXT_WRITE_FAILURES_TOTAL,
+    ] {
+        counter!(name).absolute(0);
+    }
 }
 
 /// Registers a tool's result counters at zero (done when tools are listed).

@@ -391,6 +391,7 @@ impl<H: ServerHandler> Lro<H> {
             }
             if self.shared.context.is_some() && !self.context_shadowed.load(Ordering::Relaxed) {
                 list.tools.extend(context::tools());
+                lro_core::metric::register_context_zeroed();
             }
         }
         for tool in &mut list.tools {
