@@ -106,6 +106,10 @@ pub struct ServeArgs {
     /// Require `Authorization: Bearer <value of this environment variable>`.
     #[arg(long, value_name = "NAME")]
     pub token_env: Option<String>,
+    /// Delete stored files older than this many seconds (off by default:
+    /// histories point at these files).
+    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub retention_secs: Option<u64>,
 }
 
 impl OffloadArgs {
@@ -245,6 +249,7 @@ fn serve(args: &ServeArgs) -> Result<(), CliError> {
     };
     let roots =
         Roots::new(&args.store_roots).map_err(|e| CliError::Usage(format!("--store-root: {e}")))?;
+    let dirs = roots.dirs().to_vec();
     let mut service = lro_context_http::Service::new(ContextOffloader::from_env().roots(roots));
     if let Some(t) = token {
         service = service.token(t);
@@ -254,14 +259,46 @@ fn serve(args: &ServeArgs) -> Result<(), CliError> {
         .enable_all()
         .build()
         .map_err(|err| CliError::Runtime(format!("cannot start the runtime: {err}")))?;
-    runtime
-        .block_on(lro_context_http::serve(
+    runtime.block_on(async {
+        if let Some(secs) = args.retention_secs {
+            tokio::spawn(retain(dirs, std::time::Duration::from_secs(secs)));
+        }
+        lro_context_http::serve(
             args.http,
             service,
             crate::proxy::shutdown_signal(),
             |bound| eprintln!("lro context listening on http://{bound}"),
-        ))
+        )
+        .await
         .map_err(|e| CliError::Runtime(e.to_string()))
+    })
+}
+
+/// The retention pass, every quarter of the retention (at most a minute).
+async fn retain(dirs: Vec<PathBuf>, retention: std::time::Duration) {
+    let period = (retention / 4).clamp(
+        std::time::Duration::from_secs(1),
+        std::time::Duration::from_secs(60),
+    );
+    let mut tick = tokio::time::interval(period);
+    loop {
+        tick.tick().await;
+        let dirs = dirs.clone();
+        let _ = tokio::task::spawn_blocking(move || {
+            for d in &dirs {
+                let done = lro_context::expire(d, retention, std::time::SystemTime::now());
+                if done.deleted + done.errors > 0 {
+                    eprintln!(
+                        "lro context: retention deleted {} files ({} errors) in {}",
+                        done.deleted,
+                        done.errors,
+                        d.display()
+                    );
+                }
+            }
+        })
+        .await;
+    }
 }
 
 #[cfg(test)]

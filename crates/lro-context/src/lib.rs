@@ -52,6 +52,6 @@ pub use llm::OpenAiSummariser;
 pub use message::{Message, parse_messages};
 pub use offload::{ContextOffloader, FileKind, Offloaded, Stats, StoredFile, SummariserCall};
 pub use params::{Mode, OffloadRequest, Params, PreviewFormat};
-pub use store::{GREP_MAX_MATCHES, READ_CAP, Roots, grep, read_file};
+pub use store::{Expired, GREP_MAX_MATCHES, READ_CAP, Roots, expire, grep, read_file};
 pub use summary::{Extractive, Summariser};
 pub use tokens::{CharsPerToken, TokenCounter};

@@ -103,6 +103,11 @@ pub(crate) fn write(dir: &Path, name: &str, content: &[u8]) -> io::Result<(PathB
 pub struct Roots(Vec<PathBuf>);
 
 impl Roots {
+    /// The resolved root directories.
+    pub fn dirs(&self) -> &[PathBuf] {
+        &self.0
+    }
+
     /// Roots at `dirs`, each created (0700) when missing and resolved.
     ///
     /// # Errors
@@ -178,6 +183,53 @@ impl Roots {
     }
 }
 
+/// Whether `name` is one the store makes (a compacted result or a
+/// compressed group): the only files retention ever deletes.
+pub(crate) fn is_store_name(name: &str) -> bool {
+    (name.starts_with("tool_call_") && name.ends_with(".txt"))
+        || (name.starts_with("compressed_group_") && name.ends_with(".json"))
+}
+
+/// What a retention pass did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Expired {
+    /// Files deleted.
+    pub deleted: usize,
+    /// Files that could not be deleted.
+    pub errors: usize,
+}
+
+/// Deletes the store's files under `dir` last modified more than
+/// `retention` before `now`. Only names the store makes are touched; a
+/// symlink is never followed.
+pub fn expire(dir: &Path, retention: Duration, now: std::time::SystemTime) -> Expired {
+    let mut files = Vec::new();
+    collect_files(dir, &mut files);
+    let mut out = Expired::default();
+    for f in files {
+        let named = f
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(is_store_name);
+        let Ok(meta) = fs::symlink_metadata(&f) else {
+            continue;
+        };
+        let old = meta
+            .modified()
+            .ok()
+            .and_then(|m| now.duration_since(m).ok())
+            .is_some_and(|age| age > retention);
+        if named && meta.is_file() && old {
+            match fs::remove_file(&f) {
+                Ok(()) => out.deleted += 1,
+                Err(_) => out.errors += 1,
+            }
+        }
+    }
+    out
+}
+
 /// Most bytes `read_file` returns at once (the seed returns whole files).
 pub const READ_CAP: usize = 4 << 20;
 /// Most matches `grep` returns.
@@ -203,9 +255,13 @@ pub fn read_file(
     limit: Option<usize>,
 ) -> Result<String, ContextError> {
     let bytes = fs::read(path).map_err(|source| match source.kind() {
+        // A name only the store makes, gone: retention deleted it.
         io::ErrorKind::NotFound => ContextError::NotFound {
             path: path.to_owned(),
-            expired: false,
+            expired: path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(is_store_name),
         },
         _ => ContextError::Io {
             path: path.to_owned(),
@@ -417,6 +473,36 @@ mod tests {
             read_file(&dir.path().join("no"), None, None),
             Err(ContextError::NotFound { .. })
         ));
+    }
+
+    #[test]
+    fn retention_deletes_only_old_store_files_and_reads_say_expired() {
+        let dir = tempfile::tempdir().unwrap();
+        let stored = tool_file_name("c1", b"x");
+        for name in [stored.as_str(), "notes.txt", "compressed_group_a_0_ff.json"] {
+            fs::write(dir.path().join(name), "x").unwrap();
+        }
+        let later = std::time::SystemTime::now() + Duration::from_secs(120);
+        assert_eq!(
+            expire(dir.path(), Duration::from_secs(600), later).deleted,
+            0
+        );
+        assert_eq!(
+            expire(dir.path(), Duration::from_secs(60), later).deleted,
+            2
+        );
+        assert!(
+            dir.path().join("notes.txt").exists(),
+            "not a store name: kept"
+        );
+        let err = read_file(&dir.path().join(&stored), None, None)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("it expired"), "{err}");
+        let other = read_file(&dir.path().join("never.txt"), None, None)
+            .unwrap_err()
+            .to_string();
+        assert!(!other.contains("expired"), "{other}");
     }
 
     #[test]

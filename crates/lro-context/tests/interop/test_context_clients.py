@@ -104,6 +104,31 @@ def test_serve_speaks_remes_api(tmp_path: Path):
         proc.wait(timeout=10)
 
 
+def test_retention_deletes_stored_files_and_reads_say_expired(tmp_path: Path):
+    import time
+
+    root = tmp_path / "root"
+    proc = subprocess.Popen(
+        [str(LRO), "context", "serve", "--http", "127.0.0.1:0", "--store-root", str(root), "--retention-secs", "1"],
+        stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
+    )
+    try:
+        base = next(m.group(1) for line in proc.stderr if (m := LISTEN_RE.search(line)))
+        files = check_offloaded(post(base, "/context_offload", request(root / "store")))
+        path = next(iter(files))
+        deadline = time.monotonic() + 15  # retention 1 s, a pass every second
+        while Path(path).exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not Path(path).exists(), "retention did not delete the file"
+        with pytest.raises(urllib.error.HTTPError) as gone:
+            post(base, "/read_file", {"absolute_path": path})
+        assert gone.value.code == 404
+        assert "expired" in json.loads(gone.value.read())["answer"]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
 def test_offload_filters_stdin_to_stdout(tmp_path: Path):
     store = tmp_path / "store"
     out = subprocess.run(
