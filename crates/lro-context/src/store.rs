@@ -70,7 +70,9 @@ pub(crate) enum Written {
 
 /// Writes `content` to `dir/name` atomically (a temp file renamed into
 /// place), mode 0600, creating `dir` with mode 0700. A file already there
-/// with the same content is left alone.
+/// with the same content is left alone. Like the LRO offload writer it does
+/// not fsync: readers never see half a file, and the history keeps the
+/// preview if a crash loses one.
 pub(crate) fn write(dir: &Path, name: &str, content: &[u8]) -> io::Result<(PathBuf, Written)> {
     fs::DirBuilder::new()
         .recursive(true)
@@ -89,7 +91,6 @@ pub(crate) fn write(dir: &Path, name: &str, content: &[u8]) -> io::Result<(PathB
             .mode(0o600)
             .open(&tmp)?;
         f.write_all(content)?;
-        f.sync_all()?;
         fs::rename(&tmp, &path)
     })();
     if result.is_err() {
