@@ -163,6 +163,16 @@ impl Message {
         }
     }
 
+    /// What token counts cover: the content's text and any
+    /// `reasoning_content`.
+    pub(crate) fn counted_text(&self) -> String {
+        let mut text = self.text();
+        if let Some(r) = self.0.get("reasoning_content").and_then(Value::as_str) {
+            text.push_str(r);
+        }
+        text
+    }
+
     /// The content exactly as it came, for storing: the string itself, or the
     /// JSON of an array of parts (nothing is lost either way).
     pub(crate) fn stored_content(&self) -> String {

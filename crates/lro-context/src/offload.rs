@@ -211,7 +211,7 @@ impl Default for ContextOffloader {
 /// A compacted message's pointer, in either format.
 static POINTER: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?:\(detailed result is stored in [^\s)]+\)|result is stored in file path=`[^`]+`)\s*$",
+        r"\(detailed result is stored in [^\s)]+\)\s*$|^tool call=\S+ result is stored in file path=`[^`]+`",
     )
     .expect("valid")
 });
@@ -404,12 +404,15 @@ impl Run<'_> {
                             "{preview} (detailed result is stored in {})",
                             path.display()
                         ),
-                        PreviewFormat::Reme => {
-                            format!(
-                                "{preview}\ntool call={id} result is stored in file path=`{}`",
-                                path.display()
-                            )
-                        }
+                        // ReMe's wording: the pointer first, a preview after it.
+                        PreviewFormat::Reme if preview.is_empty() => format!(
+                            "tool call={id} result is stored in file path=`{}`",
+                            path.display()
+                        ),
+                        PreviewFormat::Reme => format!(
+                            "tool call={id} result is stored in file path=`{}`\npreview: {preview}...",
+                            path.display()
+                        ),
                     };
                     self.out.messages[i].set_content(pointer);
                     self.out.stats.compacted += 1;

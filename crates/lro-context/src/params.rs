@@ -35,7 +35,8 @@ impl Mode {
 pub enum PreviewFormat {
     /// The seed's: `{preview} (detailed result is stored in {path})`.
     Seed,
-    /// ReMe 0.3.1.10's: `{preview}\ntool call={id} result is stored in file path=`{path}``.
+    /// ReMe 0.3.1.10's: ``tool call={id} result is stored in file path=`{path}` ``,
+    /// then `\npreview: {preview}...` when the preview is not empty.
     Reme,
 }
 

@@ -29,21 +29,20 @@ where
     }
 }
 
-/// The tokens of a message: its content's text and its tool calls.
+/// The tokens of a message, counted as ReMe's `base` counter does: its
+/// content and reasoning text (tool-call arguments are not counted).
 pub(crate) fn of_message(counter: &dyn TokenCounter, m: &Message) -> u64 {
-    counter.count(&m.text())
-        + m.tool_call_texts()
-            .iter()
-            .map(|t| counter.count(t))
-            .sum::<u64>()
+    counter.count(&m.counted_text())
 }
 
-/// The tokens of some messages.
+/// The tokens of some messages, counted over their texts together: ReMe
+/// rounds the total once, not each message.
 pub(crate) fn of_messages<'a>(
     counter: &dyn TokenCounter,
     ms: impl IntoIterator<Item = &'a Message>,
 ) -> u64 {
-    ms.into_iter().map(|m| of_message(counter, m)).sum()
+    let text: String = ms.into_iter().map(Message::counted_text).collect();
+    counter.count(&text)
 }
 
 #[cfg(test)]
