@@ -425,6 +425,8 @@ impl Run<'_> {
                 }
                 Err(e) => {
                     self.out.stats.write_failures += 1;
+                    tracing::warn!(event = "context_write_failed", tool_call_id = %id, dir = %self.dir.display(), error = %e,
+                        "cannot store a tool result; the message was kept whole");
                     self.out.warnings.push(format!(
                         "cannot store the result of tool call {id} in {}: {e}; the message was kept whole",
                         self.dir.display()
@@ -467,6 +469,8 @@ impl Run<'_> {
                 Ok(ok) => ok,
                 Err(e) => {
                     self.out.stats.write_failures += 1;
+                    tracing::warn!(event = "context_write_failed", group = idx, dir = %self.dir.display(), error = %e,
+                        "cannot store a compressed group; its messages were kept whole");
                     self.out.warnings.push(format!(
                         "cannot store compressed group {idx} in {}: {e}; its {} messages were kept whole",
                         self.dir.display(),
