@@ -209,6 +209,25 @@ def test_only_the_spec_tools_are_called(tmp_path: Path):
     assert not marker.exists(), "the auditor called forget_all"
 
 
+def test_events_are_observed_on_a_metrics_endpoint():
+    """The fixture reports its events only as Prometheus counters: --metrics finds them."""
+    port = free_port()
+    code, report, err, _ = run_audit(
+        "--metrics", f"http://127.0.0.1:{port}/metrics", "--env", f"FIXTURE_METRICS_PORT={port}", "--", *fixture_cmd()
+    )
+    assert code == 0 and report["level"] == LEVEL3, explain(report) + err
+    details = {c["id"]: c["detail"] for c in report["checks"]}
+    assert details["write-failure-event"].startswith("in the metrics: fixture_offload_write_failed_total"), details
+    assert details["file-expired-event"].startswith("in the metrics: fixture_offload_file_expired_total"), details
+
+
+def test_events_missing_from_stderr_fail_without_metrics():
+    """Without --metrics the same server shows no event: Level 2, and the evidence names --metrics."""
+    code, report, err, _ = run_audit("--env", f"FIXTURE_METRICS_PORT={free_port()}", "--", *fixture_cmd())
+    assert code == 0 and report["level"] == LEVEL2, explain(report) + err
+    assert "--metrics" in {c["id"]: c["detail"] for c in report["checks"]}["write-failure-event"]
+
+
 def test_probes_replace_the_spec_tools():
     code, report, err, _ = run_audit(
         "--probe", 'recall_memories {"query": "deploy", "detail": "medium", "limit": 120}', "--", *fixture_cmd()
