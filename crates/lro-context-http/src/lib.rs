@@ -26,7 +26,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-use std::{net::SocketAddr, path::PathBuf, sync::Arc};
+use std::{net::SocketAddr, sync::Arc};
 
 use axum::{
     Json, Router,
@@ -36,8 +36,7 @@ use axum::{
     response::{IntoResponse, Response},
     routing::post,
 };
-use lro_context::{ContextError, ContextOffloader, OffloadRequest, grep, read_file};
-use serde::Deserialize;
+use lro_context::{ContextError, ContextOffloader};
 use serde_json::{Value, json};
 
 /// Largest request body: histories of millions of tokens are the point.
@@ -206,142 +205,57 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-/// The body as `T`, or what is wrong with it (answered as a 400).
-fn body<T: serde::de::DeserializeOwned>(
-    body: Result<Json<Value>, JsonRejection>,
-) -> Result<T, String> {
-    let Json(value) = body.map_err(|e| format!("the body is not JSON: {}", e.body_text()))?;
-    serde_json::from_value(value).map_err(|e| format!("bad request: {e}"))
+/// Runs `op` on the body off the async threads; `ok` turns its result into
+/// the response.
+async fn run<T: Send + 'static>(
+    service: Service,
+    payload: Result<Json<Value>, JsonRejection>,
+    op: fn(&ContextOffloader, Value) -> Result<T, ContextError>,
+    ok: fn(T) -> Response,
+) -> Response {
+    let Json(args) = match payload {
+        Ok(body) => body,
+        Err(e) => {
+            return refuse(
+                StatusCode::BAD_REQUEST,
+                format!("the body is not JSON: {}", e.body_text()),
+            );
+        }
+    };
+    match tokio::task::spawn_blocking(move || op(&service.offloader, args)).await {
+        Ok(Ok(out)) => ok(out),
+        Ok(Err(e)) => error_reply(&e),
+        Err(e) => refuse(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("the request failed: {e}"),
+        ),
+    }
+}
+
+fn answer(text: String) -> Response {
+    reply(StatusCode::OK, true, text, json!([]), json!({}))
 }
 
 async fn context_offload(
     State(service): State<Service>,
     payload: Result<Json<Value>, JsonRejection>,
 ) -> Response {
-    let request: OffloadRequest = match body(payload) {
-        Ok(r) => r,
-        Err(why) => return refuse(StatusCode::BAD_REQUEST, why),
-    };
-    let offloader = service.offloader.clone();
-    let done = tokio::task::spawn_blocking(move || {
-        let (messages, params) = request.check()?;
-        offloader.offload(messages, &params)
+    run(service, payload, ContextOffloader::offload_json, |v| {
+        (StatusCode::OK, Json(v)).into_response()
     })
-    .await;
-    match done {
-        Ok(Ok(out)) => (StatusCode::OK, Json(out.to_response())).into_response(),
-        Ok(Err(e)) => error_reply(&e),
-        Err(e) => refuse(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            format!("the offload task failed: {e}"),
-        ),
-    }
-}
-
-#[derive(Deserialize)]
-struct GrepRequest {
-    pattern: Option<String>,
-    path: Option<String>,
-    glob: Option<String>,
-    limit: Option<usize>,
+    .await
 }
 
 async fn grep_files(
     State(service): State<Service>,
     payload: Result<Json<Value>, JsonRejection>,
 ) -> Response {
-    let req: GrepRequest = match body(payload) {
-        Ok(r) => r,
-        Err(why) => return refuse(StatusCode::BAD_REQUEST, why),
-    };
-    let Some(pattern) = req.pattern else {
-        return error_reply(&ContextError::Field {
-            field: "pattern",
-            reason: "is required".to_owned(),
-        });
-    };
-    let shown = req.path.clone().unwrap_or_else(|| ".".to_owned());
-    let roots = service.offloader.store_roots().clone();
-    let done = tokio::task::spawn_blocking(move || {
-        let dir = roots.resolve("path", &PathBuf::from(&shown))?;
-        grep(&pattern, &dir, &shown, req.glob.as_deref(), req.limit)
-    })
-    .await;
-    match done {
-        Ok(Ok(answer)) => reply(StatusCode::OK, true, answer, json!([]), json!({})),
-        Ok(Err(e)) => error_reply(&e),
-        Err(e) => refuse(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            format!("grep failed: {e}"),
-        ),
-    }
-}
-
-#[derive(Deserialize)]
-struct ReadRequest {
-    absolute_path: Option<String>,
-    offset: Option<usize>,
-    limit: Option<usize>,
+    run(service, payload, ContextOffloader::grep_json, answer).await
 }
 
 async fn read(
     State(service): State<Service>,
     payload: Result<Json<Value>, JsonRejection>,
 ) -> Response {
-    let req: ReadRequest = match body(payload) {
-        Ok(r) => r,
-        Err(why) => return refuse(StatusCode::BAD_REQUEST, why),
-    };
-    let Some(path) = req.absolute_path else {
-        return error_reply(&ContextError::Field {
-            field: "absolute_path",
-            reason: "is required".to_owned(),
-        });
-    };
-    let roots = service.offloader.store_roots().clone();
-    let done = tokio::task::spawn_blocking(move || {
-        let file = roots.resolve("absolute_path", &PathBuf::from(&path))?;
-        read_file(&file, req.offset, req.limit)
-    })
-    .await;
-    match done {
-        Ok(Ok(answer)) => reply(StatusCode::OK, true, answer, json!([]), json!({})),
-        Ok(Err(e)) => error_reply(&e),
-        Err(e) => refuse(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            format!("read_file failed: {e}"),
-        ),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn loopback_names_only() {
-        for ok in [
-            "localhost",
-            "localhost:8002",
-            "127.0.0.1:1",
-            "[::1]:80",
-            "[::1]",
-        ] {
-            assert!(loopback_authority(ok), "{ok}");
-        }
-        for bad in [
-            "evil.com",
-            "127.0.0.1.evil.com",
-            "localhost.evil:80",
-            "[::2]:1",
-            "",
-        ] {
-            assert!(!loopback_authority(bad), "{bad}");
-        }
-        assert!(
-            constant_time_eq(b"abc", b"abc")
-                && !constant_time_eq(b"abc", b"abd")
-                && !constant_time_eq(b"a", b"ab")
-        );
-    }
+    run(service, payload, ContextOffloader::read_file_json, answer).await
 }

@@ -2,9 +2,9 @@
 //! `context_offload`, `context_grep` and `context_read_file`, with the
 //! semantics of ReMe's HTTP API (crate `lro-context`).
 
-use std::{path::PathBuf, sync::Arc};
+use std::sync::Arc;
 
-use lro_context::{ContextOffloader, OffloadRequest};
+use lro_context::ContextOffloader;
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool};
 use serde_json::{Value, json};
 
@@ -66,14 +66,6 @@ pub(crate) fn tools() -> Vec<Tool> {
     ]
 }
 
-fn arg<'a>(args: &'a JsonObject, key: &str) -> Option<&'a Value> {
-    args.get(key).filter(|v| !v.is_null())
-}
-
-fn usize_arg(args: &JsonObject, key: &str) -> Option<usize> {
-    arg(args, key).and_then(Value::as_u64).map(|n| n as usize)
-}
-
 /// Runs one call of tool `name`. Bad input is a tool error naming the field,
 /// never a protocol error.
 pub(crate) async fn call(
@@ -81,52 +73,18 @@ pub(crate) async fn call(
     name: &str,
     arguments: Option<JsonObject>,
 ) -> CallToolResult {
-    let args = arguments.unwrap_or_default();
+    let args = Value::Object(arguments.unwrap_or_default());
     let offloader = offloader.clone();
     let name = name.to_owned();
-    let done = tokio::task::spawn_blocking(move || -> Result<String, String> {
-        let roots = offloader.store_roots();
-        match name.as_str() {
-            "context_offload" => {
-                let req: OffloadRequest = serde_json::from_value(Value::Object(args))
-                    .map_err(|e| format!("invalid arguments: {e}"))?;
-                let (messages, params) = req.check().map_err(|e| e.to_string())?;
-                let out = offloader
-                    .offload(messages, &params)
-                    .map_err(|e| e.to_string())?;
-                Ok(out.to_response().to_string())
-            }
-            "context_grep" => {
-                let pattern = arg(&args, "pattern")
-                    .and_then(Value::as_str)
-                    .ok_or("`pattern`: is required")?;
-                let shown = arg(&args, "path")
-                    .and_then(Value::as_str)
-                    .unwrap_or(".")
-                    .to_owned();
-                let dir = roots
-                    .resolve("path", &PathBuf::from(&shown))
-                    .map_err(|e| e.to_string())?;
-                let glob = arg(&args, "glob").and_then(Value::as_str);
-                lro_context::grep(pattern, &dir, &shown, glob, usize_arg(&args, "limit"))
-                    .map_err(|e| e.to_string())
-            }
-            _ => {
-                let path = arg(&args, "absolute_path")
-                    .and_then(Value::as_str)
-                    .ok_or("`absolute_path`: is required")?;
-                let file = roots
-                    .resolve("absolute_path", &PathBuf::from(path))
-                    .map_err(|e| e.to_string())?;
-                lro_context::read_file(&file, usize_arg(&args, "offset"), usize_arg(&args, "limit"))
-                    .map_err(|e| e.to_string())
-            }
-        }
+    let done = tokio::task::spawn_blocking(move || match name.as_str() {
+        "context_offload" => offloader.offload_json(args).map(|v| v.to_string()),
+        "context_grep" => offloader.grep_json(args),
+        _ => offloader.read_file_json(args),
     })
     .await;
     match done {
         Ok(Ok(text)) => CallToolResult::success(vec![ContentBlock::text(text)]),
-        Ok(Err(why)) => CallToolResult::error(vec![ContentBlock::text(why)]),
+        Ok(Err(e)) => CallToolResult::error(vec![ContentBlock::text(e.to_string())]),
         Err(e) => CallToolResult::error(vec![ContentBlock::text(format!(
             "the context tool failed: {e}"
         ))]),
