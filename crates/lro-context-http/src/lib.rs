@@ -43,10 +43,20 @@ use serde_json::{Value, json};
 pub const MAX_BODY_BYTES: usize = 256 << 20;
 
 /// The service's state: the offloader (with its store roots) and the token.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Service {
     offloader: ContextOffloader,
     token: Option<Arc<str>>,
+}
+
+impl std::fmt::Debug for Service {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The token is a secret: say whether there is one, never what.
+        f.debug_struct("Service")
+            .field("offloader", &self.offloader)
+            .field("token", &self.token.as_ref().map(|_| "…"))
+            .finish()
+    }
 }
 
 impl Service {
@@ -258,4 +268,39 @@ async fn read(
     payload: Result<Json<Value>, JsonRejection>,
 ) -> Response {
     run(service, payload, ContextOffloader::read_file_json, answer).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_names_only() {
+        for ok in [
+            "localhost",
+            "localhost:8002",
+            "127.0.0.1:1",
+            "[::1]:80",
+            "[::1]",
+        ] {
+            assert!(loopback_authority(ok), "{ok}");
+        }
+        for bad in [
+            "evil.com",
+            "127.0.0.1.evil.com",
+            "localhost.evil:80",
+            "[::2]:1",
+            "",
+        ] {
+            assert!(!loopback_authority(bad), "{bad}");
+        }
+        assert!(constant_time_eq(b"abc", b"abc"));
+        assert!(!constant_time_eq(b"abc", b"abd") && !constant_time_eq(b"a", b"ab"));
+    }
+
+    #[test]
+    fn debug_never_shows_the_token() {
+        let s = Service::new(ContextOffloader::new()).token("s3cret");
+        assert!(!format!("{s:?}").contains("s3cret"));
+    }
 }
