@@ -13,5 +13,5 @@ if [ -x "$venv/bin/python" ] && "$venv/bin/python" -c 'import reme_ai.summary.wo
 fi
 rm -rf "$venv"
 python3 -m venv "$venv"
-"$venv/bin/pip" install --quiet -c "$here/constraints.txt" "reme-ai==0.3.1.10" "flowllm[reme]==0.2.0.10"
+"$venv/bin/pip" install --quiet --no-cache-dir -c "$here/constraints.txt" "reme-ai==0.3.1.10" "flowllm[reme]==0.2.0.10"
 "$venv/bin/python" -c 'import reme_ai.summary.working.message_offload_op'
