@@ -211,6 +211,30 @@ fn memory(pid: u32) -> (u64, u64) {
     (field("VmHWM:"), field("VmRSS:"))
 }
 
+/// CPU time a process has spent on all its threads, and the times it gave up
+/// the CPU to wait, from `/proc/{pid}/task/*/schedstat` and `status`.
+fn cpu(pid: u32) -> (Duration, u64) {
+    let mut on_cpu = 0u64;
+    let mut waits = 0u64;
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).expect("a running process") {
+        let task = task.unwrap().path();
+        let sched = std::fs::read_to_string(task.join("schedstat")).unwrap_or_default();
+        on_cpu += sched
+            .split_whitespace()
+            .next()
+            .and_then(|ns| ns.parse::<u64>().ok())
+            .unwrap_or(0);
+        let status = std::fs::read_to_string(task.join("status")).unwrap_or_default();
+        waits += status
+            .lines()
+            .find(|l| l.starts_with("voluntary_ctxt_switches:"))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|n| n.parse::<u64>().ok())
+            .unwrap_or(0);
+    }
+    (Duration::from_nanos(on_cpu), waits)
+}
+
 /// The value of the unlabelled series `name` on a Prometheus endpoint.
 fn scrape_sum(addr: &str, name: &str) -> f64 {
     use std::io::{Read as _, Write as _};
@@ -253,7 +277,9 @@ async fn main() {
     println!("lro proxy vs direct, same stdio upstream (one run, side by side)\n");
     println!("| measurement | direct | proxy | proxy − direct / ratio |");
     println!("|---|---|---|---|");
+    let (cpu_before, waits_before) = cpu(proxy.pid());
     let (d_noop, p_noop) = interleaved(&direct, &proxy, "noop", 10, 300).await;
+    let (cpu_after, waits_after) = cpu(proxy.pid());
     for (label, p) in [("p50", 0.5), ("p99", 0.99)] {
         let (d, x) = (percentile(&d_noop, p), percentile(&p_noop, p));
         println!(
@@ -263,6 +289,14 @@ async fn main() {
             us(x.saturating_sub(d))
         );
     }
+    // What the proxy itself spends per call (parse, layer, serialize and the
+    // four pipe syscalls), apart from the time it waits to be woken.
+    let calls = p_noop.len() as u32;
+    println!(
+        "| of which the proxy's own CPU time per trivial call (all threads) | | {} | {:.1} waits per call |",
+        us((cpu_after - cpu_before) / calls),
+        (waits_after - waits_before) as f64 / f64::from(calls)
+    );
     let (d_work, p_work) = interleaved(&direct, &proxy, "work", 5, 60).await;
     let (d, x) = (percentile(&d_work, 0.5), percentile(&p_work, 0.5));
     println!(
