@@ -54,6 +54,13 @@ pub struct ProxyArgs {
     /// per client session); past it, a new session gets a clear error.
     #[arg(long, value_name = "N", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_sessions: u32,
+    /// Behind --http, end a session after this many seconds without a
+    /// message in either direction, with its upstream child: a client that
+    /// vanished without closing its session frees its --max-sessions slot.
+    /// A tool call that runs longer without progress notifications ends its
+    /// session too. 0 never ends an idle session.
+    #[arg(long, value_name = "SECONDS", default_value_t = 300)]
+    pub session_idle_timeout: u64,
     /// TOML file with a `[prompt.offload]` section; `ATLATL_PROMPT__OFFLOAD__*`
     /// variables override it.
     #[arg(long, value_name = "FILE")]
@@ -168,7 +175,10 @@ async fn run(args: &ProxyArgs, upstream: Upstream, cfg: OffloadConfig) -> Result
                 let shared = shared.clone();
                 move || layer.layer(Proxy::new(shared.clone()))
             };
-            serve::http(addr, make, shutdown_signal(), |bound| {
+            let idle = (args.session_idle_timeout > 0)
+                .then(|| std::time::Duration::from_secs(args.session_idle_timeout));
+            let options = serve::HttpOptions::new().session_idle_timeout(idle);
+            serve::http(addr, options, make, shutdown_signal(), |bound| {
                 // The one line tests and scripts wait for.
                 eprintln!("lro proxy listening on http://{bound}{}", serve::MCP_PATH);
             })

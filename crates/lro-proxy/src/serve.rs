@@ -3,6 +3,7 @@
 //!
 //! ```no_run
 //! use lro_proxy::{Proxy, ProxyConfig, ProxyShared, Upstream, serve};
+//! use std::time::Duration;
 //!
 //! # async fn run() -> Result<(), lro_proxy::ProxyError> {
 //! let shared = ProxyShared::new(ProxyConfig::new(Upstream::command("my-server", [""; 0])));
@@ -12,15 +13,17 @@
 //!     move || Proxy::new(shared.clone())
 //! };
 //! let addr = "127.0.0.1:0".parse().unwrap();
-//! serve::http(addr, make, std::future::pending(), |bound| eprintln!("on {bound}")).await?;
+//! let options = serve::HttpOptions::new().session_idle_timeout(Some(Duration::from_secs(600)));
+//! serve::http(addr, options, make, std::future::pending(), |bound| eprintln!("on {bound}")).await?;
 //! shared.shutdown().await;
 //! # Ok(()) }
 //! ```
 
-use std::{future::Future, net::SocketAddr, sync::Arc};
+use std::{future::Future, net::SocketAddr, sync::Arc, time::Duration};
 
 use rmcp::transport::streamable_http_server::{
-    StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
+    StreamableHttpServerConfig, StreamableHttpService,
+    session::local::{LocalSessionManager, SessionConfig},
 };
 use rmcp::{ServerHandler, ServiceExt as _, transport::async_rw::AsyncRwTransport};
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -119,6 +122,42 @@ fn stdio_pipes() -> (
     (read, write)
 }
 
+/// How the HTTP face keeps its sessions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct HttpOptions {
+    /// See [`HttpOptions::session_idle_timeout`].
+    pub session_idle_timeout: Option<Duration>,
+}
+
+impl Default for HttpOptions {
+    fn default() -> Self {
+        Self {
+            session_idle_timeout: Some(SessionConfig::DEFAULT_KEEP_ALIVE),
+        }
+    }
+}
+
+impl HttpOptions {
+    /// The defaults.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Ends a session when no message has passed in either direction for
+    /// this long, with its upstream (a command upstream's child exits). A
+    /// client that goes away without closing its session (no `DELETE`)
+    /// otherwise holds a child, and a `--max-sessions` slot, for ever. A
+    /// tool call that runs longer than this without progress notifications
+    /// ends its session too. `None` never ends an idle session. Defaults to
+    /// 5 minutes (rmcp's default).
+    #[must_use]
+    pub fn session_idle_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.session_idle_timeout = timeout;
+        self
+    }
+}
+
 /// Serves a handler made by `make` for each client session as streamable
 /// HTTP at `http://ADDR/mcp`, until `shutdown` resolves. `ready` gets the
 /// bound address once the listener is up (port 0 picks a free port).
@@ -129,6 +168,7 @@ fn stdio_pipes() -> (
 /// [`ProxyError::Serve`] when the server fails.
 pub async fn http<H, F>(
     addr: SocketAddr,
+    options: HttpOptions,
     make: F,
     shutdown: impl Future<Output = ()> + Send + 'static,
     ready: impl FnOnce(SocketAddr),
@@ -151,11 +191,9 @@ where
     let config = StreamableHttpServerConfig::default()
         .with_allowed_origins(LOOPBACK_ORIGINS)
         .with_cancellation_token(ct.child_token());
-    let service = StreamableHttpService::new(
-        move || Ok(make()),
-        Arc::new(LocalSessionManager::default()),
-        config,
-    );
+    let mut sessions = LocalSessionManager::default();
+    sessions.session_config.keep_alive = options.session_idle_timeout;
+    let service = StreamableHttpService::new(move || Ok(make()), Arc::new(sessions), config);
     let router = axum::Router::new().nest_service(MCP_PATH, service);
     let listener = tokio::net::TcpListener::bind(addr)
         .await

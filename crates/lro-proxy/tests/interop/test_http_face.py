@@ -160,12 +160,42 @@ async def test_max_sessions(start_proxy):
         await anyio.sleep(0.1)
 
 
+@pytest.mark.anyio
+async def test_an_abandoned_session_ends_after_the_idle_timeout(start_proxy, pid_file):
+    _, url = start_proxy("--max-sessions", "1", "--session-idle-timeout", "1")
+    # A client that initializes and then vanishes: no DELETE, no more requests.
+    assert raw_initialize(url)
+    child = (await await_until(lambda: read_pids(pid_file), what="the session's child"))[0]
+    assert pid_alive(child)
+    await await_until(lambda: not pid_alive(child), timeout=EXIT_S, what=f"idle session's child {child} to end")
+    # Its --max-sessions slot is free again.
+    async with http_session(url) as session:
+        with anyio.fail_after(PROMPT_S):
+            assert await whoami(session) not in (0, child)
+
+
 INIT = {
     "jsonrpc": "2.0",
     "id": 1,
     "method": "initialize",
     "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}},
 }
+
+
+def raw_initialize(url: str) -> str:
+    """Initializes a session over plain HTTP and returns its Mcp-Session-Id."""
+    parts = urlsplit(url)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=PROMPT_S)
+    try:
+        headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+        conn.request("POST", parts.path, body=json.dumps(INIT), headers=headers)
+        response = conn.getresponse()
+        body = response.read().decode()
+        assert response.status == 200, (response.status, body)
+        assert '"serverInfo"' in body, body
+        return response.getheader("Mcp-Session-Id") or ""
+    finally:
+        conn.close()
 
 
 def raw_post(url: str, headers: dict[str, str]) -> int:
