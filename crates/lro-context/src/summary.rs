@@ -12,7 +12,8 @@ use regex::Regex;
 use crate::Message;
 
 /// Summarises one group of older messages into the body of a
-/// `<state_snapshot>`. Implemented for closures and by [`Extractive`].
+/// `<state_snapshot>`. Implemented for closures, by [`Extractive`], and by
+/// `()`, which is [`Extractive`].
 pub trait Summariser: Send + Sync {
     /// The summary, or why there is none (the extractive one is used then).
     fn summarise(&self, group: &[Message]) -> Result<String, String>;
@@ -31,6 +32,17 @@ where
 
     fn kind(&self) -> &'static str {
         "custom"
+    }
+}
+
+/// No summariser of one's own: the extractive summary.
+impl Summariser for () {
+    fn summarise(&self, group: &[Message]) -> Result<String, String> {
+        Extractive.summarise(group)
+    }
+
+    fn kind(&self) -> &'static str {
+        Extractive.kind()
     }
 }
 
@@ -133,5 +145,12 @@ mod tests {
              <file_references>\n- /s/tool_call_c1_ab.txt\n</file_references>\n\
              <progress>\n- Searching.\n- Three techniques stand out.\n</progress>"
         );
+    }
+
+    #[test]
+    fn unit_is_the_extractive_summary() {
+        let group = parse_messages(json!([{"role": "user", "content": "Goal"}])).unwrap();
+        assert_eq!(().summarise(&group), Extractive.summarise(&group));
+        assert_eq!(Summariser::kind(&()), "extractive");
     }
 }

@@ -3,8 +3,8 @@
 
 use crate::Message;
 
-/// Counts the tokens of a text. Implemented for closures, and by
-/// [`CharsPerToken`], the default.
+/// Counts the tokens of a text. Implemented for closures, by
+/// [`CharsPerToken`], the default, and by `()`, which counts as it does.
 pub trait TokenCounter: Send + Sync {
     /// The tokens of `text`.
     fn count(&self, text: &str) -> u64;
@@ -17,6 +17,13 @@ pub struct CharsPerToken;
 impl TokenCounter for CharsPerToken {
     fn count(&self, text: &str) -> u64 {
         (text.chars().count() as u64).div_ceil(4)
+    }
+}
+
+/// Characters / 4, rounded up, as [`CharsPerToken`].
+impl TokenCounter for () {
+    fn count(&self, text: &str) -> u64 {
+        CharsPerToken.count(text)
     }
 }
 
@@ -56,5 +63,6 @@ mod tests {
         assert_eq!(CharsPerToken.count("日本語です"), 2);
         let words = |t: &str| t.split_whitespace().count() as u64;
         assert_eq!(words.count("a b c"), 3);
+        assert_eq!(().count("日本語です"), CharsPerToken.count("日本語です"));
     }
 }
