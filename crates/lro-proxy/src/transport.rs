@@ -4,11 +4,12 @@
 //! `initialize` request with the spec's `clientInfo.proxy` flag (see
 //! [`crate::flag`]). And it reads a large tool result without rmcp's
 //! buffered, untagged deserialization, which copies every string of a
-//! message several times: a line over [`DIRECT_PARSE_BYTES`] that is a
-//! `tools/call` result is parsed once into a JSON value and its text blocks
-//! are moved, not copied, into the typed result. Every other line is parsed
-//! by rmcp's own types, with rmcp's tolerance of a leading BOM and of a last
-//! line without its newline.
+//! message several times: a line over [`DIRECT_PARSE_BYTES`] is parsed once
+//! into a JSON value, and a `tools/call` result's text blocks are moved, not
+//! copied, into the typed result. Any other large message is converted from
+//! that value, not parsed from the line again. Shorter lines are parsed by
+//! rmcp's own types. Both keep rmcp's tolerance of a leading BOM and of a
+//! last line without its newline.
 
 use std::sync::Arc;
 
@@ -206,12 +207,12 @@ fn parse(line: &[u8]) -> Option<ServerJsonRpcMessage> {
     if line.iter().all(u8::is_ascii_whitespace) {
         return None;
     }
-    if line.len() > DIRECT_PARSE_BYTES
-        && let Some(message) = parse_tool_result(line)
-    {
-        return Some(message);
-    }
-    match serde_json::from_slice(line) {
+    let parsed = if line.len() > DIRECT_PARSE_BYTES {
+        parse_large(line)
+    } else {
+        serde_json::from_slice(line)
+    };
+    match parsed {
         Ok(message) => Some(message),
         Err(err) => {
             tracing::warn!(%err, bytes = line.len(), "the upstream sent a line that is not an MCP message");
@@ -220,29 +221,58 @@ fn parse(line: &[u8]) -> Option<ServerJsonRpcMessage> {
     }
 }
 
-/// A `tools/call` result, parsed once: `{"jsonrpc":"2.0","id":…,"result":
-/// {"content":[…],"structuredContent":…,"isError":…,"_meta":…}}`. `None`
-/// for any other shape, which then takes rmcp's own path.
-fn parse_tool_result(line: &[u8]) -> Option<ServerJsonRpcMessage> {
-    const RESULT_KEYS: [&str; 5] = [
-        "content",
-        "structuredContent",
-        "isError",
-        "_meta",
-        "resultType",
-    ];
-    let Value::Object(mut top) = serde_json::from_slice::<Value>(line).ok()? else {
+/// A large message, parsed once into a JSON value: a `tools/call` result is
+/// moved into its typed form (see [`tool_result`]), any other message is
+/// converted by rmcp's types from the value. A tool result with a content
+/// block that rmcp's `ContentBlock` does not read takes rmcp's path from the
+/// line, as a small one would.
+fn parse_large(line: &[u8]) -> serde_json::Result<ServerJsonRpcMessage> {
+    let value: Value = serde_json::from_slice(line)?;
+    if !is_tool_result(&value) {
+        return serde_json::from_value(value);
+    }
+    match tool_result(value) {
+        Some(message) => Ok(message),
+        None => serde_json::from_slice(line),
+    }
+}
+
+/// The keys a `tools/call` result may have.
+const RESULT_KEYS: [&str; 5] = [
+    "content",
+    "structuredContent",
+    "isError",
+    "_meta",
+    "resultType",
+];
+
+/// Whether `value` has the shape of a `tools/call` result:
+/// `{"jsonrpc":"2.0","id":…,"result":{"content":[…],"structuredContent":…,
+/// "isError":…,"_meta":…}}`.
+fn is_tool_result(value: &Value) -> bool {
+    let Some(top) = value.as_object() else {
+        return false;
+    };
+    let result = top.get("result").and_then(Value::as_object);
+    top.len() == 3
+        && top.get("jsonrpc").is_some_and(|v| v == "2.0")
+        && top.contains_key("id")
+        && result.is_some_and(|r| {
+            r.get("content").is_some_and(Value::is_array)
+                && r.keys().all(|k| RESULT_KEYS.contains(&k.as_str()))
+        })
+}
+
+/// A value that [`is_tool_result`], moved into rmcp's typed result; its text
+/// blocks' strings are moved, not copied. `None` when a part is not what
+/// rmcp reads.
+fn tool_result(value: Value) -> Option<ServerJsonRpcMessage> {
+    let Value::Object(mut top) = value else {
         return None;
     };
-    if top.len() != 3 || top.get("jsonrpc")? != "2.0" {
-        return None;
-    }
     let Value::Object(mut result) = top.remove("result")? else {
         return None;
     };
-    if !result.keys().all(|k| RESULT_KEYS.contains(&k.as_str())) {
-        return None;
-    }
     let id: RequestId = serde_json::from_value(top.remove("id")?).ok()?;
     let Value::Array(blocks) = result.remove("content")? else {
         return None;
@@ -312,7 +342,9 @@ mod tests {
             r#","structuredContent":{"a":[1]},"_meta":{"k":"v"}"#,
         ] {
             let line = tool_line(&text, extra);
-            let direct = parse_tool_result(&line).expect("a tool result");
+            let value: Value = serde_json::from_slice(&line).unwrap();
+            assert!(is_tool_result(&value), "{extra}");
+            let direct = tool_result(value).expect("a tool result");
             let rmcp: ServerJsonRpcMessage = serde_json::from_slice(&line).unwrap();
             assert_eq!(
                 serde_json::to_value(&direct).unwrap(),
@@ -324,16 +356,59 @@ mod tests {
 
     #[test]
     fn other_shapes_take_rmcps_path() {
-        assert!(parse_tool_result(&tool_line("x", r#","nextCursor":"c""#)).is_none());
+        let shape = |line: &[u8]| is_tool_result(&serde_json::from_slice(line).unwrap());
+        assert!(!shape(&tool_line("x", r#","nextCursor":"c""#)));
         let read = br#"{"jsonrpc":"2.0","id":1,"result":{"contents":[]}}"#;
-        assert!(parse_tool_result(read).is_none());
+        assert!(!shape(read));
         let note = br#"{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}"#;
-        assert!(parse_tool_result(note).is_none());
+        assert!(!shape(note));
         assert!(parse(note).is_some(), "rmcp reads it");
         assert!(parse(b"   ").is_none());
         let bom = b"\xEF\xBB\xBF{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}";
         assert!(parse(bom).is_some(), "a leading BOM is skipped");
         assert!(parse(b"not json").is_none());
+    }
+
+    #[test]
+    fn a_large_message_reads_as_rmcp_reads_it() {
+        let big = "x\"é\\n".repeat(DIRECT_PARSE_BYTES / 4);
+        let text = serde_json::to_string(&big).unwrap();
+        let lines = [
+            // resources/read, text and blob
+            format!(
+                r#"{{"jsonrpc":"2.0","id":"r1","result":{{"contents":[{{"uri":"file:///a","mimeType":"text/plain","text":{text}}},{{"uri":"file:///b","blob":"{}"}}]}}}}"#,
+                "QUJD".repeat(1000)
+            ),
+            // prompts/get
+            format!(
+                r#"{{"jsonrpc":"2.0","id":2,"result":{{"messages":[{{"role":"user","content":{{"type":"text","text":{text}}}}}]}}}}"#
+            ),
+            // a notification
+            format!(
+                r#"{{"jsonrpc":"2.0","method":"notifications/message","params":{{"level":"info","data":{text}}}}}"#
+            ),
+            // an error
+            format!(
+                r#"{{"jsonrpc":"2.0","id":3,"error":{{"code":-32603,"message":"boom","data":{text}}}}}"#
+            ),
+            // a tool result with a block rmcp does not know
+            format!(
+                r#"{{"jsonrpc":"2.0","id":4,"result":{{"content":[{{"type":"hologram","text":{text}}}]}}}}"#
+            ),
+            // a tool result
+            String::from_utf8(tool_line(&big, r#","isError":false"#)).unwrap(),
+        ];
+        for line in lines {
+            assert!(line.len() > DIRECT_PARSE_BYTES);
+            let rmcp = serde_json::from_slice::<ServerJsonRpcMessage>(line.as_bytes())
+                .map(|m| serde_json::to_value(m).unwrap());
+            let ours = parse_large(line.as_bytes()).map(|m| serde_json::to_value(m).unwrap());
+            match (rmcp, ours) {
+                (Ok(rmcp), Ok(ours)) => assert_eq!(ours, rmcp, "{}", &line[..80]),
+                (Err(_), Err(_)) => {}
+                (rmcp, ours) => panic!("{}: rmcp {rmcp:?}, ours {ours:?}", &line[..80]),
+            }
+        }
     }
 
     #[tokio::test]
