@@ -147,7 +147,9 @@ impl HttpOptions {
     /// Ends a session when no message has passed in either direction for
     /// this long, with its upstream (a command upstream's child exits). A
     /// client that goes away without closing its session (no `DELETE`)
-    /// otherwise holds a child, and a `--max-sessions` slot, for ever. A
+    /// otherwise holds a child, and one of the
+    /// [`ProxyConfig::max_sessions`](crate::ProxyConfig::max_sessions)
+    /// slots, for ever. A
     /// tool call that runs longer than this without progress notifications
     /// ends its session too. `None` never ends an idle session. Defaults to
     /// 5 minutes (rmcp's default).
