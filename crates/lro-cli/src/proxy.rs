@@ -66,7 +66,7 @@ pub struct ProxyArgs {
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Serve Prometheus metrics at http://ADDR/metrics.
-    #[arg(long, value_name = "ADDR")]
+    #[arg(long, value_name = "ADDR", value_parser = lro_telemetry::parse_metrics_addr)]
     pub metrics: Option<SocketAddr>,
     /// Add the context-offload tools (context_offload, context_grep,
     /// context_read_file), confined to this store root; repeat for more.

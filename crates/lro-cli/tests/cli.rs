@@ -287,6 +287,10 @@ fn usage_errors_exit_2_and_help_documents_the_table() {
         "{}",
         stderr(&o)
     );
+    // The exporter could not report the port it picked: refused up front.
+    let o = lro(&["proxy", "--metrics", "127.0.0.1:0", "--", "true"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("name a port"), "{}", stderr(&o));
     let o = lro(&["--help"]);
     assert!(o.status.success());
     let help = stdout(&o);

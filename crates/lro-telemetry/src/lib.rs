@@ -74,6 +74,11 @@ pub enum TelemetryError {
         /// The exporter's error.
         source: metrics_exporter_prometheus::BuildError,
     },
+    /// The metrics address has port 0. The exporter binds the address
+    /// itself and cannot report the port the system picked, so nobody could
+    /// learn where to scrape.
+    #[error("{}", port_zero_message(*.0))]
+    MetricsPortZero(SocketAddr),
     /// The Prometheus exporter rejected its configuration.
     #[error("cannot configure the Prometheus exporter: {0}")]
     MetricsExporter(#[source] metrics_exporter_prometheus::BuildError),
@@ -111,6 +116,35 @@ pub enum TelemetryError {
     /// Flushing or shutting down the trace exporter failed.
     #[error("cannot flush or shut down the trace exporter: {0}")]
     Flush(#[source] opentelemetry_sdk::error::OTelSdkError),
+}
+
+fn port_zero_message(addr: SocketAddr) -> String {
+    format!(
+        "cannot serve Prometheus metrics on {addr}: name a port; port 0 would pick one that cannot be reported"
+    )
+}
+
+/// Reads a metrics listen address, `HOST:PORT`, refusing port 0 (see
+/// [`TelemetryError::MetricsPortZero`]). Made for a command line's
+/// `--metrics ADDR` (clap's `value_parser`), so the mistake is a usage error.
+///
+/// ```
+/// assert!(lro_telemetry::parse_metrics_addr("127.0.0.1:9464").is_ok());
+/// assert!(lro_telemetry::parse_metrics_addr("127.0.0.1:0").is_err());
+/// assert!(lro_telemetry::parse_metrics_addr("localhost").is_err());
+/// ```
+///
+/// # Errors
+///
+/// A sentence saying what is wrong with `s`.
+pub fn parse_metrics_addr(s: &str) -> Result<SocketAddr, String> {
+    let addr: SocketAddr = s
+        .parse()
+        .map_err(|err| format!("{err}: expected HOST:PORT, e.g. 127.0.0.1:9464"))?;
+    if addr.port() == 0 {
+        return Err(port_zero_message(addr));
+    }
+    Ok(addr)
 }
 
 /// Entry point: [`Telemetry::builder`].
@@ -165,7 +199,8 @@ impl TelemetryBuilder {
     }
 
     /// Sets the address the Prometheus listener binds; every path answers
-    /// with the metrics, so Prometheus scrapes `http://{addr}/metrics`.
+    /// with the metrics, so Prometheus scrapes `http://{addr}/metrics`. Its
+    /// port must not be 0 ([`TelemetryError::MetricsPortZero`]).
     /// Defaults to `None`: no listener, but the recorder is still installed
     /// and [`TelemetryGuard::render_metrics`] works (e.g. to serve metrics
     /// from the host's own HTTP router).
@@ -203,6 +238,9 @@ impl TelemetryBuilder {
         let env = |key: &str| std::env::var(key).ok().filter(|v| !v.trim().is_empty());
         // Everything that can be rejected is checked before anything global
         // is touched.
+        if let Some(addr) = self.metrics_addr.filter(|a| a.port() == 0) {
+            return Err(TelemetryError::MetricsPortZero(addr));
+        }
         let filter = self.env_filter(env("RUST_LOG"))?;
         let otlp = otlp::settings(self.otlp_endpoint.as_deref(), &env)?;
         let provider = otlp
@@ -351,6 +389,21 @@ mod tests {
         assert_eq!(b.log_filter, "info");
         assert_eq!(b.metrics_addr, None);
         assert_eq!(b.otlp_endpoint, None);
+    }
+
+    #[test]
+    fn port_zero_is_refused_before_anything_is_installed() {
+        let addr: SocketAddr = "127.0.0.1:0".parse().unwrap();
+        let err = Telemetry::builder()
+            .metrics_addr(Some(addr))
+            .install()
+            .unwrap_err();
+        assert!(matches!(err, TelemetryError::MetricsPortZero(a) if a == addr));
+        assert_eq!(
+            Some(err.to_string()),
+            parse_metrics_addr("127.0.0.1:0").err()
+        );
+        assert!(err.to_string().contains("name a port"), "{err}");
     }
 
     #[test]

@@ -81,7 +81,7 @@ struct Cli {
     no_lro: bool,
 
     /// Serve Prometheus metrics at `http://ADDR/metrics`.
-    #[arg(long, value_name = "ADDR")]
+    #[arg(long, value_name = "ADDR", value_parser = lro_telemetry::parse_metrics_addr)]
     metrics: Option<SocketAddr>,
 
     /// Add the context-offload tools (context_offload, context_grep,
