@@ -128,9 +128,9 @@ impl OffloadArgs {
                 req.messages = value;
                 req
             }
-            Value::Object(_) => serde_json::from_value(value).map_err(|e| {
-                CliError::Usage(format!("stdin is not a /context_offload request: {e}"))
-            })?,
+            Value::Object(_) => {
+                OffloadRequest::from_value(value).map_err(|e| CliError::Usage(e.to_string()))?
+            }
             _ => {
                 return Err(CliError::Usage(
                     "stdin must hold a request object or an array of messages".into(),

@@ -202,6 +202,14 @@ async fn bad_input_is_a_400_naming_the_field_and_writes_nothing() {
             json!({"messages": "nope", "store_dir": store}),
             "`messages`",
         ),
+        (
+            json!({"messages": [], "store_dir": store, "max_total_tokens": "lots"}),
+            "`max_total_tokens`: invalid type",
+        ),
+        (
+            json!({"messages": [], "store_dir": store, "exclude_tools": ["web", 3]}),
+            "`exclude_tools[1]`",
+        ),
     ];
     for (body, why) in cases {
         let (status, r) = svc.post("/context_offload", &body).await;

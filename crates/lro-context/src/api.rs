@@ -24,10 +24,6 @@ struct ReadArgs {
     limit: Option<usize>,
 }
 
-fn parse<T: serde::de::DeserializeOwned>(args: Value) -> Result<T, ContextError> {
-    serde_json::from_value(args).map_err(|e| ContextError::field("arguments", e.to_string()))
-}
-
 impl ContextOffloader {
     /// `/context_offload`: the request checked, the history processed, ReMe's
     /// response (`{success, answer, messages, metadata}`).
@@ -36,7 +32,7 @@ impl ContextOffloader {
     ///
     /// [`ContextError`] naming the bad field; nothing is written then.
     pub fn offload_json(&self, args: Value) -> Result<Value, ContextError> {
-        let (messages, params) = parse::<OffloadRequest>(args)?.check()?;
+        let (messages, params) = OffloadRequest::from_value(args)?.check()?;
         Ok(self.offload(messages, &params)?.to_response())
     }
 
@@ -47,7 +43,7 @@ impl ContextOffloader {
     ///
     /// [`ContextError`] naming the bad field or a path outside the roots.
     pub fn grep_json(&self, args: Value) -> Result<String, ContextError> {
-        let a: GrepArgs = parse(args)?;
+        let a: GrepArgs = crate::error::parse(args)?;
         let pattern = a
             .pattern
             .ok_or_else(|| ContextError::field("pattern", "is required"))?;
@@ -64,7 +60,7 @@ impl ContextOffloader {
     /// [`ContextError`] naming the bad field, a path outside the roots, or a
     /// file that does not exist (or expired).
     pub fn read_file_json(&self, args: Value) -> Result<String, ContextError> {
-        let a: ReadArgs = parse(args)?;
+        let a: ReadArgs = crate::error::parse(args)?;
         let path = a
             .absolute_path
             .ok_or_else(|| ContextError::field("absolute_path", "is required"))?;

@@ -10,8 +10,9 @@ pub enum ContextError {
     /// A request field is missing or has a bad value.
     #[error("`{field}`: {reason}")]
     Field {
-        /// The field, e.g. `store_dir` or `context_manage_mode`.
-        field: &'static str,
+        /// The field, e.g. `store_dir`, `context_manage_mode` or
+        /// `messages[3].role`.
+        field: String,
         /// What is wrong with it.
         reason: String,
     },
@@ -50,9 +51,9 @@ pub enum ContextError {
 }
 
 impl ContextError {
-    pub(crate) fn field(field: &'static str, reason: impl Into<String>) -> Self {
+    pub(crate) fn field(field: impl Into<String>, reason: impl Into<String>) -> Self {
         Self::Field {
-            field,
+            field: field.into(),
             reason: reason.into(),
         }
     }
@@ -62,4 +63,20 @@ impl ContextError {
     pub fn is_bad_request(&self) -> bool {
         !matches!(self, Self::Io { .. })
     }
+}
+
+/// The arguments read into `T`; a bad value is reported under its own path
+/// (`max_total_tokens`, `messages[2]`), so the caller knows what to fix.
+pub(crate) fn parse<T: serde::de::DeserializeOwned>(
+    args: serde_json::Value,
+) -> Result<T, ContextError> {
+    serde_path_to_error::deserialize(args).map_err(|e| {
+        let path = e.path().to_string();
+        let field = if path == "." {
+            "arguments".to_owned()
+        } else {
+            path
+        };
+        ContextError::field(field, e.into_inner().to_string())
+    })
 }

@@ -180,6 +180,16 @@ impl Params {
 }
 
 impl OffloadRequest {
+    /// A request read from a JSON body.
+    ///
+    /// # Errors
+    ///
+    /// [`ContextError::Field`] naming the field whose value has the wrong
+    /// type, e.g. `max_total_tokens`.
+    pub fn from_value(body: Value) -> Result<Self, ContextError> {
+        crate::error::parse(body)
+    }
+
     /// Checks the request: the messages and the parameters.
     ///
     /// # Errors
@@ -255,7 +265,7 @@ mod tests {
     use super::*;
 
     fn request(v: Value) -> Result<(Vec<Message>, Params), ContextError> {
-        serde_json::from_value::<OffloadRequest>(v).unwrap().check()
+        OffloadRequest::from_value(v)?.check()
     }
 
     #[test]
@@ -284,6 +294,10 @@ mod tests {
         assert!(
             err(json!({"messages": [], "store_dir": "/s", "compact_ratio_threshold": 2.0}))
                 .starts_with("`compact_ratio_threshold`")
+        );
+        assert_eq!(
+            err(json!({"messages": [], "store_dir": "/s", "keep_recent_count": -1})),
+            "`keep_recent_count`: invalid value: integer `-1`, expected usize"
         );
     }
 }

@@ -278,12 +278,30 @@ pub fn read_file(
             break;
         }
         if out.len() + line.len() > READ_CAP {
-            let _ = write!(
-                out,
-                "\n[stopped at {} MiB: read on with offset={} and a limit]",
-                READ_CAP >> 20,
-                start + taken
-            );
+            let at = start + taken;
+            if out.is_empty() {
+                // Paging by lines cannot split a line longer than the cap, and
+                // pointing the reader back at it would loop: its head is shown
+                // and the reader is sent past it.
+                let mut cut = READ_CAP;
+                while !line.is_char_boundary(cut) {
+                    cut -= 1;
+                }
+                out.push_str(&line[..cut]);
+                let _ = write!(
+                    out,
+                    "\n[line {at} is {} bytes, over the {} MiB cap: its first {cut} bytes are shown; read on with offset={}]",
+                    line.len(),
+                    READ_CAP >> 20,
+                    at + 1
+                );
+            } else {
+                let _ = write!(
+                    out,
+                    "\n[stopped at {} MiB: read on with offset={at} and a limit]",
+                    READ_CAP >> 20
+                );
+            }
             break;
         }
         out.push_str(line);
@@ -474,6 +492,32 @@ mod tests {
             read_file(&dir.path().join("no"), None, None),
             Err(ContextError::NotFound { .. })
         ));
+    }
+
+    #[test]
+    fn reads_past_the_cap_page_on_and_a_longer_line_is_not_a_loop() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("big");
+        let line = format!("{}\n", "é".repeat(1 << 19));
+        fs::write(&f, line.repeat(6)).unwrap();
+        let first = read_file(&f, None, None).unwrap();
+        let hint = "\n[stopped at 4 MiB: read on with offset=3 and a limit]";
+        assert_eq!(first, format!("{}{hint}", line.repeat(3)));
+        assert_eq!(read_file(&f, Some(3), None).unwrap(), line.repeat(3));
+
+        fs::write(&f, format!("a{}\nz\n", "é".repeat(READ_CAP))).unwrap();
+        let head = read_file(&f, None, None).unwrap();
+        let (shown, note) = head.split_once("\n[").unwrap();
+        assert_eq!(shown.len(), READ_CAP - 1, "cut at a character boundary");
+        assert_eq!(
+            note,
+            format!(
+                "line 0 is {} bytes, over the 4 MiB cap: its first {} bytes are shown; read on with offset=1]",
+                2 * READ_CAP + 2,
+                READ_CAP - 1
+            )
+        );
+        assert_eq!(read_file(&f, Some(1), None).unwrap(), "z\n");
     }
 
     #[test]
