@@ -48,7 +48,12 @@ pub(super) fn probes(ev: &Evidence) -> Verdict {
         }
     }
     let names: Vec<String> = ev.calls.iter().map(ToString::to_string).collect();
-    pass(format!("{} calls: {}", names.len(), names.join(", ")))
+    let plural = if names.len() == 1 { "" } else { "s" };
+    pass(format!(
+        "{} call{plural}: {}",
+        names.len(),
+        names.join(", ")
+    ))
 }
 
 /// "The threshold is evaluated against the total result set, not

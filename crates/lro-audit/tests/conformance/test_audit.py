@@ -191,6 +191,17 @@ def test_each_violation_is_caught_by_its_named_check(violation_reports, violatio
     assert check in report["verdict"], report["verdict"]
 
 
+def test_keep_going_judges_the_levels_above_a_failed_one():
+    """Without --keep-going a failed Level 1 skips everything above it (see the
+    --no-lro test); with it every check is judged and the verdict is unchanged."""
+    code, report, err, _ = run_audit("--keep-going", "--", *fixture_cmd("--violate", "header-count-off"))
+    assert code == 0 and report["level"] == 0, explain(report) + err
+    got = status(report)
+    assert got["jsonl-count"] == "fail", explain(report)
+    above = {c["id"]: c["status"] for c in report["checks"] if c["level"] in (LEVEL2, LEVEL3)}
+    assert set(above.values()) == {"pass"}, explain(report)
+
+
 def test_recipes_never_reach_a_shell(violation_reports):
     """The shell-recipe fixture's recipe appends `; touch MARKER`: refused by
     shape, never run, so no marker file appears."""
@@ -234,7 +245,7 @@ def test_probes_replace_the_spec_tools():
     )
     assert code == 0, err
     probes = {c["id"]: c["detail"] for c in report["checks"]}["probes"]
-    assert probes.startswith("1 calls: recall_memories("), probes
+    assert probes.startswith("1 call: recall_memories("), probes
     # One call at medium shows Levels 1 and 2; it proves as much as it can.
     assert report["level"] >= LEVEL2, explain(report)
 
