@@ -96,8 +96,6 @@ impl AuditArgs {
     ///
     /// A usage error naming the flag.
     pub fn target(&self, env: impl Fn(&str) -> Option<String>) -> Result<Target, CliError> {
-        let usage =
-            |flag: &str, err: lro_proxy::ProxyError| CliError::Usage(format!("{flag}: {err}"));
         match (&self.url, self.command.split_first()) {
             (Some(url), _) => {
                 if !self.env.is_empty() {
@@ -108,12 +106,7 @@ impl AuditArgs {
                 }
                 // The proxy's parsing: the same header rules and `${VAR}`
                 // expansion, values never echoed.
-                let mut upstream = Upstream::http(url).map_err(|e| usage("--url", e))?;
-                for header in &self.headers {
-                    upstream = upstream
-                        .header(header, &env)
-                        .map_err(|e| usage("--header", e))?;
-                }
+                let upstream = crate::proxy::http_upstream(url, &self.headers, env)?;
                 let mut target = Target::url(url);
                 if let Upstream::Http { headers, .. } = upstream {
                     for (name, value) in headers {

@@ -82,18 +82,8 @@ impl ProxyArgs {
     ///
     /// A usage error naming the flag.
     pub fn upstream(&self, env: impl Fn(&str) -> Option<String>) -> Result<Upstream, CliError> {
-        let usage =
-            |flag: &str, err: lro_proxy::ProxyError| CliError::Usage(format!("{flag}: {err}"));
         match (&self.url, self.command.split_first()) {
-            (Some(url), _) => {
-                let mut upstream = Upstream::http(url).map_err(|e| usage("--url", e))?;
-                for header in &self.headers {
-                    upstream = upstream
-                        .header(header, &env)
-                        .map_err(|e| usage("--header", e))?;
-                }
-                Ok(upstream)
-            }
+            (Some(url), _) => http_upstream(url, &self.headers, env),
             (None, _) if !self.headers.is_empty() => Err(CliError::Usage(
                 "--header: headers go to an HTTP upstream; add --url".into(),
             )),
@@ -103,6 +93,29 @@ impl ProxyArgs {
             )),
         }
     }
+}
+
+/// A streamable-HTTP upstream from `--url` and `--header` values, with
+/// `${VAR}` in header values expanded from `env`. `lro audit` parses its URL
+/// target with it too, so both commands take the same headers.
+///
+/// # Errors
+///
+/// A usage error naming the flag.
+pub(crate) fn http_upstream(
+    url: &str,
+    headers: &[String],
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<Upstream, CliError> {
+    let usage = |flag: &str, err: lro_proxy::ProxyError| CliError::Usage(format!("{flag}: {err}"));
+    headers.iter().try_fold(
+        Upstream::http(url).map_err(|e| usage("--url", e))?,
+        |upstream, header| {
+            upstream
+                .header(header, &env)
+                .map_err(|e| usage("--header", e))
+        },
+    )
 }
 
 /// Runs the proxy until the client goes away, a signal arrives, or the
