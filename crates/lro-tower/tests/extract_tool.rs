@@ -2,8 +2,21 @@
 
 mod support;
 
+use std::sync::{
+    Arc,
+    atomic::{AtomicBool, Ordering},
+};
+
 use lro_core::{ScriptAware, TokenEstimator};
 use lro_tower::{EXTRACT_TOOL, LroLayer};
+use rmcp::{
+    ErrorData as McpError, RoleServer, ServerHandler,
+    model::{
+        CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, JsonObject,
+        ListToolsResult, PaginatedRequestParams, ServerConfig, Tool,
+    },
+    service::RequestContext,
+};
 use serde_json::{Value, json};
 use support::*;
 
@@ -152,4 +165,97 @@ async fn turning_extraction_off_removes_the_tool_and_uses_shell_guidance() {
             .unwrap()
             .contains("Use the jq recipes above")
     );
+}
+
+/// A server's own `lro_extract`, while `own` is set: a proxied upstream may
+/// have one, and may drop it and send `tools/list_changed`.
+const OWN: &str = "the server's own lro_extract";
+
+#[derive(Clone, Default)]
+struct Shadowing {
+    inner: TestServer,
+    own: Arc<AtomicBool>,
+}
+
+impl ServerHandler for Shadowing {
+    fn get_info(&self) -> ServerConfig {
+        self.inner.get_info()
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        let mut list = self.inner.list_tools(request, cx).await?;
+        if self.own.load(Ordering::Relaxed) {
+            list.tools
+                .push(Tool::new(EXTRACT_TOOL, OWN, JsonObject::default()));
+        }
+        Ok(list)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        if request.name == EXTRACT_TOOL && self.own.load(Ordering::Relaxed) {
+            let own = CallToolResult::success(vec![ContentBlock::text(OWN)]);
+            return Ok(CallToolResponse::Complete(own));
+        }
+        self.inner.call_tool(request, cx).await
+    }
+}
+
+#[tokio::test]
+async fn a_server_that_drops_its_own_lro_extract_gets_the_layers_after_a_new_listing() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Shadowing::default();
+    server.own.store(true, Ordering::Relaxed);
+    let client = connect(LroLayer::new(config(dir.path(), 500)).wrap(server.clone())).await;
+    let extract_descriptions = || async {
+        let tools = client.list_all_tools().await.unwrap();
+        tools
+            .into_iter()
+            .filter(|t| t.name == EXTRACT_TOOL)
+            .map(|t| t.description.unwrap_or_default().into_owned())
+            .collect::<Vec<_>>()
+    };
+    let offload = || async {
+        let d = first_json(&call(&client, "items", json!({"n": 300})).await);
+        let guidance = d["guidance"].as_str().unwrap().to_owned();
+        (d["file_path"].as_str().unwrap().to_owned(), guidance)
+    };
+    let extract = |path: String| {
+        let client = &client;
+        async move {
+            let r = call(
+                client,
+                EXTRACT_TOOL,
+                json!({"file_path": path, "count": true}),
+            )
+            .await;
+            r.content[0].as_text().unwrap().text.trim().to_owned()
+        }
+    };
+
+    assert_eq!(extract_descriptions().await, [OWN]);
+    let (path, guidance) = offload().await;
+    assert!(guidance.contains("Use the jq recipes above"), "{guidance}");
+    assert_eq!(extract(path).await, OWN);
+
+    // The server drops its tool; the client lists again, as it would on
+    // `tools/list_changed`, and the layer's tool is back.
+    server.own.store(false, Ordering::Relaxed);
+    let ours = extract_descriptions().await;
+    assert!(ours.len() == 1 && ours[0] != OWN, "{ours:?}");
+    let (path, guidance) = offload().await;
+    assert!(guidance.contains(EXTRACT_TOOL), "{guidance}");
+    assert_eq!(extract(path.clone()).await, r#"{"count":300}"#);
+
+    // And the server's own wins again as soon as it is listed.
+    server.own.store(true, Ordering::Relaxed);
+    assert_eq!(extract_descriptions().await, [OWN]);
+    assert_eq!(extract(path).await, OWN);
 }

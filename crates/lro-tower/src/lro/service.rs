@@ -38,15 +38,48 @@ pub struct Lro<H> {
     inner: H,
     pub(crate) shared: Arc<Shared>,
     tasks: Arc<Mutex<TaskBook>>,
-    /// The inner handler listed a tool named `lro_extract` (a proxied
+    /// The inner handler lists a tool named `lro_extract` (a proxied
     /// upstream may): that tool wins, and ours is neither listed nor called.
-    shadowed: Arc<AtomicBool>,
+    shadowed: Arc<Shadow>,
     /// The inner handler's tools have been listed to the end once, so
     /// `shadowed` is known.
     listed: Arc<AtomicBool>,
-    /// The inner handler listed a tool named like one of the context tools:
+    /// The inner handler lists a tool named like one of the context tools:
     /// it serves them all, and the layer lists none.
-    context_shadowed: Arc<AtomicBool>,
+    context_shadowed: Arc<Shadow>,
+}
+
+/// Whether the inner handler lists a tool of the layer's own name.
+///
+/// A tool list can change (`tools/list_changed`, a reconnected upstream), so
+/// every listing is observed. A page that has the tool shadows at once: the
+/// server's own tool must win from the first call. Only a complete listing
+/// without it, read from its first page to its last, lifts the shadow.
+#[derive(Debug, Default)]
+struct Shadow {
+    on: AtomicBool,
+    /// An earlier page of the listing being read had the tool.
+    pending: AtomicBool,
+}
+
+impl Shadow {
+    /// Records one page of a listing; true when this page starts a shadow.
+    fn observe(&self, first_page: bool, last_page: bool, here: bool) -> bool {
+        let seen = here || (!first_page && self.pending.load(Ordering::Relaxed));
+        self.pending.store(seen && !last_page, Ordering::Relaxed);
+        if seen {
+            !self.on.swap(true, Ordering::Relaxed)
+        } else {
+            if last_page {
+                self.on.store(false, Ordering::Relaxed);
+            }
+            false
+        }
+    }
+
+    fn is_on(&self) -> bool {
+        self.on.load(Ordering::Relaxed)
+    }
 }
 
 /// What the layer knows about tasks, bounded: every insert goes through
@@ -326,6 +359,7 @@ impl<H: ServerHandler> Lro<H> {
         cx.meta = Default::default();
         let mut cursor: Option<String> = None;
         loop {
+            let first_page = cursor.is_none();
             let page = cursor
                 .take()
                 .map(|c| PaginatedRequestParams::default().with_cursor(Some(c)));
@@ -336,7 +370,7 @@ impl<H: ServerHandler> Lro<H> {
                 return;
             };
             cursor = list.next_cursor.clone();
-            self.patch_tools(list);
+            self.patch_tools(list, first_page);
             if cursor.is_none() {
                 return;
             }
@@ -346,8 +380,7 @@ impl<H: ServerHandler> Lro<H> {
     /// The context engine, when `tool` is one of its tools and the server has
     /// none of that name.
     fn context_tool(&self, tool: &str) -> Option<&lro_context::ContextOffloader> {
-        let ours = context::CONTEXT_TOOLS.contains(&tool)
-            && !self.context_shadowed.load(Ordering::Relaxed);
+        let ours = context::CONTEXT_TOOLS.contains(&tool) && !self.context_shadowed.is_on();
         self.shared.context.as_ref().filter(|_| ours)
     }
 
@@ -357,15 +390,21 @@ impl<H: ServerHandler> Lro<H> {
     }
 
     fn is_shadowed(&self) -> bool {
-        self.shadowed.load(Ordering::Relaxed)
+        self.shadowed.is_on()
     }
 
-    fn patch_tools(&self, mut list: ListToolsResult) -> ListToolsResult {
+    /// Adds the layer's tools to the inner handler's listing, unless it has
+    /// its own of the same names. `first_page` says the request had no cursor.
+    fn patch_tools(&self, mut list: ListToolsResult, first_page: bool) -> ListToolsResult {
+        let last_page = list.next_cursor.is_none();
+        let has = |names: &[&str]| list.tools.iter().any(|t| names.contains(&t.name.as_ref()));
         if self.shared.extractor.is_some()
-            && list.tools.iter().any(|t| t.name == extract::EXTRACT_TOOL)
-            && !self.shadowed.swap(true, Ordering::Relaxed)
+            && self
+                .shadowed
+                .observe(first_page, last_page, has(&[extract::EXTRACT_TOOL]))
         {
-            // Never a silent shadow: say it once, on the log (stderr in `lro proxy`).
+            // Never a silent shadow: say so when one starts, on the log (stderr
+            // in `lro proxy`).
             tracing::warn!(
                 "the server has its own `{}` tool: it is listed and called instead of the LRO \
                  extraction tool, and descriptors point at the jq recipes",
@@ -373,23 +412,21 @@ impl<H: ServerHandler> Lro<H> {
             );
         }
         if self.shared.context.is_some()
-            && list
-                .tools
-                .iter()
-                .any(|t| context::CONTEXT_TOOLS.contains(&t.name.as_ref()))
-            && !self.context_shadowed.swap(true, Ordering::Relaxed)
+            && self
+                .context_shadowed
+                .observe(first_page, last_page, has(&context::CONTEXT_TOOLS))
         {
             tracing::warn!(
                 "the server has its own context tools: they are listed and called instead of LRO's"
             );
         }
         // The extraction and context tools are added once, on the last page.
-        if list.next_cursor.is_none() {
+        if last_page {
             self.listed.store(true, Ordering::Relaxed);
             if self.extracts() {
                 list.tools.push(extract::tool());
             }
-            if self.shared.context.is_some() && !self.context_shadowed.load(Ordering::Relaxed) {
+            if self.shared.context.is_some() && !self.context_shadowed.is_on() {
                 list.tools.extend(context::tools());
                 lro_core::metric::register_context_zeroed();
             }
@@ -544,8 +581,9 @@ impl<H: ServerHandler> ServerHandler for Lro<H> {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
+        let first_page = request.as_ref().is_none_or(|r| r.cursor.is_none());
         let list = self.inner.list_tools(request, context).await?;
-        Ok(self.patch_tools(list))
+        Ok(self.patch_tools(list, first_page))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
@@ -669,6 +707,31 @@ impl<H: ServerHandler> ServerHandler for Lro<H> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_shadow_starts_on_any_page_and_ends_only_after_a_whole_listing_without_the_tool() {
+        let shadow = Shadow::default();
+        // Pages: (first, last, has the tool).
+        assert!(!shadow.observe(true, false, false) && !shadow.is_on());
+        assert!(shadow.observe(false, true, true), "a later page shadows");
+        assert!(
+            !shadow.observe(true, true, true),
+            "already on: no new start"
+        );
+        // A two-page listing without the tool lifts it on its last page only.
+        assert!(!shadow.observe(true, false, false));
+        assert!(shadow.is_on());
+        assert!(!shadow.observe(false, true, false));
+        assert!(!shadow.is_on());
+        // The tool on page one of three keeps the shadow through the last page.
+        assert!(shadow.observe(true, false, true));
+        shadow.observe(false, false, false);
+        shadow.observe(false, true, false);
+        assert!(shadow.is_on());
+        // A single-page listing without the tool lifts it.
+        shadow.observe(true, true, false);
+        assert!(!shadow.is_on());
+    }
 
     #[test]
     fn the_task_book_stays_bounded_whichever_map_grows() {
