@@ -17,7 +17,7 @@
 use std::{io::Read, net::SocketAddr, path::PathBuf};
 
 use clap::{Args, Subcommand};
-use lro_context::{ContextOffloader, OffloadRequest, Roots};
+use lro_context::{ContextOffloader, FileContents, OffloadRequest, Roots};
 use serde_json::Value;
 
 use crate::error::CliError;
@@ -89,6 +89,10 @@ pub struct OffloadArgs {
     /// A tool whose results are never compacted; repeat for more.
     #[arg(long = "exclude-tool", value_name = "NAME")]
     pub exclude_tools: Vec<String>,
+    /// Leave the stored files' contents out of the answer
+    /// (`metadata.write_file_dict`); `metadata.stored_files` lists the paths.
+    #[arg(long)]
+    pub no_file_contents: bool,
 }
 
 /// `lro context serve`.
@@ -150,6 +154,9 @@ impl OffloadArgs {
         if !self.exclude_tools.is_empty() {
             req.exclude_tools = Some(self.exclude_tools.clone());
         }
+        if self.no_file_contents {
+            req.include_file_contents = Some(false);
+        }
         Ok(req)
     }
 }
@@ -171,14 +178,16 @@ pub fn context(
             stdin
                 .read_to_string(&mut input)
                 .map_err(|e| CliError::Usage(format!("cannot read stdin: {e}")))?;
-            let (messages, params) = a
-                .request(&input)?
+            let request = a.request(&input)?;
+            // The ReMe shape by default, as the HTTP service answers.
+            let contents = request.file_contents(FileContents::Included);
+            let (messages, params) = request
                 .check()
                 .map_err(|e| CliError::Usage(e.to_string()))?;
             let out = ContextOffloader::from_env()
                 .offload(messages, &params)
                 .map_err(|e| CliError::Usage(e.to_string()))?;
-            let text = serde_json::to_string_pretty(&out.to_response()).unwrap_or_default();
+            let text = serde_json::to_string_pretty(&out.to_response(contents)).unwrap_or_default();
             writeln!(stdout, "{text}").map_err(CliError::Output)
         }
         ContextCommand::Serve(a) => serve(a),

@@ -36,7 +36,7 @@ use axum::{
     response::{IntoResponse, Response},
     routing::post,
 };
-use lro_context::{ContextError, ContextOffloader};
+use lro_context::{ContextError, ContextOffloader, FileContents};
 use serde_json::{Value, json};
 
 /// Largest request body: histories of millions of tokens are the point.
@@ -250,9 +250,13 @@ async fn context_offload(
     State(service): State<Service>,
     payload: Result<Json<Value>, JsonRejection>,
 ) -> Response {
-    run(service, payload, ContextOffloader::offload_json, |v| {
-        (StatusCode::OK, Json(v)).into_response()
-    })
+    // ReMe's clients read the files' contents from the answer.
+    run(
+        service,
+        payload,
+        |o, args| o.offload_json(args, FileContents::Included),
+        |v| (StatusCode::OK, Json(v)).into_response(),
+    )
     .await
 }
 

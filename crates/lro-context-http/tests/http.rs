@@ -122,6 +122,14 @@ async fn the_seed_examples_over_http() {
     }
     let files = r["metadata"]["write_file_dict"].as_object().unwrap();
     assert_eq!(files.len(), 2);
+    let stored = r["metadata"]["stored_files"].as_array().unwrap();
+    assert!(
+        stored.len() == 2
+            && stored
+                .iter()
+                .all(|p| files.contains_key(p.as_str().unwrap())),
+        "{stored:?}"
+    );
 
     // Every file reads back byte-identical, and grep finds it.
     for (path, content) in files {
@@ -163,9 +171,20 @@ async fn the_seed_examples_over_http() {
         .await;
     assert!(!page["answer"].as_str().unwrap().is_empty());
 
-    // The same history again: the same messages, no new file.
-    let (_, again) = svc.post("/context_offload", &request).await;
+    // The same history again: the same messages, no new file. Asked to,
+    // the answer leaves the contents out and still names the files.
+    let mut without = request.clone();
+    without["include_file_contents"] = json!(false);
+    let (_, again) = svc.post("/context_offload", &without).await;
     assert_eq!(again["messages"], r["messages"]);
+    assert!(
+        again["metadata"].get("write_file_dict").is_none(),
+        "{again}"
+    );
+    assert_eq!(
+        &again["metadata"]["stored_files"],
+        &r["metadata"]["stored_files"]
+    );
     assert!(
         !again["answer"]
             .as_str()

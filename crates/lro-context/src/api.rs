@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::{ContextError, ContextOffloader, OffloadRequest, grep, read_file};
+use crate::{ContextError, ContextOffloader, FileContents, OffloadRequest, grep, read_file};
 
 #[derive(Deserialize)]
 struct GrepArgs {
@@ -26,14 +26,18 @@ struct ReadArgs {
 
 impl ContextOffloader {
     /// `/context_offload`: the request checked, the history processed, ReMe's
-    /// response (`{success, answer, messages, metadata}`).
+    /// response (`{success, answer, messages, metadata}`), with the files'
+    /// contents as the request's `include_file_contents` says, else as
+    /// `contents` says.
     ///
     /// # Errors
     ///
     /// [`ContextError`] naming the bad field; nothing is written then.
-    pub fn offload_json(&self, args: Value) -> Result<Value, ContextError> {
-        let (messages, params) = OffloadRequest::from_value(args)?.check()?;
-        Ok(self.offload(messages, &params)?.to_response())
+    pub fn offload_json(&self, args: Value, contents: FileContents) -> Result<Value, ContextError> {
+        let request = OffloadRequest::from_value(args)?;
+        let contents = request.file_contents(contents);
+        let (messages, params) = request.check()?;
+        Ok(self.offload(messages, &params)?.to_response(contents))
     }
 
     /// `/grep`: `pattern` (required), `path` (a directory in the roots,

@@ -52,7 +52,7 @@ pub use error::ContextError;
 pub use llm::OpenAiSummariser;
 pub use message::{Message, parse_messages};
 pub use offload::{ContextOffloader, FileKind, Offloaded, Stats, StoredFile, SummariserCall};
-pub use params::{Mode, OffloadRequest, Params, PreviewFormat};
+pub use params::{FileContents, Mode, OffloadRequest, Params, PreviewFormat};
 pub use store::{Expired, GREP_MAX_MATCHES, READ_CAP, Roots, expire, grep, read_file};
 pub use summary::{Extractive, Summariser};
 pub use tokens::{CharsPerToken, TokenCounter};

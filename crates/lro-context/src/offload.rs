@@ -16,7 +16,7 @@ use regex::Regex;
 use serde_json::{Map, Value};
 
 use crate::{
-    ContextError, Message, Mode, Params, PreviewFormat, Roots,
+    ContextError, FileContents, Message, Mode, Params, PreviewFormat, Roots,
     params::{KEEP_RECENT_COMPACT, KEEP_RECENT_COMPRESS},
     store::{self, Written},
     summary::{Extractive, Summariser},
@@ -118,21 +118,27 @@ impl Offloaded {
     }
 
     /// ReMe's response: `{success: true, answer, messages, metadata:
-    /// {write_file_dict, stats, warnings}}`, what the HTTP service answers
-    /// and `lro context offload` prints.
-    pub fn to_response(&self) -> Value {
+    /// {write_file_dict, stored_files, stats, warnings}}`, what every front
+    /// answers. `write_file_dict` (path → content) is there only with
+    /// [`FileContents::Included`]; `stored_files` lists the paths always.
+    pub fn to_response(&self, contents: FileContents) -> Value {
         let messages: Vec<Value> = self
             .messages
             .iter()
             .cloned()
             .map(Message::into_json)
             .collect();
-        serde_json::json!({
+        let stored: Vec<String> = self
+            .files
+            .iter()
+            .map(|f| f.path.display().to_string())
+            .collect();
+        let mut response = serde_json::json!({
             "success": true,
             "answer": self.answer(),
             "messages": messages,
             "metadata": {
-                "write_file_dict": self.write_file_dict(),
+                "stored_files": stored,
                 "stats": {
                     "tokens_before": self.stats.tokens_before,
                     "tokens_after": self.stats.tokens_after,
@@ -143,7 +149,11 @@ impl Offloaded {
                 },
                 "warnings": self.warnings,
             },
-        })
+        });
+        if contents == FileContents::Included {
+            response["metadata"]["write_file_dict"] = Value::Object(self.write_file_dict());
+        }
+        response
     }
 
     /// ReMe's `metadata.write_file_dict`: path → content of every file the

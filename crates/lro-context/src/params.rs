@@ -71,6 +71,26 @@ pub struct OffloadRequest {
     pub exclude_tools: Option<Vec<String>>,
     /// `seed` (default) or `reme`.
     pub preview_format: Option<String>,
+    /// Whether the answer echoes the stored files' contents in
+    /// `metadata.write_file_dict` (ReMe's shape). Unset, the front decides:
+    /// see [`FileContents`].
+    pub include_file_contents: Option<bool>,
+}
+
+/// Whether an answer echoes the stored files' contents (ReMe's
+/// `metadata.write_file_dict`, path → content) when the request's
+/// `include_file_contents` does not say.
+///
+/// ReMe's HTTP API and the CLI include them, since ReMe clients read them.
+/// The MCP tools omit them: the files are on disk, `context_read_file`
+/// reads them back, and an echo would double the answer that compaction
+/// set out to shrink.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileContents {
+    /// `metadata.write_file_dict` maps every stored path to its content.
+    Included,
+    /// Only `metadata.stored_files`, the paths.
+    Omitted,
 }
 
 /// Checked parameters, with ReMe's defaults filled in.
@@ -188,6 +208,16 @@ impl OffloadRequest {
     /// type, e.g. `max_total_tokens`.
     pub fn from_value(body: Value) -> Result<Self, ContextError> {
         crate::error::parse(body)
+    }
+
+    /// What the answer carries: the request's `include_file_contents`, else
+    /// the front's `default`.
+    pub fn file_contents(&self, default: FileContents) -> FileContents {
+        match self.include_file_contents {
+            Some(true) => FileContents::Included,
+            Some(false) => FileContents::Omitted,
+            None => default,
+        }
     }
 
     /// Checks the request: the messages and the parameters.

@@ -52,13 +52,23 @@ def request(store: Path) -> dict:
     return {"messages": history(), "context_manage_mode": "compact", "max_total_tokens": 1000, "store_dir": str(store)}
 
 
-def check_offloaded(r: dict) -> dict:
-    """The seed's response shape, both tool results compacted; the files by path."""
+def check_offloaded(r: dict, contents: bool = True) -> dict:
+    """The seed's response shape, both tool results compacted. Returns each
+    stored path with the original content its message pointed at, which
+    ReMe's `write_file_dict` echoes when the answer carries the contents."""
     assert r["success"] is True, r
-    files = r["metadata"]["write_file_dict"]
-    assert len(files) == 2, r["answer"]
+    stored = r["metadata"]["stored_files"]
+    assert len(stored) == 2, r["answer"]
+    files = {}
     for i in (3, 5):
-        assert "(detailed result is stored in " in r["messages"][i]["content"]
+        pointer = r["messages"][i]["content"]
+        assert "(detailed result is stored in " in pointer, pointer
+        files[next(p for p in stored if p in pointer)] = history()[i]["content"]
+    assert len(files) == 2, stored
+    if contents:
+        assert r["metadata"]["write_file_dict"] == files
+    else:
+        assert "write_file_dict" not in r["metadata"], r["metadata"].keys()
     assert r["messages"][-1] == history()[-1]
     return files
 
@@ -137,6 +147,12 @@ def test_offload_filters_stdin_to_stdout(tmp_path: Path):
     )
     assert out.returncode == 0, out.stderr
     check_offloaded(json.loads(out.stdout))
+    names_only = subprocess.run(
+        [str(LRO), "context", "offload", "--store-dir", str(store), "--mode", "compact", "--max-total-tokens", "1000", "--no-file-contents"],
+        input=json.dumps(history()), capture_output=True, text=True, timeout=60,
+    )
+    assert names_only.returncode == 0, names_only.stderr
+    check_offloaded(json.loads(names_only.stdout), contents=False)
     bad = subprocess.run([str(LRO), "context", "offload"], input="[]", capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "store_dir" in bad.stderr, bad.stderr
 
@@ -160,8 +176,13 @@ async def use_tools(command: list[str], store: Path) -> None:
                 assert not (getattr(result, "is_error", None) or getattr(result, "isError", None)), result
                 return "\n".join(c.text for c in result.content if c.type == "text")
 
-            r = json.loads(text(await client.call_tool("context_offload", request(store))))
-            files = check_offloaded(r)
+            # The MCP answer names the files without echoing them: it stays
+            # far smaller than what it stored.
+            answer = text(await client.call_tool("context_offload", request(store)))
+            files = check_offloaded(json.loads(answer), contents=False)
+            assert len(answer) < sum(map(len, files.values())) / 5, len(answer)
+            echoed = {**request(store), "include_file_contents": True}
+            check_offloaded(json.loads(text(await client.call_tool("context_offload", echoed))))
             for path, content in files.items():
                 assert text(await client.call_tool("context_read_file", {"absolute_path": path})) == content
             found = text(await client.call_tool("context_grep", {"pattern": "result-one", "path": str(store)}))

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use lro_context::ContextOffloader;
+use lro_context::{ContextOffloader, FileContents};
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool};
 use serde_json::{Value, json};
 
@@ -27,8 +27,10 @@ pub(crate) fn tools() -> Vec<Tool> {
              the system message (originals stored as JSON); auto (default) compacts, then compresses when \
              compaction kept over compact_ratio_threshold (0.75) of the tokens. Nothing changes while the \
              changeable messages (not system, not the keep_recent_count recent ones) hold at most \
-             max_total_tokens (default 20000). Returns {success, answer, messages, metadata}; use messages \
-             as the new history, and context_read_file to read a stored file back.",
+             max_total_tokens (default 20000). Returns {success, answer, messages, metadata: \
+             {stored_files, stats, warnings}}; use messages as the new history, and context_read_file \
+             to read a stored file back (include_file_contents: true also returns ReMe's \
+             write_file_dict, path -> content).",
             schema(json!({
                 "type": "object",
                 "properties": {
@@ -37,7 +39,8 @@ pub(crate) fn tools() -> Vec<Tool> {
                     "max_total_tokens": int, "max_tool_message_tokens": int, "group_token_threshold": int,
                     "keep_recent_count": int, "compact_ratio_threshold": {"type": "number"},
                     "store_dir": {"type": "string"}, "chat_id": {"type": "string"},
-                    "preview_char_length": int, "exclude_tools": {"type": "array", "items": {"type": "string"}}
+                    "preview_char_length": int, "exclude_tools": {"type": "array", "items": {"type": "string"}},
+                    "include_file_contents": {"type": "boolean"}
                 },
                 "required": ["messages", "store_dir"]
             })),
@@ -77,7 +80,9 @@ pub(crate) async fn call(
     let offloader = offloader.clone();
     let name = name.to_owned();
     let done = tokio::task::spawn_blocking(move || match name.as_str() {
-        "context_offload" => offloader.offload_json(args).map(|v| v.to_string()),
+        "context_offload" => offloader
+            .offload_json(args, FileContents::Omitted)
+            .map(|v| v.to_string()),
         "context_grep" => offloader.grep_json(args),
         _ => offloader.read_file_json(args),
     })
