@@ -6,7 +6,7 @@ use std::{path::Path, sync::LazyLock};
 use regex::Regex;
 use serde_json::{Map, Value};
 
-use super::{Verdict, fail, over_files, over_offloads, pass, skip};
+use super::{Verdict, count, fail, over_files, over_offloads, pass, skip};
 use crate::{
     audit::{Evidence, MIN_RECORDS},
     probe::{DETAILS, SPEC_TOOLS},
@@ -48,10 +48,9 @@ pub(super) fn probes(ev: &Evidence) -> Verdict {
         }
     }
     let names: Vec<String> = ev.calls.iter().map(ToString::to_string).collect();
-    let plural = if names.len() == 1 { "" } else { "s" };
     pass(format!(
-        "{} call{plural}: {}",
-        names.len(),
+        "{}: {}",
+        count(names.len(), "call"),
         names.join(", ")
     ))
 }

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value};
 
-use super::{Verdict, fail, over_files, over_offloads, pass, skip};
+use super::{Verdict, count, fail, over_files, over_offloads, pass, skip};
 use crate::{
     audit::{Evidence, FileSeen, Offload},
     recipe, result,
@@ -38,7 +38,7 @@ pub(super) fn recipes_count(ev: &Evidence) -> Verdict {
             .or_default()
             .insert(list.len());
         if list.len() != 10 {
-            return Some(format!("{} recipes", list.len()));
+            return Some(count(list.len(), "recipe"));
         }
         list.iter()
             .position(|(d, c)| d.is_none() || c.is_none())

@@ -34,6 +34,12 @@ fn skip(detail: impl Into<String>) -> Verdict {
     (Status::Skip, detail.into())
 }
 
+/// `n` and `noun`, plural unless `n` is 1: "1 call", "6 offloads".
+fn count(n: usize, noun: &str) -> String {
+    let s = if n == 1 { "" } else { "s" };
+    format!("{n} {noun}{s}")
+}
+
 /// Every check: its id, level and judge, in the order they run.
 type Judge = fn(&Evidence) -> Verdict;
 
@@ -173,7 +179,7 @@ fn over_offloads<'a>(
     }
     match faults(ev, bad) {
         Some(f) => fail(f),
-        None => pass(format!("{} offloads: {ok}", ev.offloads.len())),
+        None => pass(format!("{}: {ok}", count(ev.offloads.len(), "offload"))),
     }
 }
 
@@ -280,6 +286,14 @@ pub(crate) mod fixtures {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn evidence_counts_read_as_english() {
+        assert_eq!(
+            [count(0, "call"), count(1, "offload"), count(9, "recipe")],
+            ["0 calls", "1 offload", "9 recipes"]
+        );
+    }
 
     #[test]
     fn catalogue_ids_are_unique_kebab_case() {
