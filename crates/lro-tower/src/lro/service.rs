@@ -53,8 +53,8 @@ pub struct Lro<H> {
 ///
 /// A tool list can change (`tools/list_changed`, a reconnected upstream), so
 /// every listing is observed. A page that has the tool shadows at once: the
-/// server's own tool must win from the first call. Only a complete listing
-/// without it, read from its first page to its last, lifts the shadow.
+/// server's own tool must win from the first call. Only the last page of a
+/// listing in which no page had the tool lifts the shadow.
 #[derive(Debug, Default)]
 struct Shadow {
     on: AtomicBool,
@@ -709,7 +709,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_shadow_starts_on_any_page_and_ends_only_after_a_whole_listing_without_the_tool() {
+    fn a_shadow_starts_on_any_page_and_ends_on_the_last_page_of_a_listing_without_the_tool() {
         let shadow = Shadow::default();
         // Pages: (first, last, has the tool).
         assert!(!shadow.observe(true, false, false) && !shadow.is_on());
