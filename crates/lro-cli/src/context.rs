@@ -178,16 +178,11 @@ pub fn context(
             stdin
                 .read_to_string(&mut input)
                 .map_err(|e| CliError::Usage(format!("cannot read stdin: {e}")))?;
-            let request = a.request(&input)?;
             // The ReMe shape by default, as the HTTP service answers.
-            let contents = request.file_contents(FileContents::Included);
-            let (messages, params) = request
-                .check()
-                .map_err(|e| CliError::Usage(e.to_string()))?;
             let out = ContextOffloader::from_env()
-                .offload(messages, &params)
+                .offload_request(a.request(&input)?, FileContents::Included)
                 .map_err(|e| CliError::Usage(e.to_string()))?;
-            let text = serde_json::to_string_pretty(&out.to_response(contents)).unwrap_or_default();
+            let text = serde_json::to_string_pretty(&out).unwrap_or_default();
             writeln!(stdout, "{text}").map_err(CliError::Output)
         }
         ContextCommand::Serve(a) => serve(a),

@@ -34,7 +34,20 @@ impl ContextOffloader {
     ///
     /// [`ContextError`] naming the bad field; nothing is written then.
     pub fn offload_json(&self, args: Value, contents: FileContents) -> Result<Value, ContextError> {
-        let request = OffloadRequest::from_value(args)?;
+        self.offload_request(OffloadRequest::from_value(args)?, contents)
+    }
+
+    /// [`offload_json`](Self::offload_json) on a request already read, as
+    /// `lro context offload` builds it from stdin and its flags.
+    ///
+    /// # Errors
+    ///
+    /// [`ContextError`] naming the bad field; nothing is written then.
+    pub fn offload_request(
+        &self,
+        request: OffloadRequest,
+        contents: FileContents,
+    ) -> Result<Value, ContextError> {
         let contents = request.file_contents(contents);
         let (messages, params) = request.check()?;
         Ok(self.offload(messages, &params)?.to_response(contents))
