@@ -15,11 +15,12 @@ use std::{
 };
 
 use http::{HeaderName, HeaderValue};
+use lro_core::wire::{self, PROXY_EXTENSION};
 use rmcp::{
     RoleClient, ServiceExt as _,
     model::{
         CallToolRequestParams, ClientCapabilities, ClientConfig, ClientJsonRpcMessage,
-        Implementation, Tool,
+        ClientRequest, CustomRequest, Implementation, JsonRpcMessage, Tool,
     },
     service::{RunningService, RxJsonRpcMessage},
     transport::{
@@ -27,7 +28,7 @@ use rmcp::{
         streamable_http_client::StreamableHttpClientTransportConfig,
     },
 };
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 use tokio::io::AsyncReadExt as _;
 
 use crate::{AuditError, probe::Call};
@@ -285,11 +286,11 @@ fn var(key: &str) -> String {
 fn client_info(proxy: bool) -> ClientConfig {
     let mut caps = ClientCapabilities::default();
     if proxy {
-        let flag: Map<String, Value> = json!({"proxy": true})
-            .as_object()
-            .cloned()
-            .unwrap_or_default();
-        caps.extensions = Some([("io.atlatl/lro".to_owned(), flag)].into_iter().collect());
+        caps.extensions = Some(
+            [(PROXY_EXTENSION.to_owned(), wire::proxy_settings())]
+                .into_iter()
+                .collect(),
+        );
     }
     let mut info = ClientConfig::default();
     info.capabilities = caps;
@@ -326,7 +327,7 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for Flagged<T> {
         item: ClientJsonRpcMessage,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
         let item = if self.proxy {
-            lro_proxy::flag_initialize(item)
+            flag_initialize(item)
         } else {
             item
         };
@@ -340,6 +341,22 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for Flagged<T> {
     fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
         self.inner.close()
     }
+}
+
+/// `initialize` as a custom request of the same method whose params carry
+/// `clientInfo.proxy: true`; any other message unchanged.
+fn flag_initialize(message: ClientJsonRpcMessage) -> ClientJsonRpcMessage {
+    let JsonRpcMessage::Request(mut request) = message else {
+        return message;
+    };
+    if let ClientRequest::InitializeRequest(init) = &request.request
+        && let Ok(mut params) = serde_json::to_value(&init.params)
+    {
+        wire::mark_proxy_client_info(&mut params);
+        request.request =
+            ClientRequest::CustomRequest(CustomRequest::new("initialize", Some(params)));
+    }
+    JsonRpcMessage::Request(request)
 }
 
 #[cfg(test)]
@@ -367,7 +384,7 @@ mod tests {
     fn proxy_flag_in_the_capability() {
         let info = serde_json::to_value(client_info(true)).unwrap();
         assert_eq!(
-            info["capabilities"]["extensions"]["io.atlatl/lro"]["proxy"],
+            info["capabilities"]["extensions"][PROXY_EXTENSION]["proxy"],
             true
         );
         let plain = serde_json::to_value(client_info(false)).unwrap();

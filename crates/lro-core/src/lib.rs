@@ -20,6 +20,7 @@
 //! | [`offload`] | the pipeline and the truncation fallback |
 //! | [`event`] | observability events and sinks |
 //! | [`metric`] | the metric catalogue and its typed label values (a leaf) |
+//! | [`wire`] | names on the MCP wire: the proxy flag |
 //!
 //! ```
 //! use lro_core::{offload::{Offloader, OffloadInput}, records::RecordSet, tokens::{ScriptAware, TokenEstimator}};
@@ -48,6 +49,7 @@ pub mod recipes;
 pub mod records;
 pub mod schema;
 pub mod tokens;
+pub mod wire;
 
 pub use config::{ConfigError, DescriptorProfile, Estimator, OffloadConfig, ToolConfig};
 pub use descriptor::{

@@ -19,18 +19,9 @@ use rmcp::{
 use serde_json::Value;
 use sse_stream::{Error as SseError, Sse};
 
-/// Sets `clientInfo.proxy = true` in `initialize` params.
-fn mark(params: &mut Value) -> Option<()> {
-    let info = params.get_mut("clientInfo")?.as_object_mut()?;
-    info.insert("proxy".to_owned(), Value::Bool(true));
-    Some(())
-}
-
 /// `message` with the spec's proxy flag, `clientInfo.proxy: true`, added
-/// when it is the `initialize` request; any other message unchanged. For
-/// clients of other transports that declare themselves proxies (`lro audit`
-/// checks that a server honours the flag).
-pub fn mark_message(message: ClientJsonRpcMessage) -> ClientJsonRpcMessage {
+/// when it is the `initialize` request; any other message unchanged.
+pub(crate) fn mark_message(message: ClientJsonRpcMessage) -> ClientJsonRpcMessage {
     let JsonRpcMessage::Request(JsonRpcRequest {
         jsonrpc,
         id,
@@ -46,7 +37,7 @@ pub fn mark_message(message: ClientJsonRpcMessage) -> ClientJsonRpcMessage {
             request: ClientRequest::InitializeRequest(init),
         });
     };
-    mark(&mut params);
+    lro_core::wire::mark_proxy_client_info(&mut params);
     let mut custom = CustomRequest::new("initialize", Some(params));
     custom.extensions = init.extensions;
     JsonRpcMessage::Request(JsonRpcRequest {

@@ -10,7 +10,10 @@ use std::{
     time::{Duration, Instant},
 };
 
-use lro_core::metric::{UpstreamErrorCode, UpstreamExit};
+use lro_core::{
+    metric::{UpstreamErrorCode, UpstreamExit},
+    wire::PROXY_EXTENSION,
+};
 use rmcp::{
     ErrorData as McpError, RoleClient, RoleServer, ServerHandler, ServiceExt as _,
     model::*,
@@ -30,10 +33,6 @@ use crate::{
     telemetry,
     upstream::redact_urls,
 };
-
-/// Key of the client capability extension that marks an LRO proxy; the
-/// same key `lro_tower` honours.
-const PROXY_EXTENSION: &str = "io.atlatl/lro";
 
 /// How long a failed call waits for a dying child's exit status, so the
 /// error can name it.
@@ -497,20 +496,14 @@ impl Proxy {
 }
 
 /// The client's `initialize` parameters with the proxy flag in the form an
-/// rmcp server can read: the `io.atlatl/lro` capability extension. (The
+/// rmcp server can read: the [`PROXY_EXTENSION`] capability extension. (The
 /// spec's `clientInfo.proxy` is added on the wire, see [`crate::flag`].)
 fn flag_as_proxy(mut client: InitializeRequestParams) -> InitializeRequestParams {
     let extensions = client
         .capabilities
         .extensions
         .get_or_insert_with(Default::default);
-    extensions.insert(
-        PROXY_EXTENSION.to_owned(),
-        serde_json::json!({"proxy": true})
-            .as_object()
-            .cloned()
-            .unwrap_or_default(),
-    );
+    extensions.insert(PROXY_EXTENSION.to_owned(), lro_core::wire::proxy_settings());
     client
 }
 

@@ -26,7 +26,7 @@
 //! ```
 //!
 //! The proxy declares itself a proxy to the upstream in both forms: the
-//! `io.atlatl/lro` client capability extension (`{"proxy": true}`), which an
+//! [`lro_core::wire::PROXY_EXTENSION`] client capability extension, which an
 //! rmcp server can read, and the spec's `clientInfo.proxy: true`, added on
 //! the wire of both upstream transports because rmcp's `Implementation` type
 //! drops unknown keys.
@@ -45,6 +45,5 @@ mod transport;
 mod upstream;
 
 pub use error::ProxyError;
-pub use flag::mark_message as flag_initialize;
 pub use handler::{Proxy, ProxyConfig, ProxyShared};
 pub use upstream::Upstream;

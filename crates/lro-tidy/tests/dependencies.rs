@@ -141,8 +141,15 @@ fn the_proxy_has_no_offload_path_of_its_own() {
 fn the_auditor_shares_no_judgement_with_what_it_judges() {
     let graph = Graph::load();
     // `lro audit` must judge other implementations: it may not reach the
-    // project's offload path, extraction engine or cleanup.
-    for krate in ["lro-tower", "lro-extract", "lro-scheduler", "lro-telemetry"] {
+    // project's offload path, extraction engine, cleanup or proxy. It takes
+    // the spec's names and the wire's from lro-core, never a judgement.
+    for krate in [
+        "lro-tower",
+        "lro-extract",
+        "lro-scheduler",
+        "lro-telemetry",
+        "lro-proxy",
+    ] {
         assert!(
             !graph.reaches("lro-audit", krate),
             "lro-audit depends on {krate}"
@@ -162,6 +169,12 @@ fn context_offload_knows_nothing_about_transports() {
             "lro-context depends on {krate}"
         );
     }
+    // The ReMe HTTP service is a front of its own: it speaks HTTP, not MCP.
+    assert!(
+        !graph.reaches("lro-context-http", "rmcp"),
+        "lro-context-http depends on rmcp"
+    );
+    assert!(graph.reaches("lro-context-http", "axum"));
 }
 
 #[test]

@@ -21,9 +21,9 @@ use super::{LroLayer, context, extract, intercept::Shared, trace};
 use crate::scope::LroScope;
 
 /// Key of the client capability extension that marks an LRO proxy. A client
-/// that sends `capabilities.extensions["io.atlatl/lro"] = {"proxy": true}`
-/// in `initialize` gets full results inline: it offloads them itself.
-pub const PROXY_EXTENSION: &str = "io.atlatl/lro";
+/// that declares it with `{"proxy": true}` in `initialize` gets full results
+/// inline: it offloads them itself.
+pub use lro_core::wire::PROXY_EXTENSION;
 
 /// Completed task results kept after offloading, so that repeated
 /// `tasks/get` polls return the same file instead of writing a new one.
@@ -190,8 +190,10 @@ impl<H> Lro<H> {
 fn is_proxy(cx: &RequestContext<RoleServer>) -> bool {
     cx.client_capabilities()
         .and_then(|caps| caps.extensions)
-        .and_then(|ext| ext.get(PROXY_EXTENSION).cloned())
-        .and_then(|settings| settings.get("proxy").and_then(serde_json::Value::as_bool))
+        .and_then(|ext| {
+            ext.get(PROXY_EXTENSION)
+                .map(lro_core::wire::is_proxy_settings)
+        })
         .unwrap_or(false)
 }
 
