@@ -1,4 +1,4 @@
-// Node 20 shim for @modelcontextprotocol/conformance@0.1.16 (run by setup.sh).
+// Node 20 shim for @modelcontextprotocol/conformance@0.1.16 (run by package.json's check-install).
 //
 // Its bundled dist/index.js does `import { …, globSync as X, … } from "fs"` at load
 // time; `fs.globSync` exists only from Node 22, so on Node 20 the whole CLI dies with

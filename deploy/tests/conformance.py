@@ -3,14 +3,14 @@
 Everything lives in deploy/conformance/ (see its README.md): package.json and
 package-lock.json pin npm `@modelcontextprotocol/conformance` (SUITE_VERSION)
 and the reference "everything" server's dependencies; reference/ holds that
-server's source, vendored; setup.sh installs both (`npm ci`, once) and applies
-the Node 20 shim to the suite.
+server's source, vendored; testkit/npm-ci.sh installs both (`npm ci`, once)
+and the package's `check-install` script applies the Node 20 shim to the suite.
 
-    ensure_installed()                    runs setup.sh once per session
+    ensure_installed()                    runs testkit/npm-ci.sh once per session
     with start_reference_server() as url: the reference server on a free loopback port
     run_suite(url[, scenario])            {scenario: {"passed": bool, "checks": [...], ...}}
 
-Only 127.0.0.1 is used; the npm registry only by setup.sh, only when
+Only 127.0.0.1 is used; the npm registry only by testkit/npm-ci.sh, only when
 node_modules is missing or stale (.ci/run runs it ahead of the tests).
 """
 
@@ -20,31 +20,30 @@ import json
 import os
 import re
 import shutil
-import signal
 import socket
 import subprocess
 import tempfile
-import threading
 import time
 import urllib.error
-import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-REPO = Path(__file__).resolve().parents[2]
+from testkit.http import DIRECT
+from testkit.npm import npm_ci
+from testkit.paths import REPO
+from testkit.procs import free_port, kill_group
+
 CONF_DIR = REPO / "deploy" / "conformance"
-SETUP_SH = CONF_DIR / "setup.sh"
 REFERENCE_DIR = CONF_DIR / "reference"
 REFERENCE_SERVER = REFERENCE_DIR / "everything-server.ts"
-BIND_LOOPBACK = CONF_DIR / "bind-loopback.mjs"
+LISTEN_LOOPBACK = REPO / "testkit" / "listen-loopback.mjs"
 SUITE_PKG = CONF_DIR / "node_modules" / "@modelcontextprotocol" / "conformance"
 SUITE_JS = SUITE_PKG / "dist" / "index.js"
 
 # The pinned suite version (deploy/conformance/package.json).
 SUITE_VERSION = "0.1.16"
 
-SETUP_TIMEOUT_S = 600  # a cold `npm ci` takes ~15 s; generous for a slow registry
 SERVER_READY_TIMEOUT_S = 60  # tsx transpiles the server on first start; ~1 s warm
 SUITE_TIMEOUT_S = 180  # the active suite takes ~2 s against the reference server
 SCENARIO_TIMEOUT_S = 60
@@ -57,9 +56,6 @@ _RESULT_DIR = re.compile(r"^server-(?P<scenario>.+)-\d{4}-\d{2}-\d{2}T\d{2}-\d{2
 # Summary lines of a suite run: `✓ ping: 1 passed, 0 failed` (✗ when a check failed).
 _SUMMARY_LINE = re.compile(r"^[\u2713\u2717] (?P<scenario>\S+): (?P<ok>\d+) passed, (?P<bad>\d+) failed$", re.MULTILINE)
 
-_NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-_install_lock = threading.Lock()
-_installed = False
 
 
 # ---------------------------------------------------------------------------
@@ -78,23 +74,12 @@ def node_env(**extra: str) -> dict[str, str]:
 
 
 def ensure_installed() -> None:
-    """Runs deploy/conformance/setup.sh once per session (fast when already installed)."""
-    global _installed
-    with _install_lock:
-        if _installed:
-            return
-        for tool in ("node", "npm"):
-            if shutil.which(tool) is None:
-                raise RuntimeError(f"{tool} not found: the conformance tests need Node.js >= 20 with npm")
-        proc = subprocess.run(
-            ["bash", str(SETUP_SH)], cwd=CONF_DIR, capture_output=True, text=True, timeout=SETUP_TIMEOUT_S, env=node_env()
-        )
-        if proc.returncode != 0:
-            raise RuntimeError(f"{SETUP_SH.relative_to(REPO)} failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
-        installed = json.loads((SUITE_PKG / "package.json").read_text(encoding="utf-8"))["version"]
-        if installed != SUITE_VERSION:
-            raise RuntimeError(f"installed conformance suite is {installed}, expected {SUITE_VERSION}")
-        _installed = True
+    """Installs deploy/conformance with testkit/npm-ci.sh once per session (fast
+    when already installed), and checks the suite's version."""
+    npm_ci(CONF_DIR)
+    installed = json.loads((SUITE_PKG / "package.json").read_text(encoding="utf-8"))["version"]
+    if installed != SUITE_VERSION:
+        raise RuntimeError(f"installed conformance suite is {installed}, expected {SUITE_VERSION}")
 
 
 # ---------------------------------------------------------------------------
@@ -102,41 +87,10 @@ def ensure_installed() -> None:
 # ---------------------------------------------------------------------------
 
 
-def free_port() -> int:
-    """A TCP port free on 127.0.0.1 right now (the kernel's pick for port 0)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def kill_group(proc: subprocess.Popen, grace_s: float = 5.0) -> None:
-    """SIGTERM, then SIGKILL, to the whole process group of `proc` (started with start_new_session)."""
-    try:
-        pgid = os.getpgid(proc.pid)
-    except ProcessLookupError:
-        pgid = proc.pid  # leader gone; its group may not be
-    for sig, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, grace_s)):
-        try:
-            os.killpg(pgid, sig)
-        except ProcessLookupError:
-            break
-        try:
-            proc.wait(timeout=wait_s)
-        except subprocess.TimeoutExpired:
-            continue
-        # The leader is gone; make sure nothing else of its group survives.
-        try:
-            os.killpg(pgid, 0)
-        except ProcessLookupError:
-            break
-    if proc.poll() is None:
-        proc.wait(timeout=grace_s)
-
-
 def _http_answers(url: str, timeout: float = 1.0) -> bool:
     """True once anything answers HTTP at `url` (the server says 400 to a bare GET /mcp)."""
     try:
-        with _NO_PROXY.open(url, timeout=timeout):
+        with DIRECT.open(url, timeout=timeout):
             return True
     except urllib.error.HTTPError:
         return True
@@ -154,8 +108,8 @@ def start_reference_server(log_dir: Path | None = None, ready_timeout: float = S
     """Runs the suite's reference server on a free 127.0.0.1 port; yields its MCP URL.
 
     `node --import tsx` runs reference/everything-server.ts in one process;
-    bind-loopback.mjs makes its bare `app.listen(PORT)` bind 127.0.0.1 instead
-    of every interface. The server validates Host (localhost, 127.0.0.1, [::1]),
+    testkit/listen-loopback.mjs makes its bare `app.listen(PORT)` bind 127.0.0.1
+    instead of every interface. The server validates Host (localhost, 127.0.0.1, [::1]),
     so the URL is http://127.0.0.1:PORT/mcp. Readiness is polled over HTTP with
     a deadline; on exit the whole process group is killed. Its output goes to
     log_dir/reference-server.log (a temp dir by default), tailed on failure.
@@ -174,7 +128,7 @@ def start_reference_server(log_dir: Path | None = None, ready_timeout: float = S
             url = f"http://127.0.0.1:{port}/mcp"
             with open(log_path, "ab") as log:
                 proc = subprocess.Popen(
-                    [node, "--import", "tsx", "--import", BIND_LOOPBACK.as_uri(), REFERENCE_SERVER.name],
+                    [node, "--import", "tsx", "--import", LISTEN_LOOPBACK.as_uri(), REFERENCE_SERVER.name],
                     cwd=REFERENCE_DIR,
                     env=node_env(PORT=str(port), HOST="127.0.0.1"),
                     stdin=subprocess.DEVNULL,

@@ -21,10 +21,8 @@ from typing import Iterator
 
 import pytest
 
-# Make the shared helpers importable whatever the rootdir/import mode.
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from testkit.paths import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 CLI_CRATE = REPO / "crates" / "lro-cli"  # Cargo.toml and pyproject.toml of the wheel
 # A cold build compiles the whole dependency tree of lro-cli.
 WHEEL_BUILD_TIMEOUT_S = 1800

@@ -12,20 +12,15 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
+import catalogue  # deploy/tools/catalogue.py (on the root pytest.ini's pythonpath)
 import yaml
+from catalogue import BUCKET, COUNT, EXTRACT_TOOL, HISTOGRAM_SUFFIXES, SUM  # noqa: F401  (re-exported)
 
-REPO = Path(__file__).resolve().parents[2]
-TOOLS_DIR = REPO / "deploy" / "tools"
-if str(TOOLS_DIR) not in sys.path:
-    sys.path.insert(0, str(TOOLS_DIR))
-
-import catalogue  # noqa: E402  (deploy/tools/catalogue.py)
-from catalogue import BUCKET, COUNT, EXTRACT_TOOL, HISTOGRAM_SUFFIXES, SUM  # noqa: E402,F401  (re-exported)
+from testkit.paths import REPO
 
 CATALOGUE = catalogue.CATALOGUE
 CAT = catalogue.load()

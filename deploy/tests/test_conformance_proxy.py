@@ -10,71 +10,48 @@ middle of a call, resource subscriptions, prompts, completion, and
 `dns-rebinding-protection`, which here hits the proxy's face (a foreign Host
 and Origin must be refused, the proxy's own must be served).
 
-Needs the debug `lro` binary (`cargo build --workspace --bins` runs first in
-.ci/test), node >= 20 and deploy/conformance/setup.sh's install. Uses only
+Needs the debug `lro` binary (the `binaries` fixture of testkit), node >= 20
+and deploy/conformance's npm install (testkit/npm-ci.sh). Uses only
 127.0.0.1. Takes about 10 s.
 """
 
 from __future__ import annotations
 
 import os
-import re
-import subprocess
-import threading
-from pathlib import Path
 
 import pytest
 
 import conformance
+from testkit.paths import LRO
+from testkit.procs import Background
 
-REPO = Path(__file__).resolve().parents[2]
-LRO = REPO / "target" / "debug" / "lro"
 READY_TIMEOUT_S = 30
 
 
 @pytest.fixture(scope="module")
-def results(tmp_path_factory) -> tuple[dict, dict]:
-    assert LRO.is_file(), f"{LRO} missing: run `cargo build --workspace --bins`"
+def results(binaries, tmp_path_factory) -> tuple[dict, dict]:
     conformance.ensure_installed()
     out = tmp_path_factory.mktemp("lro-out")
     with conformance.start_reference_server() as url:
         direct = conformance.run_suite(url)
         env = {**os.environ, "ATLATL_PROMPT__OFFLOAD__OUTPUT_DIR": str(out), "RUST_LOG": "warn"}
-        proxy = subprocess.Popen(
-            [str(LRO), "proxy", "--http", "127.0.0.1:0", "--url", url],
-            stderr=subprocess.PIPE,
-            stdin=subprocess.DEVNULL,
-            text=True,
-            env=env,
-            start_new_session=True,
+        proxy = Background(
+            [LRO, "proxy", "--http", "127.0.0.1:0", "--url", url],
+            env,
+            tmp_path_factory.mktemp("lro-proxy") / "proxy.err",
+            new_session=True,
         )
         try:
-            proxy_url = _wait_for_listening(proxy)
+            # The URL from the proxy's readiness line; its stderr keeps draining after.
+            proxy_url = proxy.wait_url(READY_TIMEOUT_S)
             through = conformance.run_suite(proxy_url)
         finally:
-            proxy.terminate()
-            assert proxy.wait(timeout=30) == 0, "lro proxy did not stop cleanly on SIGTERM"
+            proxy.proc.terminate()
+            try:
+                assert proxy.wait_exit(30) == 0, "lro proxy did not stop cleanly on SIGTERM"
+            finally:
+                proxy.stop()
     return direct, through
-
-
-def _wait_for_listening(proc: subprocess.Popen) -> str:
-    """The URL from the proxy's readiness line; its stderr keeps draining after."""
-    found: list[str] = []
-    ready = threading.Event()
-    lines: list[str] = []
-
-    def read() -> None:
-        for line in proc.stderr:
-            lines.append(line)
-            m = re.search(r"listening on (http://\S+)", line)
-            if m and not found:
-                found.append(m.group(1))
-                ready.set()
-        ready.set()
-
-    threading.Thread(target=read, daemon=True).start()
-    assert ready.wait(READY_TIMEOUT_S) and found, "lro proxy never got ready:\n" + "".join(lines[-40:])
-    return found[0]
 
 
 def test_every_scenario_that_passes_direct_passes_through_the_proxy(results):

@@ -8,8 +8,8 @@ every scenario must pass: 30 scenarios, 40 checks, as upstream states for this
 version. If this fails, the harness (install, Node shim, server start, result
 parsing) is broken, not LRO.
 
-Needs node >= 20 and npm; deploy/conformance/setup.sh installs the rest (npm
-registry, once; .ci/run does it ahead of the tests). Uses only 127.0.0.1.
+Needs node >= 20 and npm; testkit/npm-ci.sh installs the rest (npm registry,
+once; .ci/run does it ahead of the tests). Uses only 127.0.0.1.
 Takes about 4-5 s once installed (server start ~1 s, active suite ~2.5 s).
 """
 

@@ -28,12 +28,10 @@ import json
 import sys
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-if str(HERE) not in sys.path:  # run as a script, deploy/tools is already there
-    sys.path.insert(0, str(HERE))
+import catalogue  # deploy/tools/catalogue.py: run as a script, deploy/tools is on sys.path
+from catalogue import BUCKET, COUNT, EXTRACT_TOOL
 
-import catalogue  # noqa: E402
-from catalogue import BUCKET, COUNT, EXTRACT_TOOL  # noqa: E402
+HERE = Path(__file__).resolve().parent
 
 ROOT = HERE.parents[1]
 OUT_DIR = ROOT / "dashboards"

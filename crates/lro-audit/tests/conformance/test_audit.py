@@ -18,10 +18,7 @@ textfile is checked by the real `promtool`. Uses only 127.0.0.1.
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -31,18 +28,15 @@ from pathlib import Path
 
 import pytest
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parents[3]
-TARGET = Path(os.environ.get("CARGO_TARGET_DIR", REPO / "target"))
-LRO = TARGET / "debug" / "lro"
-MEMORY_SERVER = TARGET / "debug" / "memory-server"
-FIXTURE = HERE.parent / "fixtures" / "lro_fixture.py"
+from testkit.paths import LRO, MEMORY_SERVER
+from testkit.procs import Background, environ_without, free_port
+
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "lro_fixture.py"
 
 # A full audit of a stdio server must finish in this time (the issue's bound).
 AUDIT_BUDGET_S = 60
 # Bound on one `lro audit` process in these tests (a loaded CI machine).
 AUDIT_TIMEOUT_S = 180
-LISTEN_RE = re.compile(r"listening on (http://\S+/mcp)")
 
 LEVEL1 = 1
 LEVEL2 = 2
@@ -50,9 +44,13 @@ LEVEL3 = 3
 EXIT_NOT_MET, EXIT_USAGE, EXIT_UNREACHABLE = 1, 2, 3
 
 
+# Every test runs the binaries, and the recipes through the real jq.
+pytestmark = pytest.mark.usefixtures("binaries", "jq")
+
+
 def env() -> dict[str, str]:
     """The caller's environment without LRO settings: the auditor sets its own."""
-    return {k: v for k, v in os.environ.items() if not k.startswith("ATLATL_")}
+    return environ_without("ATLATL_")
 
 
 def run_audit(*args: str, timeout: float = AUDIT_TIMEOUT_S) -> tuple[int, dict | None, str, float]:
@@ -77,17 +75,6 @@ def explain(report: dict | None) -> str:
 
 def fixture_cmd(*extra: str) -> list[str]:
     return [sys.executable, str(FIXTURE), *extra]
-
-
-@pytest.fixture(scope="session", autouse=True)
-def binaries() -> None:
-    if shutil.which("jq") is None:
-        pytest.fail("jq not found on PATH: the recipes run through the real jq")
-    missing = [p for p in (LRO, MEMORY_SERVER) if not p.is_file()]
-    if missing:
-        cmd = ["cargo", "build", "-p", "lro-cli", "-p", "memory-server"]
-        proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=1800)
-        assert proc.returncode == 0, proc.stderr[-4000:]
 
 
 # ---------------------------------------------------------------------------
@@ -257,19 +244,14 @@ def test_probes_replace_the_spec_tools():
 def test_url_target_skips_what_needs_control(tmp_path: Path):
     out = tmp_path / "offload"
     out.mkdir()
-    server = subprocess.Popen(
-        [str(MEMORY_SERVER), "--http", "127.0.0.1:0"],
-        stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
-        env={**env(), "ATLATL_PROMPT__OFFLOAD__OUTPUT_DIR": str(out)},
+    server = Background(
+        [MEMORY_SERVER, "--http", "127.0.0.1:0"],
+        {**env(), "ATLATL_PROMPT__OFFLOAD__OUTPUT_DIR": str(out)},
+        tmp_path / "memory-server.err",
     )
     try:
-        url = None
-        for line in server.stderr:  # the readiness line comes first
-            m = LISTEN_RE.search(line)
-            if m:
-                url = m.group(1)
-                break
-        assert url, "memory-server never printed its address"
+        url = server.wait_url()
+        assert url.endswith("/mcp"), url
         code, report, err, _ = run_audit("--url", url)
         assert code == 0, err
         st = status(report)
@@ -280,18 +262,11 @@ def test_url_target_skips_what_needs_control(tmp_path: Path):
         assert report["level"] == 0
         assert report["verdict"].startswith("Level 0 — Level 1 blocked by: threshold-aggregate"), report["verdict"]
     finally:
-        server.terminate()
-        server.wait(timeout=10)
+        server.stop()
 
 
 # ---------------------------------------------------------------------------
 # Exit statuses
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.mark.parametrize(

@@ -17,21 +17,20 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import re
 import subprocess
-import sys
+import urllib.error
 import urllib.request
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parents[3]
-TARGET = Path(os.environ.get("CARGO_TARGET_DIR", REPO / "target"))
-LRO = TARGET / "debug" / "lro"
-MEMORY_SERVER = TARGET / "debug" / "memory-server"
-LISTEN_RE = re.compile(r"listening on (http://\S+)")
-NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+from testkit.http import DIRECT
+from testkit.paths import LRO, MEMORY_SERVER
+from testkit.procs import Background
+from testkit.waiting import wait_until
+
+pytestmark = pytest.mark.usefixtures("binaries")
 
 
 def history() -> list[dict]:
@@ -79,24 +78,23 @@ def check_offloaded(r: dict, contents: bool = True) -> dict:
 
 def post(base: str, path: str, body: dict) -> dict:
     req = urllib.request.Request(f"{base}{path}", data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
-    with NO_PROXY.open(req, timeout=30) as resp:
+    with DIRECT.open(req, timeout=30) as resp:
         return json.loads(resp.read())
+
+
+@contextmanager
+def serving(tmp_path: Path, *args: str):
+    """`lro context serve --http 127.0.0.1:0 ARGS`; yields the base URL of its readiness line."""
+    proc = Background([LRO, "context", "serve", "--http", "127.0.0.1:0", *args], None, tmp_path / "serve.err")
+    try:
+        yield proc.wait_url()
+    finally:
+        proc.stop()
 
 
 def test_serve_speaks_remes_api(tmp_path: Path):
     root = tmp_path / "root"
-    proc = subprocess.Popen(
-        [str(LRO), "context", "serve", "--http", "127.0.0.1:0", "--store-root", str(root)],
-        stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
-    )
-    try:
-        base = None
-        for line in proc.stderr:
-            m = LISTEN_RE.search(line)
-            if m:
-                base = m.group(1)
-                break
-        assert base, "no readiness line"
+    with serving(tmp_path, "--store-root", str(root)) as base:
         store = root / "context_store"
         files = check_offloaded(post(base, "/context_offload", request(store)))
         for path, content in files.items():
@@ -109,34 +107,19 @@ def test_serve_speaks_remes_api(tmp_path: Path):
         with pytest.raises(urllib.error.HTTPError) as refused:
             post(base, "/read_file", {"absolute_path": "/etc/passwd"})
         assert refused.value.code == 400
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 def test_retention_deletes_stored_files_and_reads_say_expired(tmp_path: Path):
-    import time
-
     root = tmp_path / "root"
-    proc = subprocess.Popen(
-        [str(LRO), "context", "serve", "--http", "127.0.0.1:0", "--store-root", str(root), "--retention-secs", "1"],
-        stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
-    )
-    try:
-        base = next(m.group(1) for line in proc.stderr if (m := LISTEN_RE.search(line)))
+    with serving(tmp_path, "--store-root", str(root), "--retention-secs", "1") as base:
         files = check_offloaded(post(base, "/context_offload", request(root / "store")))
         path = next(iter(files))
-        deadline = time.monotonic() + 15  # retention 1 s, a pass every second
-        while Path(path).exists() and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert not Path(path).exists(), "retention did not delete the file"
+        # Retention 1 s, a pass every second.
+        wait_until(lambda: not Path(path).exists(), timeout=15, interval=0.1, what="retention to delete the file")
         with pytest.raises(urllib.error.HTTPError) as gone:
             post(base, "/read_file", {"absolute_path": path})
         assert gone.value.code == 404
         assert "expired" in json.loads(gone.value.read())["answer"]
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 def test_offload_filters_stdin_to_stdout(tmp_path: Path):

@@ -17,10 +17,9 @@ from pathlib import Path
 
 import pytest
 
+from testkit.paths import LRO
+
 HERE = Path(__file__).resolve().parent
-REPO = HERE.parents[3]
-TARGET = Path(os.environ.get("CARGO_TARGET_DIR", REPO / "target"))
-LRO = TARGET / "debug" / "lro"
 VENV = Path(os.environ.get("LRO_REME_VENV", Path.home() / ".cache" / "lro" / "reme-venv"))
 REME_PYTHON = VENV / "bin" / "python"
 
@@ -112,6 +111,7 @@ def reme_results(tmp_path_factory) -> dict[str, dict]:
     return {c[0]: r for c, r in zip(CASES, json.loads(reme.stdout))}
 
 
+@pytest.mark.usefixtures("binaries")
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 def test_we_compact_exactly_what_reme_compacts(case, reme_results, tmp_path: Path):
     name, history = case[0], case[1]

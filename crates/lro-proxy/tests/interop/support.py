@@ -1,15 +1,16 @@
-"""Shared helpers for the `lro proxy` interop tests.
+"""Shared helpers for the `lro proxy` interop tests, over the test kit
+(testkit: binaries, waits, pids, process groups, `Background` processes with
+readiness lines).
 
-- where things are: the repository root, the `lro` and `memory-server`
-  binaries, the fixture server;
+- the fixture server (fixtures/py_server.py; its constants, which the tests
+  import too, are fixtures/fixture_spec.py);
 - environments for the proxy (offload settings) and the fixture (pid file,
   cancel marker, shadowing);
-- `proxy_stdio(...)`: `lro proxy` spawned with its stdio face, wired to the
+- `stdio_process(...)` and `connect(...)`: `lro proxy` spawned with its stdio face, wired to the
   official Python SDK's `ClientSession`, with the process (pid, exit status)
-  and its stderr at hand;
-- `Background`: a process whose stderr is drained by a thread, with a wait for
-  a readiness line (`... listening on http://ADDR/mcp`);
-- bounded polling (`wait_until`), pid liveness, descriptor parsing, jq.
+  and its stderr at hand; `proxied(...)`: that session through the proxy to
+  the fixture server;
+- the fixture's pid file, descriptor parsing, jq.
 
 No sleeps are used for synchronisation: every wait is a poll with a deadline,
 a readiness line, or an event.
@@ -18,16 +19,11 @@ a readiness line, or an event.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shlex
-import signal
-import socket
 import subprocess
 import sys
-import threading
-import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,67 +35,15 @@ from anyio.abc import Process
 from mcp import ClientSession
 from mcp.shared.message import SessionMessage
 
-HERE = Path(__file__).resolve().parent
-FIXTURES = HERE / "fixtures"
-PY_SERVER = FIXTURES / "py_server.py"
-REPO = HERE.parents[3]
-TARGET = Path(os.environ.get("CARGO_TARGET_DIR", REPO / "target"))
-LRO = TARGET / "debug" / "lro"
-MEMORY_SERVER = TARGET / "debug" / "memory-server"
+from testkit.binaries import wait_for_binary
+from testkit.paths import LRO
+from testkit.procs import environ_without
+from testkit.waiting import PROMPT_S, await_until
 
-# The constants the fixture server uses (it runs in its own process).
-sys.path.insert(0, str(FIXTURES))
-import fixture_spec as fixture  # noqa: E402
+PY_SERVER = Path(__file__).resolve().parent / "fixtures" / "py_server.py"
 
-# Every wait in the suite is bounded by one of these.
-PROMPT_S = 10.0  # an answer, a notification, a readiness line
-EXIT_S = 8.0  # a process exit (the proxy ends a child within 2 s + 2 s grace)
-LISTEN_RE = re.compile(r"listening on (http://[^\s]+/mcp)")
-
-
-# --------------------------------------------------------------------------
-# polling and processes
-
-
-def wait_until(predicate: Callable[[], Any], timeout: float = PROMPT_S, interval: float = 0.02, what: str = "") -> Any:
-    """Polls `predicate` until it returns a truthy value (returned) or `timeout` passes (AssertionError)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() >= deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what or predicate}")
-        time.sleep(interval)
-
-
-async def await_until(predicate: Callable[[], Any], timeout: float = PROMPT_S, interval: float = 0.02, what: str = "") -> Any:
-    """`wait_until` for async code."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() >= deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what or predicate}")
-        await anyio.sleep(interval)
-
-
-def pid_alive(pid: int) -> bool:
-    """Whether `pid` is a live (not zombie) process."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    # The state is the field after the parenthesised command name.
-    state = stat.rsplit(")", 1)[1].split()[0]
-    return state not in ("Z", "X")
+# A process exit (the proxy ends a child within 2 s + 2 s grace).
+EXIT_S = 8.0
 
 
 def read_pids(path: Path) -> list[int]:
@@ -108,50 +52,6 @@ def read_pids(path: Path) -> list[int]:
         return [int(line) for line in path.read_text().split()]
     except FileNotFoundError:
         return []
-
-
-def free_port() -> int:
-    """A TCP port nothing listens on (bound, then released)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def ensure_binary(program: str | Path, timeout: float = 120.0) -> None:
-    """Another build may be relinking target/debug/*: wait (bounded) for our binaries to be back."""
-    path = Path(program)
-    if path in (LRO, MEMORY_SERVER) and not path.is_file():
-        wait_until(path.is_file, timeout=timeout, interval=0.5, what=f"{path} to be rebuilt")
-
-
-def kill_group(proc: subprocess.Popen, grace: float = EXIT_S) -> None:
-    """SIGTERM the process group `proc` leads, bounded wait, then SIGKILL; the
-    rest of the group is killed once the leader is gone."""
-    try:
-        pgid = os.getpgid(proc.pid)
-    except ProcessLookupError:
-        pgid = proc.pid
-    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5)):
-        try:
-            os.killpg(pgid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
-        try:
-            proc.wait(wait)
-            try:
-                os.killpg(pgid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-            return
-        except subprocess.TimeoutExpired:
-            continue
-
-
-def kill_quietly(pid: int) -> None:
-    try:
-        os.kill(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 # --------------------------------------------------------------------------
@@ -172,7 +72,7 @@ def offload_env(output_dir: Path | None, threshold: int | None = None, enabled: 
 
 def full_env(extra: dict[str, str]) -> dict[str, str]:
     """This process's environment without inherited ATLATL_/FIXTURE_ settings, plus `extra`."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ATLATL_", "FIXTURE_"))}
+    env = environ_without("ATLATL_", "FIXTURE_")
     env.setdefault("RUST_LOG", "info")
     env.update(extra)
     return env
@@ -259,7 +159,7 @@ async def stdio_process(argv: list[str], env: dict[str, str], stderr_path: Path)
     """Spawns `argv` with piped stdin/stdout and stderr to `stderr_path`; yields
     the SDK-style (read, write) streams over its stdio. On exit, stdin is closed
     and the process waited for (bounded), then killed if still there."""
-    ensure_binary(argv[0])
+    wait_for_binary(argv[0])
     with open(stderr_path, "wb") as errfile:
         process = await anyio.open_process(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errfile, env=env)
     read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](64)
@@ -338,106 +238,66 @@ def proxy_argv(*args: str, upstream: list[str] | None = None) -> list[str]:
 
 
 # --------------------------------------------------------------------------
-# processes with a readiness line
+# the fixture server through the proxy
 
 
-class Background:
-    """A process with stderr drained by a thread (kept in memory and in a file);
-    `wait_line` waits for a stderr line matching a pattern."""
+def proxied(tmp_path: Path, fixture_env: dict[str, str], out_dir: Path, extra_env: dict[str, str] | None = None,
+            threshold: int | None = None, enabled: bool | None = None, **callbacks: Any):
+    """`connect` to `lro proxy -- python3 py_server.py`: an initialized session
+    through the proxy to the fixture (offload settings as `offload_env`; the
+    default threshold: nothing small is large)."""
+    env = full_env({**fixture_env, **(extra_env or {}), **offload_env(out_dir, threshold=threshold, enabled=enabled)})
+    return connect(proxy_argv(upstream=fixture_cmd()), env, tmp_path / "proxy.err", **callbacks)
 
-    def __init__(
-        self,
-        argv: list[str],
-        env: dict[str, str],
-        log_path: Path,
-        stdin: Any = subprocess.DEVNULL,
-        cwd: Path | None = None,
-        new_session: bool = False,
-    ):
-        """`new_session`: the process leads a process group of its own, and
-        `stop` ends the whole group (for launchers such as node that start
-        children of their own)."""
-        self.argv = argv
-        self.log_path = log_path
-        self.new_session = new_session
-        self.lines: list[str] = []
-        self._cond = threading.Condition()
-        self._log = open(log_path, "w")
-        ensure_binary(argv[0])
-        self.proc = subprocess.Popen(
-            argv,
-            env=env,
-            cwd=cwd,
-            stdin=stdin,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            start_new_session=new_session,
-        )
-        self._thread = threading.Thread(target=self._drain, daemon=True)
-        self._thread.start()
 
-    def _drain(self) -> None:
-        assert self.proc.stderr is not None
-        for raw in self.proc.stderr:
-            line = raw.decode(errors="replace")
-            with self._cond:
-                self.lines.append(line)
-                self._log.write(line)
-                self._log.flush()
-                self._cond.notify_all()
-        with self._cond:
-            self._cond.notify_all()
+def proxied_process(tmp_path: Path, fixture_env: dict[str, str], out_dir: Path):
+    """`stdio_process` of `lro proxy -- python3 py_server.py` (default offload
+    settings), for a test that drives the session itself."""
+    env = full_env({**fixture_env, **offload_env(out_dir)})
+    return stdio_process(proxy_argv(upstream=fixture_cmd()), env, tmp_path / "proxy.err")
 
-    def wait_line(self, pattern: re.Pattern[str] | str, timeout: float = PROMPT_S) -> re.Match[str]:
-        rx = re.compile(pattern) if isinstance(pattern, str) else pattern
-        deadline = time.monotonic() + timeout
-        seen = 0
-        with self._cond:
-            while True:
-                for line in self.lines[seen:]:
-                    if m := rx.search(line):
-                        return m
-                seen = len(self.lines)
-                if self.proc.poll() is not None and not self._thread.is_alive():
-                    raise AssertionError(f"{self.argv[0]} exited ({self.proc.returncode}) before {rx.pattern!r}:\n{self.stderr()}")
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise AssertionError(f"no {rx.pattern!r} within {timeout}s from {self.argv}:\n{self.stderr()}")
-                self._cond.wait(min(left, 0.2))
 
-    def wait_url(self, timeout: float = PROMPT_S) -> str:
-        return self.wait_line(LISTEN_RE, timeout).group(1)
+async def upstream_pid(session: ClientSession) -> int:
+    """Initializes `session` and asks the fixture behind it for its pid (`whoami`)."""
+    with anyio.fail_after(PROMPT_S):
+        await session.initialize()
+        return int(texts(await session.call_tool("whoami"))[0])
 
-    def stderr(self) -> str:
-        with self._cond:
-            return "".join(self.lines)
 
-    @property
-    def pid(self) -> int:
-        return self.proc.pid
+async def cancel_slow_call(session: ClientSession, fixture_env: dict[str, str]) -> None:
+    """Starts the fixture's `slow` tool, waits until it runs upstream, then
+    cancels the call on the client side."""
+    started = Path(fixture_env["FIXTURE_STARTED_FILE"])
+    async with anyio.create_task_group() as tg:
+        scope = anyio.CancelScope()
 
-    def wait_exit(self, timeout: float = EXIT_S) -> int:
-        code = self.proc.wait(timeout)
-        self._thread.join(timeout)
-        return code
+        async def call() -> None:
+            with scope:
+                await session.call_tool("slow", {"seconds": 30})
 
-    def stop(self) -> None:
-        if self.new_session:
-            kill_group(self.proc)
-        elif self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(EXIT_S)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
-        self._thread.join(5)
-        self._log.close()
+        tg.start_soon(call)
+        await await_until(started.exists, what="slow() to start upstream")
+        scope.cancel()
+
+
+def relaxed(schema: dict) -> dict:
+    """What LroLayer documents for an output schema: it also admits the offload descriptor."""
+    return {
+        "type": "object",
+        "anyOf": [
+            schema,
+            {
+                "type": "object",
+                "required": ["offloaded", "file_path"],
+                "properties": {"offloaded": {"const": True}, "file_path": {"type": "string"}},
+            },
+        ],
+    }
 
 
 def run_cli(args: list[str], env: dict[str, str] | None = None, timeout: float = 30) -> subprocess.CompletedProcess[str]:
     """Runs `lro ARGS` to completion with stdin closed."""
-    ensure_binary(LRO)
+    wait_for_binary(LRO)
     return subprocess.run(
         [str(LRO), *args], env=env or full_env({}), stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout
     )

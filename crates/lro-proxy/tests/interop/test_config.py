@@ -8,26 +8,16 @@ import json
 from pathlib import Path
 
 import anyio
+import fixture_spec as fixture
 import pytest
 
-from support import (
-    PROMPT_S,
-    connect,
-    descriptor,
-    fixture,
-    fixture_cmd,
-    full_env,
-    offload_env,
-    proxy_argv,
-    run_cli,
-    texts,
-)
+from support import connect, descriptor, fixture_cmd, full_env, proxied, proxy_argv, run_cli, texts
+from testkit.waiting import PROMPT_S
 
 
 @pytest.mark.anyio
 async def test_disabled_offloading_passes_large_results_inline(tmp_path, fixture_env, out_dir):
-    env = full_env({**fixture_env, **offload_env(out_dir, threshold=500, enabled=False)})
-    async with connect(proxy_argv(upstream=fixture_cmd()), env, tmp_path / "proxy.err") as (_, session):
+    async with proxied(tmp_path, fixture_env, out_dir, threshold=500, enabled=False) as (_, session):
         with anyio.fail_after(PROMPT_S):
             result = await session.call_tool("big_json", {"n": 500})
     assert json.loads(texts(result)[0]) == [fixture.record(i) for i in range(500)]

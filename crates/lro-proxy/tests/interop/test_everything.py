@@ -10,7 +10,7 @@ TypeScript SDK (`ts/client.mjs`) or Python SDK as client.
   d. Python SDK direct vs proxied: prompts and resources answers are equal JSON values.
 
 The npm parts are pinned in ts/package.json + ts/package-lock.json and installed by
-ts/setup.sh (`npm ci`, a no-op when already installed), so the tests run offline.
+testkit/npm-ci.sh (`npm ci`, a no-op when already installed), so the tests run offline.
 What rmcp's typed model changes on the way through is kept as strict xfails (see
 BUG_*): fixing one turns its test into an XPASS failure, the signal to drop the marker.
 """
@@ -23,7 +23,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import uuid
 from pathlib import Path
@@ -33,28 +32,19 @@ import anyio
 import mcp_types as types
 import pytest
 
-from support import (
-    LRO,
-    PROMPT_S,
-    Background,
-    await_until,
-    connect,
-    full_env,
-    kill_group,
-    offload_env,
-    proxy_argv,
-    texts,
-)
+from support import connect, full_env, offload_env, proxy_argv, relaxed, texts
+from testkit.npm import npm_ci
+from testkit.paths import LRO, REPO
+from testkit.procs import Background, kill_group, kill_quietly
+from testkit.waiting import PROMPT_S, await_until
 
 HERE = Path(__file__).resolve().parent
 TS = HERE / "ts"
-SETUP = TS / "setup.sh"
 CLIENT_JS = TS / "client.mjs"
-LOOPBACK_JS = TS / "listen-loopback.mjs"
+LOOPBACK_JS = REPO / "testkit" / "listen-loopback.mjs"
 EVERYTHING_JS = TS / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
 
 # Every wait is bounded by one of these (no sleeps as synchronisation).
-SETUP_TIMEOUT_S = 600  # a cold `npm ci`
 CLIENT_TIMEOUT_S = 60  # one client.mjs run
 READY_S = 20  # a readiness line
 STOP_S = 10  # a process group to exit after SIGTERM
@@ -208,10 +198,7 @@ def check_big_echo(desc: dict, out_dir: Path, direct_text: str) -> None:
 @pytest.fixture(scope="session")
 def everything() -> Path:
     """ts/node_modules installed from package-lock.json (a no-op when already there)."""
-    if shutil.which("node") is None or shutil.which("npm") is None:
-        pytest.fail("node and npm are needed (Node.js >= 20): the npm parts of this suite run on them")
-    proc = subprocess.run(["bash", str(SETUP)], capture_output=True, text=True, timeout=SETUP_TIMEOUT_S)
-    assert proc.returncode == 0, f"{SETUP} failed:\n{proc.stderr[-4000:]}"
+    npm_ci(TS)
     assert EVERYTHING_JS.is_file(), EVERYTHING_JS
     return EVERYTHING_JS
 
@@ -223,10 +210,7 @@ def tag() -> Any:
     value = uuid.uuid4().hex
     yield value
     for pid in _tagged_pids(value):
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        kill_quietly(pid)
 
 
 def env_for(tag: str, out_dir: Path | None = None, threshold: int | None = THRESHOLD) -> dict[str, str]:
@@ -262,7 +246,7 @@ def http_everything(everything, tag, tmp_path_factory) -> Any:
         new_session=True,
     )
     try:
-        url = daemon.wait_line(r"server-everything listening on (http://127\.0\.0\.1:\d+/mcp)", READY_S).group(1)
+        url = daemon.wait_line(r"listen-loopback: listening on (http://127\.0\.0\.1:\d+/mcp)", READY_S).group(1)
         yield url
     finally:
         daemon.stop()
@@ -270,21 +254,6 @@ def http_everything(everything, tag, tmp_path_factory) -> Any:
 
 # --------------------------------------------------------------------------
 # comparisons
-
-
-def relaxed(schema: dict) -> dict:
-    """What LroLayer documents for an output schema: it also admits the descriptor."""
-    return {
-        "type": "object",
-        "anyOf": [
-            schema,
-            {
-                "type": "object",
-                "required": ["offloaded", "file_path"],
-                "properties": {"offloaded": {"const": True}, "file_path": {"type": "string"}},
-            },
-        ],
-    }
 
 
 def tool_diffs(direct_tools: list[dict], proxied_tools: list[dict]) -> dict[str, dict]:

@@ -15,20 +15,10 @@ import pytest
 from mcp.shared.exceptions import MCPError
 
 from support import (
-    EXIT_S,
-    PROMPT_S,
-    await_until,
-    fixture_cmd,
-    free_port,
-    full_env,
-    offload_env,
-    pid_alive,
-    proxy_argv,
-    read_pids,
-    run_cli,
-    stdio_process,
-    texts,
+    EXIT_S, fixture_cmd, full_env, offload_env, proxied_process, proxy_argv, read_pids, run_cli, stdio_process, upstream_pid,
 )
+from testkit.procs import free_port, pid_alive
+from testkit.waiting import await_until
 
 # A pending call must fail well before any client-side timeout.
 PROMPT_ERROR_S = 8.0
@@ -41,9 +31,7 @@ def no_panic(stderr: str) -> None:
 async def _crash_mid_call(tmp_path, env, wait_for_exit: bool) -> dict:
     async with stdio_process(proxy_argv(upstream=fixture_cmd()), env, tmp_path / "proxy.err") as proc:
         async with proc.session() as session:
-            with anyio.fail_after(PROMPT_S):
-                await session.initialize()
-                child = int(texts(await session.call_tool("whoami"))[0])
+            child = await upstream_pid(session)
             started = time.monotonic()
             try:
                 with anyio.fail_after(PROMPT_ERROR_S):
@@ -132,12 +120,9 @@ def test_unreachable_http_upstream_at_start():
 
 @pytest.mark.anyio
 async def test_client_going_away_ends_proxy_and_child(tmp_path, fixture_env, pid_file, out_dir):
-    env = full_env({**fixture_env, **offload_env(out_dir)})
-    async with stdio_process(proxy_argv(upstream=fixture_cmd()), env, tmp_path / "proxy.err") as proc:
+    async with proxied_process(tmp_path, fixture_env, out_dir) as proc:
         async with proc.session() as session:
-            with anyio.fail_after(PROMPT_S):
-                await session.initialize()
-                child = int(texts(await session.call_tool("whoami"))[0])
+            child = await upstream_pid(session)
         assert read_pids(pid_file) == [child]
         assert pid_alive(child)
         await proc.close_stdin()
@@ -149,12 +134,9 @@ async def test_client_going_away_ends_proxy_and_child(tmp_path, fixture_env, pid
 
 @pytest.mark.anyio
 async def test_sigterm_ends_child_then_proxy(tmp_path, fixture_env, pid_file, out_dir):
-    env = full_env({**fixture_env, **offload_env(out_dir)})
-    async with stdio_process(proxy_argv(upstream=fixture_cmd()), env, tmp_path / "proxy.err") as proc:
+    async with proxied_process(tmp_path, fixture_env, out_dir) as proc:
         async with proc.session() as session:
-            with anyio.fail_after(PROMPT_S):
-                await session.initialize()
-                child = int(texts(await session.call_tool("whoami"))[0])
+            child = await upstream_pid(session)
             assert pid_alive(child)
             os.kill(proc.pid, signal.SIGTERM)
             await await_until(lambda: not pid_alive(child), timeout=EXIT_S, what=f"upstream child {child} to end")

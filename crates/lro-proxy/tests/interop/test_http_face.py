@@ -20,21 +20,10 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from support import (
-    EXIT_S,
-    PROMPT_S,
-    Background,
-    await_until,
-    descriptor,
-    fixture_cmd,
-    full_env,
-    offload_env,
-    pid_alive,
-    proxy_argv,
-    read_pids,
-    texts,
-    unwrapped,
-    wait_until,
+    EXIT_S, cancel_slow_call, descriptor, fixture_cmd, full_env, offload_env, proxy_argv, read_pids, texts, unwrapped,
 )
+from testkit.procs import Background, pid_alive
+from testkit.waiting import PROMPT_S, await_until, wait_until
 
 
 @pytest.fixture
@@ -225,20 +214,10 @@ def test_foreign_origin_and_bad_host_are_rejected(start_proxy):
 
 @pytest.mark.anyio
 async def test_cancellation_over_http_reaches_upstream(start_proxy, fixture_env):
-    started = Path(fixture_env["FIXTURE_STARTED_FILE"])
     cancelled = Path(fixture_env["FIXTURE_CANCEL_FILE"])
     _, url = start_proxy()
     async with http_session(url) as session:
-        async with anyio.create_task_group() as tg:
-            scope = anyio.CancelScope()
-
-            async def call() -> None:
-                with scope:
-                    await session.call_tool("slow", {"seconds": 30})
-
-            tg.start_soon(call)
-            await await_until(started.exists, what="slow() to start upstream")
-            scope.cancel()
+        await cancel_slow_call(session, fixture_env)
         await await_until(cancelled.exists, what="the upstream's cancellation marker")
         with anyio.fail_after(PROMPT_S):
             assert texts(await session.call_tool("short")) == ["ok"]

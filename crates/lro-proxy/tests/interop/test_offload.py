@@ -9,24 +9,14 @@ import json
 from pathlib import Path
 
 import anyio
+import fixture_spec as fixture
 import pytest
 
 from support import (
-    PROMPT_S,
-    connect,
-    descriptor,
-    dump,
-    field_refs,
-    fixture,
-    fixture_cmd,
-    full_env,
-    jq_filter,
-    offload_env,
-    proxy_argv,
-    read_offload_file,
-    run_recipe,
-    texts,
+    connect, descriptor, dump, field_refs, fixture_cmd, full_env, jq_filter, offload_env, proxy_argv, read_offload_file,
+    run_recipe, texts,
 )
+from testkit.waiting import PROMPT_S
 
 THRESHOLD = 500
 BIG_N = 500

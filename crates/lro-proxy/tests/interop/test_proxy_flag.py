@@ -13,17 +13,10 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
-from support import (
-    MEMORY_SERVER,
-    PROMPT_S,
-    Background,
-    connect,
-    descriptor,
-    full_env,
-    offload_env,
-    proxy_argv,
-    stdio_process,
-)
+from support import connect, descriptor, full_env, offload_env, proxy_argv, stdio_process
+from testkit.paths import MEMORY_SERVER
+from testkit.procs import Background
+from testkit.waiting import PROMPT_S
 
 THRESHOLD = 500
 LIST_ALL = {"limit": 500}

@@ -8,26 +8,18 @@ from __future__ import annotations
 import re
 
 import anyio
+import fixture_spec as fixture
 import pytest
 
-from support import (
-    PROMPT_S,
-    await_until,
-    connect,
-    descriptor,
-    fixture,
-    fixture_cmd,
-    full_env,
-    offload_env,
-    proxy_argv,
-    texts,
-)
+from support import descriptor, proxied, texts
+from testkit.waiting import PROMPT_S, await_until
+
+SHADOW = {"FIXTURE_SHADOW": "1"}
 
 
 @pytest.mark.anyio
 async def test_upstream_lro_extract_wins(tmp_path, fixture_env, out_dir):
-    env = full_env({**fixture_env, "FIXTURE_SHADOW": "1", **offload_env(out_dir, threshold=500)})
-    async with connect(proxy_argv(upstream=fixture_cmd()), env, tmp_path / "proxy.err") as (proc, session):
+    async with proxied(tmp_path, fixture_env, out_dir, SHADOW, threshold=500) as (proc, session):
         with anyio.fail_after(PROMPT_S):
             tools = (await session.list_tools()).tools
             extracts = [t for t in tools if t.name == "lro_extract"]
@@ -54,8 +46,7 @@ async def test_upstream_lro_extract_wins(tmp_path, fixture_env, out_dir):
 async def test_upstream_lro_extract_wins_without_a_prior_tools_list(tmp_path, fixture_env, out_dir):
     """A client may call a tool it knows without listing first (a cached tool
     list, a reconnect): the call must still reach the upstream's lro_extract."""
-    env = full_env({**fixture_env, "FIXTURE_SHADOW": "1", **offload_env(out_dir, threshold=500)})
-    async with connect(proxy_argv(upstream=fixture_cmd()), env, tmp_path / "proxy.err") as (_, session):
+    async with proxied(tmp_path, fixture_env, out_dir, SHADOW, threshold=500) as (_, session):
         with anyio.fail_after(PROMPT_S):
             result = await session.call_tool("lro_extract", {"file_path": "some.jsonl", "recipe": 2})
     assert texts(result) == ["upstream lro_extract: some.jsonl 2"], texts(result)

@@ -14,44 +14,13 @@ import subprocess
 from pathlib import Path
 
 import anyio
+import fixture_spec as fixture
 import mcp_types as types
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from support import (
-    EXIT_S,
-    PROMPT_S,
-    await_until,
-    connect,
-    fixture,
-    fixture_cmd,
-    full_env,
-    offload_env,
-    proxy_argv,
-    texts,
-)
-
-
-def proxied(tmp_path: Path, fixture_env: dict[str, str], out_dir: Path, **callbacks):
-    """A session through the proxy (default threshold: nothing here is large)."""
-    env = full_env({**fixture_env, **offload_env(out_dir)})
-    return connect(proxy_argv(upstream=fixture_cmd()), env, tmp_path / "proxy.err", **callbacks)
-
-
-def relaxed(schema: dict) -> dict:
-    """What LroLayer documents for an output schema: it also admits the offload descriptor."""
-    return {
-        "type": "object",
-        "anyOf": [
-            schema,
-            {
-                "type": "object",
-                "required": ["offloaded", "file_path"],
-                "properties": {"offloaded": {"const": True}, "file_path": {"type": "string"}},
-            },
-        ],
-    }
-
+from support import EXIT_S, cancel_slow_call, connect, fixture_cmd, full_env, offload_env, proxied, proxy_argv, relaxed, texts
+from testkit.waiting import PROMPT_S, await_until
 
 # The same calls, made once straight to the fixture and once through the
 # proxy; the tests below compare the two transcripts (raw JSON-RPC answers).
@@ -222,19 +191,9 @@ async def test_log_notifications_arrive(tmp_path, fixture_env, out_dir):
 
 @pytest.mark.anyio
 async def test_cancellation_reaches_upstream(tmp_path, fixture_env, out_dir):
-    started = Path(fixture_env["FIXTURE_STARTED_FILE"])
     cancelled = Path(fixture_env["FIXTURE_CANCEL_FILE"])
     async with proxied(tmp_path, fixture_env, out_dir) as (proc, session):
-        async with anyio.create_task_group() as tg:
-            scope = anyio.CancelScope()
-
-            async def call() -> None:
-                with scope:
-                    await session.call_tool("slow", {"seconds": 30})
-
-            tg.start_soon(call)
-            await await_until(started.exists, what="slow() to start upstream")
-            scope.cancel()
+        await cancel_slow_call(session, fixture_env)
         # The SDK told the proxy ...
         sent = [m for m in proc.sent if m.get("method") == "notifications/cancelled"]
         assert sent, "the SDK did not send notifications/cancelled"

@@ -1,0 +1,40 @@
+"""Where things are: the repository, Cargo's target directory, the binaries.
+
+`LRO` and `MEMORY_SERVER` are the debug binaries of the target directory, or
+the prebuilt ones $LRO_BIN and $LRO_MEMORY_SERVER_BIN name; `testkit.binaries`
+builds them.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def target_dir() -> Path:
+    """Cargo's target directory: $CARGO_TARGET_DIR (relative to the repository
+    when relative), else <repo>/target."""
+    given = os.environ.get("CARGO_TARGET_DIR")
+    if not given:
+        return REPO / "target"
+    path = Path(given)
+    return path if path.is_absolute() else REPO / path
+
+
+TARGET = target_dir()
+
+# The variable that names a prebuilt binary instead, per binary.
+LRO_VAR = "LRO_BIN"
+MEMORY_SERVER_VAR = "LRO_MEMORY_SERVER_BIN"
+
+
+def debug_binary(name: str, override_var: str) -> Path:
+    """The path in $`override_var` if set, else <target>/debug/`name`."""
+    given = os.environ.get(override_var)
+    return Path(given).resolve() if given else TARGET / "debug" / name
+
+
+LRO = debug_binary("lro", LRO_VAR)
+MEMORY_SERVER = debug_binary("memory-server", MEMORY_SERVER_VAR)
