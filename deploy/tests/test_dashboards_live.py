@@ -1,13 +1,10 @@
 """End to end: the real memory-server, a real Prometheus, every dashboard query.
 
-1. Builds and starts `memory-server --http … --metrics …` (TTL 1 s, cleanup
-   every 2 s, offload directory in a temp dir), `lro proxy --http …
-   --metrics … -- memory-server --no-lro` (the same settings, its own
-   offload directory), and a real Prometheus scraping both every second (jobs
-   memory-server and lro-proxy of deploy/prometheus/prometheus.yml), with
-   deploy/prometheus/alerts.yml loaded; and the real node exporter serving,
-   through its textfile collector, the report of a real `lro audit --textfile`
-   of the bare server (job lro-audit).
+1. Starts the live stack (live_stack.launch, proxy=True): `memory-server
+   --http … --metrics …` (TTL 1 s, cleanup every 2 s, offload directory in a
+   temp dir), `lro proxy --http … --metrics … -- memory-server --no-lro`, the
+   node exporter serving a real `lro audit --textfile` report, and a real
+   Prometheus scraping all three every second with the alert rules loaded.
 2. Drives a workload through the official MCP Python SDK over streamable HTTP
    that exercises every outcome: inline results, offloaded results, an
    lro_extract recipe (if the server lists the tool), a real write failure
@@ -26,10 +23,9 @@
    what the proxy workload did, and that the alert rules load,
    LroOffloadWriteFailures fires and the upstream alerts stay quiet.
 
-Needs: cargo (or LRO_MEMORY_SERVER_BIN=path/to/memory-server and
-LRO_BIN=path/to/lro), `prometheus` on PATH (Debian package prometheus), pip
-packages pytest, mcp, pyyaml. Uses only 127.0.0.1. Takes about a minute once
-the binaries are built.
+Needs what live_stack.py needs (the binaries, `prometheus` and
+`prometheus-node-exporter` on PATH, pip packages pytest, mcp, pyyaml). Uses
+only 127.0.0.1. Takes about a minute once the binaries are built.
 
 Metric names and label values come from the catalogue, deploy/metrics.json
 (lrolib.M, lrolib.L), never typed here.
@@ -41,53 +37,28 @@ import json
 import math
 import os
 import re
-import shutil
 import signal
-import socket
-import subprocess
-import time
-import urllib.error
-import urllib.parse
-import urllib.request
-from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import anyio
 import pytest
-import yaml
 
-from lrolib import (
-    CATALOGUE,
-    COUNT,
-    DASHBOARDS,
-    EXTRACT_TOOL,
-    PROM_DIR,
-    REPO,
-    L,
-    M,
-    content_panels,
-    load_dashboard,
-    load_metrics,
-    load_rules,
-    panel_exprs,
-    resolve_series,
-    scan,
-    split_label_values,
-    variable_query,
+from live_stack import (
+    AUDIT_JOB, JOB, PROXY_JOB, STARTUP_TIMEOUT_S, Background, Prometheus, PromError, call, is_error, launch, mcp_session,
+    offload_path, scraped, text_of, wait_until,
 )
+from lrolib import (
+    CATALOGUE, COUNT, DASHBOARDS, EXTRACT_TOOL, REPO, L, M, content_panels, load_dashboard, load_metrics, load_rules,
+    panel_exprs, resolve_series, scan, split_label_values, variable_query,
+)
+from testkit.procs import children
 
-JOB = "memory-server"
-# The scrape job of `lro proxy` in deploy/prometheus/prometheus.yml.
-PROXY_JOB = "lro-proxy"
 # Substituted for $__rate_interval: wide enough to cover the whole workload,
 # so rates, ratios and quantiles have real values, not just series.
 RATE_INTERVAL = "5m"
-SCRAPE_INTERVAL_S = 1
-STARTUP_TIMEOUT_S = 60
 EXPIRY_TIMEOUT_S = 90
 SETTLE_TIMEOUT_S = 90
-CARGO_BUILD_TIMEOUT_S = 1800
 
 METRICS = load_metrics()
 MEMORY_TOOLS = {"list_memories", "recall_memories", "search_memories", "inject_context"}
@@ -104,9 +75,7 @@ PROXY_METRICS = frozenset({
     M.UPSTREAM_ERRORS_TOTAL,
     M.UPSTREAM_REQUEST_DURATION_SECONDS,
 })
-# The `lro audit --textfile` metrics: scraped from a node exporter's textfile
-# collector (job lro-audit), not from any LRO server.
-AUDIT_JOB = "lro-audit"
+# The `lro audit --textfile` metrics (job lro-audit).
 AUDIT_METRICS = frozenset({M.AUDIT_LEVEL, M.AUDIT_CHECK})
 # A tool the memory server does not have: calling it through the proxy gets a
 # JSON-RPC error from the upstream.
@@ -117,160 +86,6 @@ MODE = L.ExtractMode
 EXIT = L.UpstreamExit
 METHOD = L.UpstreamMethod
 CODE = L.UpstreamErrorCode
-
-# Loopback traffic must never go through a proxy from the environment.
-_NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-
-
-# ---------------------------------------------------------------------------
-# Processes and HTTP
-# ---------------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def http_get(url: str, timeout: float = 5.0) -> tuple[int, str]:
-    try:
-        with _NO_PROXY.open(url, timeout=timeout) as resp:
-            return resp.status, resp.read().decode("utf-8", "replace")
-    except urllib.error.HTTPError as e:
-        return e.code, e.read().decode("utf-8", "replace")
-
-
-def wait_until(predicate, timeout: float, what: str, interval: float = 0.5):
-    """Polls `predicate` until it returns a truthy value; fails after `timeout`."""
-    deadline = time.monotonic() + timeout
-    last_exc: Exception | None = None
-    while time.monotonic() < deadline:
-        try:
-            value = predicate()
-            if value:
-                return value
-        except Exception as e:  # noqa: BLE001 - retried until the deadline
-            last_exc = e
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}" + (f" (last error: {last_exc})" if last_exc else ""))
-
-
-class Proc:
-    """A child process with its output in a log file; stopped by stop()."""
-
-    def __init__(self, name: str, cmd: list[str], log: Path, env: dict | None = None, cwd: Path | None = None):
-        self.name, self.cmd, self.log_path = name, cmd, log
-        self._log = open(log, "wb")
-        self.p = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, env=env, cwd=cwd, start_new_session=True)
-
-    def alive(self) -> bool:
-        return self.p.poll() is None
-
-    def search(self, pattern: str) -> re.Match | None:
-        """The first match of `pattern` in the output so far."""
-        self._log.flush()
-        return re.search(pattern, self.log_path.read_text(encoding="utf-8", errors="replace"))
-
-    def children(self) -> list[int]:
-        """Process ids of its live child processes (from /proc)."""
-        found = []
-        for stat in Path("/proc").glob("[0-9]*/stat"):
-            try:
-                state, ppid = stat.read_text().rsplit(")", 1)[1].split()[:2]
-            except (OSError, ValueError):
-                continue  # gone meanwhile
-            if int(ppid) == self.p.pid and state != "Z":
-                found.append(int(stat.parent.name))
-        return found
-
-    def tail(self, n: int = 40) -> str:
-        self._log.flush()
-        lines = self.log_path.read_text(encoding="utf-8", errors="replace").splitlines()
-        return f"--- last {min(n, len(lines))} lines of {self.name} ({self.log_path}) ---\n" + "\n".join(lines[-n:])
-
-    def stop(self) -> None:
-        if self.p.poll() is None:
-            self.p.terminate()
-            try:
-                self.p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.p.kill()
-                self.p.wait(timeout=10)
-        self._log.close()
-
-
-@dataclass
-class Prometheus:
-    base: str
-
-    def api(self, path: str, **params) -> dict:
-        url = f"{self.base}/api/v1/{path}"
-        if params:
-            url += "?" + urllib.parse.urlencode(params, doseq=True)
-        status, body = http_get(url, timeout=15)
-        doc = json.loads(body)
-        if status != 200 or doc.get("status") != "success":
-            raise PromError(f"{path} {params}: HTTP {status}: {body[:1000]}")
-        return doc["data"]
-
-    def query(self, expr: str) -> list[dict]:
-        data = self.api("query", query=expr)
-        if data["resultType"] == "scalar":
-            return [{"metric": {}, "value": data["result"]}]
-        return data["result"]
-
-    def value(self, expr: str) -> float | None:
-        res = self.query(expr)
-        return float(res[0]["value"][1]) if res else None
-
-
-class PromError(AssertionError):
-    pass
-
-
-# ---------------------------------------------------------------------------
-# MCP client (official Python SDK, streamable HTTP)
-# ---------------------------------------------------------------------------
-
-
-@asynccontextmanager
-async def mcp_session(url: str):
-    from mcp import ClientSession
-
-    try:  # mcp >= 1.2x and 2.x
-        from mcp.client.streamable_http import streamable_http_client as connect
-    except ImportError:  # older 1.x
-        from mcp.client.streamable_http import streamablehttp_client as connect
-    async with connect(url) as streams:
-        read, write = streams[0], streams[1]
-        async with ClientSession(read, write) as session:
-            await session.initialize()
-            yield session
-
-
-def is_error(result) -> bool:
-    return bool(getattr(result, "is_error", None) or getattr(result, "isError", None))
-
-
-def text_of(result) -> str:
-    return "\n".join(c.text for c in result.content if getattr(c, "type", None) == "text")
-
-
-def offload_path(result) -> str | None:
-    """The descriptor's file_path if the result was offloaded, else None."""
-    structured = getattr(result, "structured_content", None) or getattr(result, "structuredContent", None)
-    if isinstance(structured, dict) and isinstance(structured.get("file_path"), str):
-        return structured["file_path"]
-    for block in result.content:
-        if getattr(block, "type", None) == "text":
-            try:
-                doc = json.loads(block.text)
-            except ValueError:
-                continue
-            if isinstance(doc, dict) and isinstance(doc.get("file_path"), str):
-                return doc["file_path"]
-    return None
 
 
 @dataclass
@@ -295,19 +110,6 @@ def agent_history(seed: int) -> list[dict]:
         msgs.append({"role": "tool", "tool_call_id": call_id, "content": f"result {seed}.{i} " + "word " * 2500})
     msgs.append({"role": "assistant", "content": "Three techniques stand out."})
     return msgs
-
-
-async def call(session, name: str, args: dict):
-    result = await session.call_tool(name, args)
-    assert not is_error(result), f"{name}({args}) failed: {text_of(result)[:500]}"
-    return result
-
-
-async def scraped(prom: Prometheus, expr: str, timeout: float = 30) -> None:
-    """Waits, without blocking the event loop, until Prometheus returns data for expr."""
-    with anyio.fail_after(timeout):
-        while not await anyio.to_thread.run_sync(prom.query, expr):
-            await anyio.sleep(0.5)
 
 
 async def workload(url: str, offload_dir: Path, prom: Prometheus) -> Observed:
@@ -440,7 +242,7 @@ def exits(reason: str) -> str:
     return f"sum({proxy_series(M.UPSTREAM_EXITS_TOTAL, EXIT.eq(reason))})"
 
 
-async def proxy_workload(url: str, proxy: Proc, prom: Prometheus) -> ProxyObserved:
+async def proxy_workload(url: str, proxy: Background, prom: Prometheus) -> ProxyObserved:
     """Through `lro proxy` (stdio child: memory-server --no-lro): calls, upstream errors, a
     normal session end, a child killed under a session, a new session."""
     seen = ProxyObserved()
@@ -465,10 +267,10 @@ async def proxy_workload(url: str, proxy: Proc, prom: Prometheus) -> ProxyObserv
 
     # Session 2: its child is killed: a failed exit; the call after it fails.
     async with mcp_session(url) as session:
-        children = proxy.children()  # spawned for the session's initialize
-        assert len(children) == 1, f"one child per session, found {children}"
-        os.kill(children[0], signal.SIGKILL)
-        seen.killed = children
+        spawned = children(proxy.pid)  # spawned for the session's initialize
+        assert len(spawned) == 1, f"one child per session, found {spawned}"
+        os.kill(spawned[0], signal.SIGKILL)
+        seen.killed = spawned
         await scraped(prom, f"{exits(EXIT.Failed)} >= 1")
         seen.after_kill_code = await rpc_error(session.call_tool("recall_memories", {"query": "cache", "limit": 1}))
 
@@ -483,65 +285,14 @@ async def proxy_workload(url: str, proxy: Proc, prom: Prometheus) -> ProxyObserv
 # ---------------------------------------------------------------------------
 
 
-def cargo_binary(package: str, binary: str, override_var: str) -> Path:
-    """target/debug/<binary> after `cargo build -p <package>`, or the path in $<override_var>."""
-    override = os.environ.get(override_var)
-    if override:
-        path = Path(override)
-        assert path.is_file(), f"{override_var}={override} does not exist"
-        return path
-    cargo = shutil.which("cargo")
-    assert cargo, f"cargo not found (or set {override_var})"
-    proc = subprocess.run(
-        [cargo, "build", "-p", package], cwd=REPO, capture_output=True, text=True, timeout=CARGO_BUILD_TIMEOUT_S
-    )
-    assert proc.returncode == 0, f"cargo build -p {package} failed:\n{proc.stderr[-4000:]}"
-    target = Path(os.environ.get("CARGO_TARGET_DIR", REPO / "target"))
-    return (target if target.is_absolute() else REPO / target) / "debug" / binary
-
-
-def server_binary() -> Path:
-    return cargo_binary("memory-server", "memory-server", "LRO_MEMORY_SERVER_BIN")
-
-
-def proxy_binary() -> Path:
-    """The `lro` CLI, whose `lro proxy` puts LRO in front of any MCP server."""
-    return cargo_binary("lro-cli", "lro", "LRO_BIN")
-
-
-def prometheus_config(path: Path, metrics_port: int, proxy_metrics_port: int | None = None, audit_port: int | None = None) -> None:
-    """deploy/prometheus/prometheus.yml, pointed at the test server (job memory-server) and,
-    if given, the test proxy (job lro-proxy) and the node exporter serving the
-    audit textfile (job lro-audit), scraping every second."""
-    cfg = yaml.safe_load((PROM_DIR / "prometheus.yml").read_text(encoding="utf-8"))
-    cfg["global"].update(
-        scrape_interval=f"{SCRAPE_INTERVAL_S}s", scrape_timeout=f"{SCRAPE_INTERVAL_S}s", evaluation_interval=f"{SCRAPE_INTERVAL_S}s"
-    )
-    cfg["rule_files"] = [str(PROM_DIR / f) for f in cfg.get("rule_files", [])]
-    targets = {JOB: metrics_port}
-    if proxy_metrics_port is not None:
-        targets[PROXY_JOB] = proxy_metrics_port
-    if audit_port is not None:
-        targets[AUDIT_JOB] = audit_port
-    scrape = []
-    for name, port in targets.items():
-        jobs = [j for j in cfg["scrape_configs"] if j["job_name"] == name]
-        assert len(jobs) == 1, f"deploy/prometheus/prometheus.yml must have one job {name!r}"
-        job = jobs[0]
-        job["static_configs"] = [{"targets": [f"127.0.0.1:{port}"], "labels": job["static_configs"][0].get("labels", {})}]
-        scrape.append(job)
-    cfg["scrape_configs"] = scrape
-    path.write_text(yaml.safe_dump(cfg, sort_keys=False), encoding="utf-8")
-
-
 @dataclass
 class Stack:
     prom: Prometheus
     instance: str
     seen: Observed
-    server: Proc
-    prometheus: Proc
-    proxy: Proc
+    server: Background
+    prometheus: Background
+    proxy: Background
     proxy_instance: str
     proxy_seen: ProxyObserved
 
@@ -554,145 +305,9 @@ class Stack:
         return (PROXY_JOB, self.proxy_instance) if proxy_only(expr) else (JOB, self.instance)
 
 
-@dataclass
-class Launched:
-    """A memory-server and a Prometheus scraping it, both up and scraping;
-    with proxy=True also an `lro proxy` in front of a memory-server, scraped too."""
-
-    server: Proc
-    prometheus: Proc
-    prom: Prometheus
-    instance: str
-    mcp_url: str
-    offload_dir: Path
-    proxy: Proc | None = None
-    proxy_instance: str | None = None
-    proxy_url: str | None = None
-
-
-def launch(tmp: Path, procs: list[Proc], extra_env: dict[str, str], proxy: bool = False) -> Launched:
-    """Starts the stack under `tmp` (offload files in `tmp/offload`) and waits
-    until Prometheus scrapes the server. With `proxy`, also starts
-    `lro proxy --http … --metrics … -- memory-server --no-lro` (the same
-    settings, offload files in `tmp/proxy-offload`), scraped as job lro-proxy.
-    Started processes are appended to `procs` as they start, so the caller can
-    stop them whatever happens."""
-    prom_bin = shutil.which("prometheus")
-    assert prom_bin, "prometheus not found on PATH: apt-get install -y prometheus"
-    binary = server_binary()
-    help_text = subprocess.run([binary, "--help"], capture_output=True, text=True, timeout=30).stdout
-    assert "--metrics" in help_text, f"{binary} has no --metrics option:\n{help_text}"
-    lro = proxy_binary() if proxy else None
-
-    offload_dir = tmp / "offload"
-    offload_dir.mkdir(mode=0o700)
-    http_port, metrics_port, prom_port = free_port(), free_port(), free_port()
-    instance = f"127.0.0.1:{metrics_port}"
-    proxy_metrics_port = free_port() if proxy else None
-    proxy_instance = f"127.0.0.1:{proxy_metrics_port}" if proxy else None
-
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ATLATL_", "OTEL_"))}
-    env.update(
-        NO_PROXY="127.0.0.1,localhost",
-        no_proxy="127.0.0.1,localhost",
-        RUST_LOG=env.get("RUST_LOG", "info"),
-        ATLATL_PROMPT__OFFLOAD__OUTPUT_DIR=str(offload_dir),
-        **extra_env,
-    )
-    os.environ.setdefault("NO_PROXY", "127.0.0.1,localhost")
-    os.environ.setdefault("no_proxy", "127.0.0.1,localhost")
-
-    # A real audit's textfile, served by the real node exporter's textfile
-    # collector: the audit panels of the conformance dashboard read it. The
-    # audited target is the bare server, so the report has failed checks too.
-    audit_port = None
-    if lro is not None:
-        exporter = shutil.which("prometheus-node-exporter") or shutil.which("node_exporter")
-        assert exporter, "prometheus-node-exporter not found on PATH: apt-get install -y prometheus-node-exporter"
-        textfiles = tmp / "textfile"
-        textfiles.mkdir()
-        audit = subprocess.run(
-            [str(lro), "audit", "--textfile", str(textfiles / "audit.prom"), "--", str(binary), "--no-lro"],
-            capture_output=True, text=True, timeout=120, env=env, cwd=tmp,
-        )
-        assert audit.returncode == 0, f"lro audit failed ({audit.returncode}):\n{audit.stdout}\n{audit.stderr}"
-        audit_port = free_port()
-        procs.append(Proc(
-            "node exporter",
-            [exporter, "--collector.disable-defaults", "--collector.textfile",
-             f"--collector.textfile.directory={textfiles}", f"--web.listen-address=127.0.0.1:{audit_port}"],
-            tmp / "node-exporter.log", env=env, cwd=tmp,
-        ))
-
-    prom_cfg = tmp / "prometheus.yml"
-    prometheus_config(prom_cfg, metrics_port, proxy_metrics_port, audit_port)
-
-    server = Proc(
-        "memory-server",
-        [str(binary), "--http", f"127.0.0.1:{http_port}", "--metrics", instance, "--context-store-root", str(tmp / "context-store")],
-        tmp / "memory-server.log",
-        env=env,
-        cwd=tmp,
-    )
-    procs.append(server)
-    proxy_proc = None
-    if lro is not None:
-        proxy_offload = tmp / "proxy-offload"
-        proxy_offload.mkdir(mode=0o700)
-        # Port 0: the proxy prints the address it bound ("lro proxy listening on http://ADDR/mcp").
-        proxy_proc = Proc(
-            "lro proxy",
-            [str(lro), "proxy", "--http", "127.0.0.1:0", "--metrics", proxy_instance, "--", str(binary), "--no-lro"],
-            tmp / "lro-proxy.log",
-            env={**env, "ATLATL_PROMPT__OFFLOAD__OUTPUT_DIR": str(proxy_offload)},
-            cwd=tmp,
-        )
-        procs.append(proxy_proc)
-    prometheus = Proc(
-        "prometheus",
-        [
-            prom_bin,
-            f"--config.file={prom_cfg}",
-            f"--storage.tsdb.path={tmp / 'tsdb'}",
-            f"--web.listen-address=127.0.0.1:{prom_port}",
-            "--storage.tsdb.retention.time=1h",
-            "--log.level=warn",
-        ],
-        tmp / "prometheus.log",
-        env=env,
-        cwd=tmp,
-    )
-    procs.append(prometheus)
-    prom = Prometheus(f"http://127.0.0.1:{prom_port}")
-
-    def ready(proc: Proc, url: str):
-        assert proc.alive(), f"{proc.name} exited with {proc.p.returncode}\n{proc.tail()}"
-        return http_get(url, timeout=2)[0] == 200
-
-    wait_until(lambda: ready(server, f"http://{instance}/metrics"), STARTUP_TIMEOUT_S, "the memory-server metrics endpoint")
-    proxy_url = None
-    if proxy_proc is not None:
-        wait_until(lambda: ready(proxy_proc, f"http://{proxy_instance}/metrics"), STARTUP_TIMEOUT_S, "the lro proxy metrics endpoint")
-        listening = wait_until(
-            lambda: proxy_proc.search(r"lro proxy listening on (http://\S+)"), STARTUP_TIMEOUT_S, "lro proxy to listen"
-        )
-        proxy_url = listening.group(1)
-    wait_until(lambda: ready(prometheus, f"{prom.base}/-/ready"), STARTUP_TIMEOUT_S, "Prometheus to be ready")
-    wait_until(lambda: prom.value(f'up{{job="{JOB}", instance="{instance}"}}') == 1, STARTUP_TIMEOUT_S, "the scrape target to be up")
-    if proxy_proc is not None:
-        wait_until(
-            lambda: prom.value(f'up{{job="{PROXY_JOB}", instance="{proxy_instance}"}}') == 1, STARTUP_TIMEOUT_S, "the proxy's scrape target to be up"
-        )
-    if audit_port is not None:
-        wait_until(lambda: prom.value(f'up{{job="{AUDIT_JOB}"}}') == 1, STARTUP_TIMEOUT_S, "the node exporter's scrape target to be up")
-    return Launched(
-        server, prometheus, prom, instance, f"http://127.0.0.1:{http_port}/mcp", offload_dir, proxy_proc, proxy_instance, proxy_url
-    )
-
-
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory):
-    procs: list[Proc] = []
+    procs: list[Background] = []
     try:
         up = launch(
             tmp_path_factory.mktemp("live"),

@@ -7,7 +7,7 @@ expiring the 3 files (TTL 2 s, schedule every second). A real Prometheus
 scrapes the server every second; every assertion goes through its HTTP API.
 `promtool check metrics` must accept the raw exposition.
 
-Shares the process and Prometheus helpers of test_dashboards_live.py. Metric
+Runs on the live stack of live_stack.py, as test_dashboards_live.py does. Metric
 names and label values come from the catalogue, deploy/metrics.json (lrolib.M,
 lrolib.L), never typed here.
 """
@@ -23,17 +23,8 @@ import anyio
 import pytest
 
 from lrolib import COUNT, SUM, L, M
-from test_dashboards_live import (
-    JOB,
-    Prometheus,
-    call,
-    http_get,
-    launch,
-    mcp_session,
-    offload_path,
-    text_of,
-    wait_until,
-)
+from live_stack import JOB, Prometheus, call, launch, mcp_session, offload_path, text_of, wait_until
+from testkit.http import http_get
 
 EXPIRY_TIMEOUT_S = 60
 
