@@ -37,6 +37,7 @@
 mod child;
 mod config;
 mod error;
+mod exit;
 mod flag;
 mod forward;
 mod relay;

@@ -25,7 +25,8 @@ use tokio::sync::OwnedSemaphorePermit;
 
 use crate::{
     ProxyError, ProxyShared, Upstream,
-    child::{self, ChildExit, ChildGuard},
+    child::{self, ChildGuard},
+    exit::ChildExit,
     flag::FlaggingClient,
     relay::{Failure, ProgressMap, Relay, forward, set_meta},
     telemetry,
