@@ -2,7 +2,9 @@
 
 use crate::Upstream;
 
-/// Settings shared by every session of one proxy.
+/// Settings shared by every session of one proxy: [`ProxyConfig::new`] with
+/// the upstream, then a setter for each setting that differs from its
+/// default.
 ///
 /// ```
 /// use lro_proxy::{ProxyConfig, Upstream};
@@ -13,6 +15,7 @@ use crate::Upstream;
 /// assert_eq!(cfg.upstream().to_string(), "`my-server --stdio`");
 /// ```
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct ProxyConfig {
     pub(crate) upstream: Upstream,
     pub(crate) max_sessions: usize,
@@ -20,7 +23,8 @@ pub struct ProxyConfig {
 }
 
 impl ProxyConfig {
-    /// A configuration for `upstream` with the defaults below.
+    /// A configuration for `upstream`, every other setting at its default.
+    #[must_use]
     pub fn new(upstream: Upstream) -> Self {
         Self {
             upstream,
@@ -30,8 +34,9 @@ impl ProxyConfig {
     }
 
     /// Children of a command upstream running at once (one per client
-    /// session); past it, `initialize` gets an error. At least 1. Defaults
-    /// to 16.
+    /// session); past it, `initialize` gets an error. At least 1.
+    ///
+    /// Defaults to 16.
     #[must_use]
     pub fn max_sessions(mut self, n: usize) -> Self {
         self.max_sessions = n.max(1);
@@ -39,7 +44,9 @@ impl ProxyConfig {
     }
 
     /// The largest message accepted from the upstream: one stdio line or one
-    /// SSE event. Defaults to 256 MiB (rmcp's own default is 16 MiB).
+    /// SSE event.
+    ///
+    /// Defaults to 256 MiB (rmcp's own default is 16 MiB).
     #[must_use]
     pub fn max_message_bytes(mut self, bytes: usize) -> Self {
         self.max_message_bytes = bytes;
