@@ -70,7 +70,7 @@ pub async fn stdio<H: ServerHandler>(
     tokio::pin!(shutdown);
     let running = tokio::select! {
         running = handler.serve(transport) => {
-            running.map_err(|err| ProxyError::Serve(err.to_string()))?
+            running.map_err(|err| ProxyError::Serve(err.into()))?
         }
         why = shared.lost() => return Ok(Stopped::UpstreamLost(why)),
         () = &mut shutdown => return Ok(Stopped::Shutdown),
@@ -221,5 +221,5 @@ where
             ct.cancel();
         })
         .await
-        .map_err(|err| ProxyError::Serve(err.to_string()))
+        .map_err(|err| ProxyError::Serve(err.into()))
 }

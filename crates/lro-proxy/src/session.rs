@@ -26,6 +26,7 @@ use tokio::sync::OwnedSemaphorePermit;
 use crate::{
     ProxyError, ProxyShared, Upstream,
     child::{self, ChildGuard},
+    error::Redacted,
     exit::ChildExit,
     flag::FlaggingClient,
     relay::{Failure, ProgressMap, Relay, forward, set_meta},
@@ -152,9 +153,9 @@ impl Proxy {
         let (upstream_tokens, client_tokens) =
             (relay.upstream_tokens.clone(), relay.client_tokens.clone());
         let upstream = &inner.cfg.upstream;
-        let failed = |reason: String| ProxyError::Initialize {
+        let failed = |source: Box<dyn std::error::Error + Send + Sync>| ProxyError::Initialize {
             upstream: upstream.to_string(),
-            reason,
+            source,
         };
         let timed_out = || format!("no answer to initialize within {}s", INIT_TIMEOUT.as_secs());
         let (service, child) = match upstream {
@@ -166,10 +167,10 @@ impl Proxy {
                     Ok(Ok(service)) => (service, Some(guard)),
                     outcome => {
                         let why = match guard.exit_within(EXIT_STATUS_WAIT).await {
-                            Some(exit) => format!("it {exit}"),
+                            Some(exit) => format!("it {exit}").into(),
                             None => match outcome {
-                                Ok(Err(err)) => err.to_string(),
-                                _ => timed_out(),
+                                Ok(Err(err)) => err.into(),
+                                _ => timed_out().into(),
                             },
                         };
                         telemetry::connect_failed();
@@ -188,8 +189,8 @@ impl Proxy {
                     outcome => {
                         telemetry::connect_failed();
                         return Err(failed(match outcome {
-                            Ok(Err(err)) => redact_urls(&err.to_string()),
-                            _ => timed_out(),
+                            Ok(Err(err)) => Box::new(Redacted::new(&err)),
+                            _ => timed_out().into(),
                         }));
                     }
                 }

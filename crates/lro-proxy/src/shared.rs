@@ -95,13 +95,14 @@ impl ProxyShared {
                 Ok(())
             }
             Upstream::Http { url, .. } => {
-                let unreachable = |reason: String| ProxyError::Unreachable {
-                    url: redact_urls(url),
-                    reason,
-                };
+                let unreachable =
+                    |source: Box<dyn std::error::Error + Send + Sync>| ProxyError::Unreachable {
+                        url: redact_urls(url),
+                        source,
+                    };
                 let uri: http::Uri = url
                     .parse()
-                    .map_err(|err: http::uri::InvalidUri| unreachable(err.to_string()))?;
+                    .map_err(|err: http::uri::InvalidUri| unreachable(err.into()))?;
                 let host = uri
                     .host()
                     .unwrap_or_default()
@@ -121,11 +122,10 @@ impl ProxyShared {
                 .await
                 {
                     Ok(Ok(_)) => Ok(()),
-                    Ok(Err(err)) => Err(unreachable(err.to_string())),
-                    Err(_) => Err(unreachable(format!(
-                        "no TCP connection within {}s",
-                        PREFLIGHT_TIMEOUT.as_secs()
-                    ))),
+                    Ok(Err(err)) => Err(unreachable(err.into())),
+                    Err(_) => Err(unreachable(
+                        format!("no TCP connection within {}s", PREFLIGHT_TIMEOUT.as_secs()).into(),
+                    )),
                 }
             }
         }
