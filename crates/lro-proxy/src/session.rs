@@ -100,7 +100,7 @@ pub struct Proxy {
 impl std::fmt::Debug for Proxy {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Proxy")
-            .field("upstream", &self.shared.0.cfg.upstream)
+            .field("upstream", self.shared.config().upstream())
             .finish_non_exhaustive()
     }
 }
@@ -132,18 +132,8 @@ impl Proxy {
         client: InitializeRequestParams,
         downstream: Peer<RoleServer>,
     ) -> Result<Arc<Connection>, ProxyError> {
-        let inner = &self.shared.0;
-        // Children are the scarce resource; an HTTP upstream session is not.
-        let slot = match inner.cfg.upstream {
-            Upstream::Command { .. } => {
-                Some(inner.slots.clone().try_acquire_owned().map_err(|_| {
-                    ProxyError::TooManySessions {
-                        max: inner.cfg.max_sessions,
-                    }
-                })?)
-            }
-            Upstream::Http { .. } => None,
-        };
+        let cfg = self.shared.config();
+        let slot = self.shared.slot()?;
         let relay = Relay {
             downstream,
             client: flag_as_proxy(client),
@@ -152,7 +142,7 @@ impl Proxy {
         };
         let (upstream_tokens, client_tokens) =
             (relay.upstream_tokens.clone(), relay.client_tokens.clone());
-        let upstream = &inner.cfg.upstream;
+        let upstream = cfg.upstream();
         let failed = |source: Box<dyn std::error::Error + Send + Sync>| ProxyError::Initialize {
             upstream: upstream.to_string(),
             source,
@@ -161,7 +151,7 @@ impl Proxy {
         let (service, child) = match upstream {
             Upstream::Command { program, args } => {
                 let (guard, transport) =
-                    child::spawn(program, args, inner.cfg.max_message_bytes, &inner.tasks)
+                    child::spawn(program, args, cfg.max_message_bytes, self.shared.tasks())
                         .inspect_err(|_| telemetry::connect_failed())?;
                 match tokio::time::timeout(INIT_TIMEOUT, relay.serve(transport)).await {
                     Ok(Ok(service)) => (service, Some(guard)),
@@ -181,7 +171,7 @@ impl Proxy {
             Upstream::Http { url, headers } => {
                 let config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
                     .custom_headers(headers.iter().cloned().collect())
-                    .max_sse_event_size(inner.cfg.max_message_bytes);
+                    .max_sse_event_size(cfg.max_message_bytes);
                 let transport =
                     StreamableHttpClientTransport::with_client(FlaggingClient::new(), config);
                 match tokio::time::timeout(INIT_TIMEOUT, relay.serve(transport)).await {
@@ -196,16 +186,12 @@ impl Proxy {
                 }
             }
         };
-        telemetry::session_opened(
-            inner
-                .restart_due
-                .swap(false, std::sync::atomic::Ordering::Relaxed),
-        );
+        telemetry::session_opened(self.shared.take_restart());
         if let Some(guard) = &child {
             let mut exit = guard.exit();
             let shared = self.shared.clone();
             let shown = upstream.to_string();
-            inner.tasks.spawn(async move {
+            self.shared.tasks().spawn(async move {
                 if let Ok(exit) = exit.wait_for(Option::is_some).await
                     && let Some(
                         exit @ ChildExit {

@@ -1,9 +1,15 @@
 //! [`ProxyShared`]: what all sessions of one proxy share, and the checks
 //! and the shutdown that concern them all.
 
-use std::{sync::Arc, time::Duration};
+use std::{
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    },
+    time::Duration,
+};
 
-use tokio::sync::{Semaphore, watch};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 use tokio_util::task::TaskTracker;
 
 use crate::{ProxyConfig, ProxyError, Upstream, child, upstream::redact_urls};
@@ -27,16 +33,16 @@ const PREFLIGHT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Make one per proxy, then one [`Proxy`](crate::Proxy) per client session with
 /// [`Proxy::new`](crate::Proxy::new).
 #[derive(Debug, Clone)]
-pub struct ProxyShared(pub(crate) Arc<SharedInner>);
+pub struct ProxyShared(Arc<SharedInner>);
 
 #[derive(Debug)]
-pub(crate) struct SharedInner {
-    pub(crate) cfg: ProxyConfig,
-    pub(crate) slots: Arc<Semaphore>,
-    pub(crate) tasks: TaskTracker,
+struct SharedInner {
+    cfg: ProxyConfig,
+    slots: Arc<Semaphore>,
+    tasks: TaskTracker,
     lost: watch::Sender<Option<String>>,
     /// A session was lost on its own; the next one opened is a restart.
-    pub(crate) restart_due: std::sync::atomic::AtomicBool,
+    restart_due: AtomicBool,
 }
 
 impl ProxyShared {
@@ -139,14 +145,41 @@ impl ProxyShared {
         self.0.tasks.wait().await;
     }
 
+    /// A slot for a new upstream session: children are the scarce
+    /// resource, so a command upstream takes one of
+    /// [`ProxyConfig::max_sessions`]; an HTTP upstream session needs none.
+    pub(crate) fn slot(&self) -> Result<Option<OwnedSemaphorePermit>, ProxyError> {
+        match self.0.cfg.upstream {
+            Upstream::Command { .. } => {
+                self.0
+                    .slots
+                    .clone()
+                    .try_acquire_owned()
+                    .map(Some)
+                    .map_err(|_| ProxyError::TooManySessions {
+                        max: self.0.cfg.max_sessions,
+                    })
+            }
+            Upstream::Http { .. } => Ok(None),
+        }
+    }
+
+    /// The tasks that end children and drain their pipes.
+    pub(crate) fn tasks(&self) -> &TaskTracker {
+        &self.0.tasks
+    }
+
+    /// Whether the session opening now restarts a lost one; clears it.
+    pub(crate) fn take_restart(&self) -> bool {
+        self.0.restart_due.swap(false, Ordering::Relaxed)
+    }
+
     pub(crate) fn report_lost(&self, why: String) {
         self.restart_due();
         self.0.lost.send_replace(Some(why));
     }
 
     pub(crate) fn restart_due(&self) {
-        self.0
-            .restart_due
-            .store(true, std::sync::atomic::Ordering::Relaxed);
+        self.0.restart_due.store(true, Ordering::Relaxed);
     }
 }
