@@ -60,25 +60,17 @@ impl ServerHandler for Proxy {
         request: InitializeRequestParams,
         cx: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, McpError> {
-        cx.peer.set_peer_info(request.clone());
-        *self.session.client.lock().expect("poisoned") = Some((request.clone(), cx.peer.clone()));
-        let _opening = self.session.opening.lock().await;
-        // A second `initialize` on the same session replaces the upstream.
-        let old = self.session.conn.write().expect("poisoned").take();
-        drop(old);
-        let conn = self
-            .open(request, cx.peer.clone())
+        self.initialize_upstream(request, cx.peer)
             .await
             .map_err(ProxyError::into_mcp)?;
-        *self.session.conn.write().expect("poisoned") = Some(conn);
         Ok(self.get_info())
     }
 
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
         // Once the upstream has agreed a version, the client gets that one:
         // rmcp negotiates again after `initialize` against this list.
-        match self.session.info.read().expect("poisoned").as_ref() {
-            Some(info) => Cow::Owned(vec![info.protocol_version.clone()]),
+        match self.upstream_info() {
+            Some(info) => Cow::Owned(vec![info.protocol_version]),
             None => Cow::Borrowed(ProtocolVersion::KNOWN_VERSIONS),
         }
     }
@@ -226,10 +218,7 @@ impl ServerHandler for Proxy {
     ) {
         // Progress on a request the upstream sent through the proxy: give it
         // back the token the upstream chose.
-        let Some(original) = self
-            .current()
-            .and_then(|conn| conn.client_tokens.original(&params.progress_token))
-        else {
+        let Some(original) = self.upstream_progress_token(&params.progress_token) else {
             return;
         };
         params.progress_token = original;
@@ -252,14 +241,9 @@ impl ServerHandler for Proxy {
     }
 
     fn get_info(&self) -> ServerConfig {
-        self.session
-            .info
-            .read()
-            .expect("poisoned")
-            .clone()
-            .unwrap_or_else(|| {
-                ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            })
+        self.upstream_info().unwrap_or_else(|| {
+            ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        })
     }
 
     async fn get_task(

@@ -43,12 +43,12 @@ const INIT_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// One open upstream session. Dropping it closes the session (and ends the
 /// child of a stdio upstream).
-pub(crate) struct Connection {
+struct Connection {
     service: RunningService<RoleClient, Relay>,
     child: Option<ChildGuard>,
     /// See [`Relay`]: the progress tokens of each direction.
     upstream_tokens: ProgressMap,
-    pub(crate) client_tokens: ProgressMap,
+    client_tokens: ProgressMap,
     /// The HTTP connection was lost; recorded once.
     lost: AtomicBool,
     _slot: Option<OwnedSemaphorePermit>,
@@ -94,7 +94,7 @@ impl Connection {
 /// `initialize` answer.
 pub struct Proxy {
     shared: ProxyShared,
-    pub(crate) session: Arc<Session>,
+    session: Arc<Session>,
 }
 
 impl std::fmt::Debug for Proxy {
@@ -106,15 +106,15 @@ impl std::fmt::Debug for Proxy {
 }
 
 #[derive(Default)]
-pub(crate) struct Session {
+struct Session {
     /// The open upstream session; read on every call, so a plain lock.
-    pub(crate) conn: RwLock<Option<Arc<Connection>>>,
+    conn: RwLock<Option<Arc<Connection>>>,
     /// Held while an upstream session opens, so that one opens at a time.
-    pub(crate) opening: tokio::sync::Mutex<()>,
+    opening: tokio::sync::Mutex<()>,
     /// The client's `initialize` and its peer, kept for reconnects.
-    pub(crate) client: Mutex<Option<(InitializeRequestParams, Peer<RoleServer>)>>,
+    client: Mutex<Option<(InitializeRequestParams, Peer<RoleServer>)>>,
     /// The upstream's `initialize` answer.
-    pub(crate) info: RwLock<Option<ServerConfig>>,
+    info: RwLock<Option<ServerConfig>>,
 }
 
 impl Proxy {
@@ -126,8 +126,38 @@ impl Proxy {
         }
     }
 
+    /// Answers the client's `initialize`: keeps it for reconnects and opens
+    /// the upstream session with it. A second `initialize` on the same
+    /// session replaces the upstream.
+    pub(crate) async fn initialize_upstream(
+        &self,
+        request: InitializeRequestParams,
+        downstream: Peer<RoleServer>,
+    ) -> Result<(), ProxyError> {
+        downstream.set_peer_info(request.clone());
+        *self.session.client.lock().expect("poisoned") =
+            Some((request.clone(), downstream.clone()));
+        let _opening = self.session.opening.lock().await;
+        let old = self.session.conn.write().expect("poisoned").take();
+        drop(old);
+        let conn = self.open(request, downstream).await?;
+        *self.session.conn.write().expect("poisoned") = Some(conn);
+        Ok(())
+    }
+
+    /// The upstream's `initialize` answer, once it has given one.
+    pub(crate) fn upstream_info(&self) -> Option<ServerConfig> {
+        self.session.info.read().expect("poisoned").clone()
+    }
+
+    /// The token the upstream chose for a request it sent through the
+    /// proxy, given the token the client sees; `None` for any other token.
+    pub(crate) fn upstream_progress_token(&self, token: &ProgressToken) -> Option<ProgressToken> {
+        self.current()?.client_tokens.original(token)
+    }
+
     /// Opens the upstream session for the client's `initialize`.
-    pub(crate) async fn open(
+    async fn open(
         &self,
         client: InitializeRequestParams,
         downstream: Peer<RoleServer>,
@@ -218,7 +248,7 @@ impl Proxy {
     /// The open upstream session, when it is usable: a lost HTTP connection
     /// is not (a stdio child is never respawned in a session: its state is
     /// gone with it, so its calls keep getting the error that says so).
-    pub(crate) fn current(&self) -> Option<Arc<Connection>> {
+    fn current(&self) -> Option<Arc<Connection>> {
         let conn = self.session.conn.read().expect("poisoned").clone()?;
         (conn.child.is_some() || !conn.peer().is_transport_closed()).then_some(conn)
     }
