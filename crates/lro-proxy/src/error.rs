@@ -1,6 +1,8 @@
 //! What can go wrong when the proxy sets up or loses its upstream.
 
-use std::io;
+use std::{error::Error, fmt, io};
+
+use crate::upstream::redact_urls;
 
 /// A failure to set up the proxy or to open an upstream session.
 #[derive(Debug, thiserror::Error)]
@@ -16,12 +18,15 @@ pub enum ProxyError {
         source: io::Error,
     },
     /// The upstream did not complete the MCP `initialize` handshake.
-    #[error("upstream {upstream} did not initialize: {reason}")]
+    #[error("upstream {upstream} did not initialize: {source}")]
     Initialize {
         /// The command or URL.
         upstream: String,
-        /// What happened instead, with the child's exit status when it died.
-        reason: String,
+        /// What happened instead: rmcp's error, the child's exit status when
+        /// it died, or the timeout. An HTTP upstream's error reads with its
+        /// URLs redacted, its causes too.
+        #[source]
+        source: Box<dyn Error + Send + Sync>,
     },
     /// A `--header` is not `Name: value`, or names an unset variable.
     #[error("invalid header `{header}`: {reason}")]
@@ -40,12 +45,14 @@ pub enum ProxyError {
         reason: String,
     },
     /// The HTTP upstream cannot be reached.
-    #[error("upstream {url} is unreachable: {reason}")]
+    #[error("upstream {url} is unreachable: {source}")]
     Unreachable {
         /// The URL.
         url: String,
-        /// The connection error.
-        reason: String,
+        /// Why: the URL does not parse, the connection failed, or it timed
+        /// out.
+        #[source]
+        source: Box<dyn Error + Send + Sync>,
     },
     /// Every child slot of a command upstream is in use (`--max-sessions`).
     #[error(
@@ -64,14 +71,68 @@ pub enum ProxyError {
         #[source]
         source: io::Error,
     },
-    /// Serving the client failed.
+    /// Serving the client failed: rmcp's error on stdio (the session never
+    /// started), the server's I/O error on HTTP.
     #[error("serving the client failed: {0}")]
-    Serve(String),
+    Serve(#[source] Box<dyn Error + Send + Sync>),
 }
 
 impl ProxyError {
     /// This error as the JSON-RPC error the client receives.
     pub(crate) fn into_mcp(self) -> rmcp::ErrorData {
         rmcp::ErrorData::internal_error(self.to_string(), None)
+    }
+}
+
+/// An error whose text, and each of its causes' texts, has its URLs
+/// redacted (see [`redact_urls`]): the causes of an HTTP upstream's failure
+/// name its URL, which may hold credentials. The chain keeps its shape; the
+/// original types are dropped with the URLs in them.
+#[derive(Debug)]
+pub(crate) struct Redacted {
+    text: String,
+    source: Option<Box<Redacted>>,
+}
+
+impl Redacted {
+    pub(crate) fn new(err: &(dyn Error + 'static)) -> Self {
+        Self {
+            text: redact_urls(&err.to_string()),
+            source: err.source().map(|cause| Box::new(Self::new(cause))),
+        }
+    }
+}
+
+impl fmt::Display for Redacted {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+impl Error for Redacted {
+    fn source(&self) -> Option<&(dyn Error + 'static)> {
+        self.source
+            .as_deref()
+            .map(|cause| cause as &(dyn Error + 'static))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redacted_errors_hide_urls_down_the_chain() {
+        let inner = io::Error::other("refused by https://u:p@h/mcp?k=v");
+        let outer = ProxyError::Bind {
+            addr: "127.0.0.1:1".parse().unwrap(),
+            source: inner,
+        };
+        let redacted = Redacted::new(&outer);
+        assert_eq!(
+            redacted.source().unwrap().to_string(),
+            "refused by https://…@h/mcp?…"
+        );
+        assert!(!redacted.to_string().contains("u:p"), "{redacted}");
     }
 }

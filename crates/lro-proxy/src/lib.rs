@@ -35,15 +35,21 @@
 #![warn(missing_docs)]
 
 mod child;
+mod config;
 mod error;
+mod exit;
 mod flag;
-mod handler;
+mod forward;
 mod relay;
 pub mod serve;
+mod session;
+mod shared;
 mod telemetry;
 mod transport;
 mod upstream;
 
+pub use config::ProxyConfig;
 pub use error::ProxyError;
-pub use handler::{Proxy, ProxyConfig, ProxyShared};
+pub use session::Proxy;
+pub use shared::ProxyShared;
 pub use upstream::Upstream;

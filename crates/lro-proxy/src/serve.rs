@@ -70,7 +70,7 @@ pub async fn stdio<H: ServerHandler>(
     tokio::pin!(shutdown);
     let running = tokio::select! {
         running = handler.serve(transport) => {
-            running.map_err(|err| ProxyError::Serve(err.to_string()))?
+            running.map_err(|err| ProxyError::Serve(err.into()))?
         }
         why = shared.lost() => return Ok(Stopped::UpstreamLost(why)),
         () = &mut shutdown => return Ok(Stopped::Shutdown),
@@ -122,12 +122,20 @@ fn stdio_pipes() -> (
     (read, write)
 }
 
-/// How the HTTP face keeps its sessions.
+/// How the HTTP face keeps its sessions: [`HttpOptions::new`], then a
+/// setter for each setting that differs from its default.
+///
+/// ```
+/// use std::time::Duration;
+///
+/// let options =
+///     lro_proxy::serve::HttpOptions::new().session_idle_timeout(Some(Duration::from_secs(600)));
+/// # let _ = options;
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct HttpOptions {
-    /// See [`HttpOptions::session_idle_timeout`].
-    pub session_idle_timeout: Option<Duration>,
+    session_idle_timeout: Option<Duration>,
 }
 
 impl Default for HttpOptions {
@@ -139,7 +147,8 @@ impl Default for HttpOptions {
 }
 
 impl HttpOptions {
-    /// The defaults.
+    /// The options with every setting at its default.
+    #[must_use]
     pub fn new() -> Self {
         Self::default()
     }
@@ -149,10 +158,11 @@ impl HttpOptions {
     /// client that goes away without closing its session (no `DELETE`)
     /// otherwise holds a child, and one of the
     /// [`ProxyConfig::max_sessions`](crate::ProxyConfig::max_sessions)
-    /// slots, for ever. A
-    /// tool call that runs longer than this without progress notifications
-    /// ends its session too. `None` never ends an idle session. Defaults to
-    /// 5 minutes (rmcp's default).
+    /// slots, for ever. A tool call that runs longer than this without
+    /// progress notifications ends its session too. `None` never ends an
+    /// idle session.
+    ///
+    /// Defaults to 5 minutes (rmcp's default).
     #[must_use]
     pub fn session_idle_timeout(mut self, timeout: Option<Duration>) -> Self {
         self.session_idle_timeout = timeout;
@@ -211,5 +221,5 @@ where
             ct.cancel();
         })
         .await
-        .map_err(|err| ProxyError::Serve(err.to_string()))
+        .map_err(|err| ProxyError::Serve(err.into()))
 }

@@ -31,7 +31,7 @@ use tokio::{
 use tokio_util::task::TaskTracker;
 
 use crate::{
-    child::{ChildExit, GRACE},
+    exit::{ChildExit, GRACE},
     flag,
 };
 

@@ -83,6 +83,8 @@ impl Upstream {
     /// environment instead of a client's configuration file. A command
     /// upstream ignores headers.
     ///
+    /// Defaults to no headers beyond the transport's own.
+    ///
     /// # Errors
     ///
     /// [`ProxyError::Header`] for a malformed header or an unset variable;

@@ -1,0 +1,60 @@
+//! [`ProxyConfig`]: the settings shared by every session of one proxy.
+
+use crate::Upstream;
+
+/// Settings shared by every session of one proxy: [`ProxyConfig::new`] with
+/// the upstream, then a setter for each setting that differs from its
+/// default.
+///
+/// ```
+/// use lro_proxy::{ProxyConfig, Upstream};
+///
+/// let cfg = ProxyConfig::new(Upstream::command("my-server", ["--stdio"]))
+///     .max_sessions(4)
+///     .max_message_bytes(64 << 20);
+/// assert_eq!(cfg.upstream().to_string(), "`my-server --stdio`");
+/// ```
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ProxyConfig {
+    pub(crate) upstream: Upstream,
+    pub(crate) max_sessions: usize,
+    pub(crate) max_message_bytes: usize,
+}
+
+impl ProxyConfig {
+    /// A configuration for `upstream`, every other setting at its default.
+    #[must_use]
+    pub fn new(upstream: Upstream) -> Self {
+        Self {
+            upstream,
+            max_sessions: 16,
+            max_message_bytes: 256 << 20,
+        }
+    }
+
+    /// Children of a command upstream running at once (one per client
+    /// session); past it, `initialize` gets an error. At least 1.
+    ///
+    /// Defaults to 16.
+    #[must_use]
+    pub fn max_sessions(mut self, n: usize) -> Self {
+        self.max_sessions = n.max(1);
+        self
+    }
+
+    /// The largest message accepted from the upstream: one stdio line or one
+    /// SSE event.
+    ///
+    /// Defaults to 256 MiB (rmcp's own default is 16 MiB).
+    #[must_use]
+    pub fn max_message_bytes(mut self, bytes: usize) -> Self {
+        self.max_message_bytes = bytes;
+        self
+    }
+
+    /// The upstream.
+    pub fn upstream(&self) -> &Upstream {
+        &self.upstream
+    }
+}

@@ -1,0 +1,308 @@
+//! The `ServerHandler` trait of [`Proxy`]: each method forwards its request
+//! or notification to the session's upstream.
+
+use std::borrow::Cow;
+
+use rmcp::{
+    ErrorData as McpError, RoleServer, ServerHandler,
+    model::*,
+    service::{NotificationContext, RequestContext},
+};
+
+use crate::{Proxy, ProxyError};
+
+/// Takes the expected variant out of an upstream answer. rmcp reads answers
+/// as an untagged union, so an answer may land in a look-alike variant; it
+/// is then re-read as the expected type.
+macro_rules! expect_result {
+    ($result:expr, $variant:ident => $ty:ty) => {
+        match $result {
+            ServerResult::$variant(value) => Ok(value),
+            other => reread::<$ty>(other),
+        }
+    };
+}
+
+fn reread<T: serde::de::DeserializeOwned>(result: ServerResult) -> Result<T, McpError> {
+    serde_json::to_value(&result)
+        .and_then(serde_json::from_value)
+        .map_err(|err| {
+            McpError::internal_error(
+                format!("the upstream's answer has the wrong shape: {err}"),
+                None,
+            )
+        })
+}
+
+/// An optional-params request (`*/list`) with the client's params.
+fn optional<M: Default, P>(params: Option<P>) -> RequestOptionalParam<M, P> {
+    RequestOptionalParam {
+        method: M::default(),
+        params,
+        extensions: Default::default(),
+    }
+}
+
+// Every method the upstream may serve is forwarded. `subscriptions/listen`
+// (the 2026-07-28 subscription stream) is not: rmcp's client has no way to
+// relay its acknowledgement, so the method stays unimplemented (-32601).
+// `tests/forwarding.rs` lists each trait method left out, with the reason.
+#[allow(deprecated)]
+impl ServerHandler for Proxy {
+    // Methods answered with an empty result accept any successful answer:
+    // `{"_meta": …}` is valid and lands in another variant of rmcp's union.
+    async fn ping(&self, cx: RequestContext<RoleServer>) -> Result<(), McpError> {
+        self.call(PingRequest::default().into(), cx).await.map(drop)
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, McpError> {
+        self.initialize_upstream(request, cx.peer)
+            .await
+            .map_err(ProxyError::into_mcp)?;
+        Ok(self.get_info())
+    }
+
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        // Once the upstream has agreed a version, the client gets that one:
+        // rmcp negotiates again after `initialize` against this list.
+        match self.upstream_info() {
+            Some(info) => Cow::Owned(vec![info.protocol_version]),
+            None => Cow::Borrowed(ProtocolVersion::KNOWN_VERSIONS),
+        }
+    }
+
+    async fn discover(&self, cx: RequestContext<RoleServer>) -> Result<DiscoverResult, McpError> {
+        let request = DiscoverRequest::new(DiscoverRequestParams {});
+        let result = self.call(request.into(), cx).await?;
+        expect_result!(result, DiscoverResult => DiscoverResult)
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, McpError> {
+        let result = self.call(CompleteRequest::new(request).into(), cx).await?;
+        expect_result!(result, CompleteResult => CompleteResult)
+    }
+
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.call(SetLevelRequest::new(request).into(), cx)
+            .await
+            .map(drop)
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        match self.call(GetPromptRequest::new(request).into(), cx).await? {
+            ServerResult::InputRequiredResult(input) => Ok(input.into()),
+            other => expect_result!(other, GetPromptResult => GetPromptResult).map(Into::into),
+        }
+    }
+
+    async fn list_prompts(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        let result = self
+            .call(ListPromptsRequest::from(optional(request)).into(), cx)
+            .await?;
+        expect_result!(result, ListPromptsResult => ListPromptsResult)
+    }
+
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        let result = self
+            .call(ListResourcesRequest::from(optional(request)).into(), cx)
+            .await?;
+        expect_result!(result, ListResourcesResult => ListResourcesResult)
+    }
+
+    async fn list_resource_templates(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        let request = ListResourceTemplatesRequest::from(optional(request));
+        let result = self.call(request.into(), cx).await?;
+        expect_result!(result, ListResourceTemplatesResult => ListResourceTemplatesResult)
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        match self
+            .call(ReadResourceRequest::new(request).into(), cx)
+            .await?
+        {
+            ServerResult::InputRequiredResult(input) => Ok(input.into()),
+            other => {
+                expect_result!(other, ReadResourceResult => ReadResourceResult).map(Into::into)
+            }
+        }
+    }
+
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.call(SubscribeRequest::new(request).into(), cx)
+            .await
+            .map(drop)
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.call(UnsubscribeRequest::new(request).into(), cx)
+            .await
+            .map(drop)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        match self.call(CallToolRequest::new(request).into(), cx).await? {
+            ServerResult::CreateTaskResult(task) => Ok(CallToolResponse::Task(task)),
+            ServerResult::InputRequiredResult(input) => Ok(input.into()),
+            other => expect_result!(other, CallToolResult => CallToolResult).map(Into::into),
+        }
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        let result = self
+            .call(ListToolsRequest::from(optional(request)).into(), cx)
+            .await?;
+        expect_result!(result, ListToolsResult => ListToolsResult)
+    }
+
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, McpError> {
+        let result = self.call(ClientRequest::CustomRequest(request), cx).await?;
+        expect_result!(result, CustomResult => CustomResult)
+    }
+
+    async fn on_progress(
+        &self,
+        mut params: ProgressNotificationParam,
+        cx: NotificationContext<RoleServer>,
+    ) {
+        // Progress on a request the upstream sent through the proxy: give it
+        // back the token the upstream chose.
+        let Some(original) = self.upstream_progress_token(&params.progress_token) else {
+            return;
+        };
+        params.progress_token = original;
+        self.notify(ProgressNotification::new(params).into(), cx)
+            .await;
+    }
+
+    async fn on_roots_list_changed(&self, cx: NotificationContext<RoleServer>) {
+        self.notify(RootsListChangedNotification::default().into(), cx)
+            .await;
+    }
+
+    async fn on_custom_notification(
+        &self,
+        notification: CustomNotification,
+        cx: NotificationContext<RoleServer>,
+    ) {
+        self.notify(ClientNotification::CustomNotification(notification), cx)
+            .await;
+    }
+
+    fn get_info(&self) -> ServerConfig {
+        self.upstream_info().unwrap_or_else(|| {
+            ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        })
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, McpError> {
+        let result = self.call(GetTaskRequest::new(request).into(), cx).await?;
+        expect_result!(result, GetTaskResult => GetTaskResult)
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.call(UpdateTaskRequest::new(request).into(), cx)
+            .await
+            .map(drop)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.call(CancelTaskRequest::new(request).into(), cx)
+            .await
+            .map(drop)
+    }
+
+    async fn list_skills(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<ListSkillsResult, McpError> {
+        let result = self
+            .call(ListSkillsRequest::from(optional(request)).into(), cx)
+            .await?;
+        expect_result!(result, ListSkillsResult => ListSkillsResult)
+    }
+
+    async fn get_skill(
+        &self,
+        request: GetSkillRequestParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<GetSkillResult, McpError> {
+        let result = self.call(GetSkillRequest::new(request).into(), cx).await?;
+        expect_result!(result, GetSkillResult => GetSkillResult)
+    }
+
+    async fn read_resource_directory(
+        &self,
+        request: ReadResourceDirectoryRequestParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceDirectoryResult, McpError> {
+        let result = self
+            .call(ReadResourceDirectoryRequest::new(request).into(), cx)
+            .await?;
+        expect_result!(result, ListResourcesResult => ReadResourceDirectoryResult)
+    }
+}

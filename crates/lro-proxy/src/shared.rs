@@ -1,0 +1,185 @@
+//! [`ProxyShared`]: what all sessions of one proxy share, and the checks
+//! and the shutdown that concern them all.
+
+use std::{
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    },
+    time::Duration,
+};
+
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
+use tokio_util::task::TaskTracker;
+
+use crate::{ProxyConfig, ProxyError, Upstream, child, upstream::redact_urls};
+
+/// The variables that send reqwest's requests through an HTTP proxy.
+const PROXY_VARIABLES: [&str; 6] = [
+    "HTTPS_PROXY",
+    "https_proxy",
+    "HTTP_PROXY",
+    "http_proxy",
+    "ALL_PROXY",
+    "all_proxy",
+];
+
+/// How long [`ProxyShared::preflight`] waits for an HTTP upstream's port.
+const PREFLIGHT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// What all sessions of one proxy share: the configuration, the session
+/// slots, the tasks that end children, and the news of a lost upstream.
+///
+/// Make one per proxy, then one [`Proxy`](crate::Proxy) per client session with
+/// [`Proxy::new`](crate::Proxy::new).
+#[derive(Debug, Clone)]
+pub struct ProxyShared(Arc<SharedInner>);
+
+#[derive(Debug)]
+struct SharedInner {
+    cfg: ProxyConfig,
+    slots: Arc<Semaphore>,
+    tasks: TaskTracker,
+    lost: watch::Sender<Option<String>>,
+    /// A session was lost on its own; the next one opened is a restart.
+    restart_due: AtomicBool,
+}
+
+impl ProxyShared {
+    /// Shared state for a proxy with `cfg`.
+    pub fn new(cfg: ProxyConfig) -> Self {
+        lro_core::metric::register_upstream_zeroed();
+        Self(Arc::new(SharedInner {
+            slots: Arc::new(Semaphore::new(cfg.max_sessions)),
+            cfg,
+            tasks: TaskTracker::new(),
+            lost: watch::channel(None).0,
+            restart_due: false.into(),
+        }))
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &ProxyConfig {
+        &self.0.cfg
+    }
+
+    /// Resolves with a sentence when a child exits on its own; `lro proxy`
+    /// on stdio exits then. (A lost HTTP upstream is not final: the next
+    /// call reconnects.)
+    pub async fn lost(&self) -> String {
+        let mut rx = self.0.lost.subscribe();
+        match rx.wait_for(Option::is_some).await {
+            Ok(why) => why.clone().unwrap_or_default(),
+            Err(_) => std::future::pending().await,
+        }
+    }
+
+    /// Checks that the upstream can be started or reached, so that a typo
+    /// fails at start with a clear message rather than at the client's first
+    /// `initialize`: the command must be an executable file (found on `PATH`
+    /// when it has no `/`), the URL's host must accept a TCP connection.
+    ///
+    /// # Errors
+    ///
+    /// [`ProxyError::Spawn`] naming the command, or
+    /// [`ProxyError::Unreachable`] naming the URL.
+    pub async fn preflight(&self) -> Result<(), ProxyError> {
+        match &self.0.cfg.upstream {
+            Upstream::Command { program, .. } => {
+                child::check_program(program).map_err(|source| ProxyError::Spawn {
+                    command: program.to_string_lossy().into_owned(),
+                    source,
+                })
+            }
+            // Through an HTTP proxy (reqwest honours these variables), the
+            // upstream's own port says nothing; the first `initialize` tells.
+            Upstream::Http { .. }
+                if PROXY_VARIABLES
+                    .iter()
+                    .any(|v| std::env::var_os(v).is_some()) =>
+            {
+                Ok(())
+            }
+            Upstream::Http { url, .. } => {
+                let unreachable =
+                    |source: Box<dyn std::error::Error + Send + Sync>| ProxyError::Unreachable {
+                        url: redact_urls(url),
+                        source,
+                    };
+                let uri: http::Uri = url
+                    .parse()
+                    .map_err(|err: http::uri::InvalidUri| unreachable(err.into()))?;
+                let host = uri
+                    .host()
+                    .unwrap_or_default()
+                    .trim_matches(['[', ']'])
+                    .to_owned();
+                let port = uri
+                    .port_u16()
+                    .unwrap_or(if uri.scheme_str() == Some("https") {
+                        443
+                    } else {
+                        80
+                    });
+                match tokio::time::timeout(
+                    PREFLIGHT_TIMEOUT,
+                    tokio::net::TcpStream::connect((host.as_str(), port)),
+                )
+                .await
+                {
+                    Ok(Ok(_)) => Ok(()),
+                    Ok(Err(err)) => Err(unreachable(err.into())),
+                    Err(_) => Err(unreachable(
+                        format!("no TCP connection within {}s", PREFLIGHT_TIMEOUT.as_secs()).into(),
+                    )),
+                }
+            }
+        }
+    }
+
+    /// Waits until every child has been ended and reaped. Call it after the
+    /// sessions are gone, before the process exits, so that no child is
+    /// orphaned.
+    pub async fn shutdown(&self) {
+        self.0.tasks.close();
+        self.0.tasks.wait().await;
+    }
+
+    /// A slot for a new upstream session: children are the scarce
+    /// resource, so a command upstream takes one of
+    /// [`ProxyConfig::max_sessions`]; an HTTP upstream session needs none.
+    pub(crate) fn slot(&self) -> Result<Option<OwnedSemaphorePermit>, ProxyError> {
+        match self.0.cfg.upstream {
+            Upstream::Command { .. } => {
+                self.0
+                    .slots
+                    .clone()
+                    .try_acquire_owned()
+                    .map(Some)
+                    .map_err(|_| ProxyError::TooManySessions {
+                        max: self.0.cfg.max_sessions,
+                    })
+            }
+            Upstream::Http { .. } => Ok(None),
+        }
+    }
+
+    /// The tasks that end children and drain their pipes.
+    pub(crate) fn tasks(&self) -> &TaskTracker {
+        &self.0.tasks
+    }
+
+    /// Whether the session opening now restarts a lost one; clears it.
+    pub(crate) fn take_restart(&self) -> bool {
+        self.0.restart_due.swap(false, Ordering::Relaxed)
+    }
+
+    pub(crate) fn report_lost(&self, why: String) {
+        self.restart_due();
+        self.0.lost.send_replace(Some(why));
+    }
+
+    pub(crate) fn restart_due(&self) {
+        self.0.restart_due.store(true, Ordering::Relaxed);
+    }
+}

@@ -1,0 +1,109 @@
+//! Guards the forwarding list: every method of rmcp's `ServerHandler` trait
+//! is either implemented by `Proxy` (in `src/forward.rs`) or listed in
+//! [`NOT_FORWARDED`] with the reason. A method rmcp adds later would
+//! otherwise fall back to the trait default without anyone deciding so.
+//! Re-run on every rmcp upgrade (it runs in CI).
+
+use std::{collections::BTreeSet, path::PathBuf, process::Command};
+
+/// The trait methods `Proxy` leaves to rmcp's default, and why.
+const NOT_FORWARDED: [(&str, &str); 6] = [
+    (
+        "negotiate_initialize",
+        "a helper of the default `initialize`; the proxy's `initialize` answers \
+         with the upstream's own answer, and `supported_protocol_versions` pins \
+         the version the upstream agreed",
+    ),
+    (
+        "get_tool",
+        "a synchronous lookup for the HTTP face's `Mcp-Param-*` header check; \
+         the proxy holds no tool list without asking the upstream, and the \
+         default (`None`) skips the check",
+    ),
+    (
+        "on_initialized",
+        "the proxy's own client sends `notifications/initialized` to the \
+         upstream when the upstream session opens; passing the client's on \
+         would send it twice",
+    ),
+    (
+        "on_cancelled",
+        "rmcp cancels the request's token itself, and `relay::forward` passes \
+         that on as `notifications/cancelled` with the id of the forwarded \
+         request; the client's notification names an id the upstream never saw",
+    ),
+    (
+        "accepted_subscription_filter",
+        "`subscriptions/listen` is not forwarded: rmcp's client cannot relay \
+         its acknowledgement, so the method stays unimplemented (-32601)",
+    ),
+    (
+        "listen",
+        "`subscriptions/listen`, see `accepted_subscription_filter`",
+    ),
+];
+
+/// The names of the functions declared in `src`, one a line.
+fn fn_names(src: &str) -> BTreeSet<&str> {
+    src.lines()
+        .filter_map(|line| {
+            let line = line.trim_start();
+            line.strip_prefix("async fn ")
+                .or_else(|| line.strip_prefix("fn "))
+        })
+        .filter_map(|rest| rest.split(['(', '<']).next())
+        .map(str::trim)
+        .collect()
+}
+
+/// rmcp's `src/handler/server.rs`, found through `cargo metadata`.
+fn rmcp_server_source() -> String {
+    let out = Command::new(env!("CARGO"))
+        .args(["metadata", "--format-version", "1"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("cargo metadata runs");
+    assert!(out.status.success(), "cargo metadata failed");
+    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let manifest = meta["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "rmcp")
+        .and_then(|p| p["manifest_path"].as_str())
+        .expect("rmcp is a dependency");
+    let path = PathBuf::from(manifest).with_file_name("src/handler/server.rs");
+    std::fs::read_to_string(&path).unwrap_or_else(|err| panic!("{}: {err}", path.display()))
+}
+
+#[test]
+fn every_server_handler_method_is_forwarded_or_listed() {
+    let rmcp = rmcp_server_source();
+    // rmcp declares the trait's methods in a macro, just before the trait.
+    let start = rmcp
+        .find("macro_rules! server_handler_methods")
+        .expect("rmcp defines the trait methods in a macro");
+    let end = start
+        + rmcp[start..]
+            .find("pub trait ServerHandler")
+            .expect("the trait follows the macro");
+    let trait_methods = fn_names(&rmcp[start..end]);
+    assert!(trait_methods.len() > 25, "parsed {trait_methods:?}");
+
+    let ours = include_str!("../src/forward.rs");
+    let forwarded = fn_names(&ours[ours.find("impl ServerHandler for Proxy").unwrap()..]);
+    let listed: BTreeSet<&str> = NOT_FORWARDED.iter().map(|(name, _)| *name).collect();
+
+    let undecided: Vec<_> = trait_methods
+        .iter()
+        .filter(|m| !forwarded.contains(*m) && !listed.contains(*m))
+        .collect();
+    assert!(
+        undecided.is_empty(),
+        "neither forwarded nor listed in NOT_FORWARDED: {undecided:?}"
+    );
+    let stale: Vec<_> = listed.difference(&trait_methods).collect();
+    assert!(stale.is_empty(), "listed but not in the trait: {stale:?}");
+    let both: Vec<_> = listed.intersection(&forwarded).collect();
+    assert!(both.is_empty(), "listed but forwarded: {both:?}");
+}
