@@ -16,7 +16,6 @@ use rmcp::{
         StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
     },
 };
-use serde_json::Value;
 use sse_stream::{Error as SseError, Sse};
 
 /// `message` with the spec's proxy flag, `clientInfo.proxy: true`, added
