@@ -50,7 +50,7 @@ pub async fn audit(target: &Target, cfg: &AuditConfig) -> Result<Report, AuditEr
     let scratch = tempfile::Builder::new()
         .prefix("lro-audit-")
         .tempdir()
-        .map_err(|e| AuditError::Scratch(e.to_string()))?;
+        .map_err(AuditError::Scratch)?;
     let mut run = Run {
         target,
         cfg,
