@@ -25,6 +25,9 @@ use crate::{
     AuditConfig, AuditError, Report,
     check::Judged,
     events::{self, Samples},
+    evidence::{
+        CleanupSeen, Evidence, FileSeen, MIN_RECORDS, Offload, RecipeRun, WriteFailureSeen,
+    },
     probe::{self, Call},
     recipe, result,
     target::{Launch, Outcome, Session, Target},
@@ -34,141 +37,8 @@ use crate::{
 const NO_THRESHOLD: u64 = 1_000_000_000;
 /// The TTL of launches that must keep their files.
 const LONG_TTL: u64 = 3600;
-/// Fewest records a result needs to show the threshold is on the aggregate.
-pub(crate) const MIN_RECORDS: usize = 10;
 /// How often files are looked at while waiting for cleanup.
 const POLL: Duration = Duration::from_millis(100);
-
-/// An offloaded result and what was found at its `file_path`.
-#[derive(Debug)]
-pub(crate) struct Offload {
-    /// Index of the call in [`Evidence::calls`].
-    pub(crate) call: usize,
-    pub(crate) result: Value,
-    pub(crate) descriptor: Map<String, Value>,
-    /// The file's lines and mode, or why it could not be read.
-    pub(crate) file: Result<FileSeen, String>,
-    /// Each recipe run on the file, once Level 2 is judged.
-    pub(crate) runs: Option<Vec<RecipeRun>>,
-}
-
-/// One recipe run on its file.
-#[derive(Debug)]
-pub(crate) struct RecipeRun {
-    /// 0-based position in `jq_recipes`.
-    pub(crate) index: usize,
-    pub(crate) command: String,
-    /// The jq that ran it, or why it did not run or failed.
-    pub(crate) outcome: Result<&'static str, String>,
-}
-
-/// An offload file as read right after the call.
-#[derive(Debug)]
-pub(crate) struct FileSeen {
-    pub(crate) path: PathBuf,
-    pub(crate) lines: Vec<String>,
-    pub(crate) mode: u32,
-}
-
-impl FileSeen {
-    /// The header, when line 1 is a JSON object with `type: "lro_header"`.
-    pub(crate) fn header(&self) -> Option<Map<String, Value>> {
-        let first = self.lines.first()?;
-        match serde_json::from_str(first) {
-            Ok(Value::Object(m)) if m.get("type") == Some(&Value::from("lro_header")) => Some(m),
-            _ => None,
-        }
-    }
-
-    /// The lines after the header (every line when there is none).
-    pub(crate) fn records(&self) -> &[String] {
-        if self.header().is_some() {
-            &self.lines[1..]
-        } else {
-            &self.lines
-        }
-    }
-}
-
-impl Offload {
-    /// The detail level the file says it holds, else the descriptor.
-    pub(crate) fn detail(&self) -> Option<String> {
-        let from_header = self
-            .file
-            .as_ref()
-            .ok()
-            .and_then(FileSeen::header)
-            .and_then(|h| h.get("detail").and_then(Value::as_str).map(str::to_owned));
-        from_header.or_else(|| {
-            self.descriptor
-                .get("summary")
-                .and_then(|s| s.get("detail"))
-                .and_then(Value::as_str)
-                .map(str::to_owned)
-        })
-    }
-}
-
-/// What the cleanup launch saw.
-#[derive(Debug)]
-pub(crate) struct CleanupSeen {
-    pub(crate) ttl: u64,
-    /// How long after its expiry the first file was gone, or why the check
-    /// could not see it go.
-    pub(crate) expired: Result<Duration, String>,
-    /// A fresh file deleted before its TTL, with its age then.
-    pub(crate) fresh_deleted: Option<Duration>,
-    pub(crate) stderr: String,
-    pub(crate) metrics: Option<(Samples, Samples)>,
-}
-
-/// What the write-failure launch saw.
-#[derive(Debug)]
-pub(crate) struct WriteFailureSeen {
-    pub(crate) threshold: u64,
-    pub(crate) outcome: Outcome,
-    pub(crate) stderr: String,
-    pub(crate) metrics: Option<(Samples, Samples)>,
-}
-
-/// Everything the checks judge.
-#[derive(Debug, Default)]
-pub(crate) struct Evidence {
-    pub(crate) launched: bool,
-    pub(crate) tools: Vec<String>,
-    pub(crate) calls: Vec<Call>,
-    pub(crate) left_out: Vec<String>,
-    /// Each call's answer with no threshold in reach (URL: as served).
-    pub(crate) measured: Vec<Outcome>,
-    /// The call that shows the aggregate rule: the smallest result of at
-    /// least [`MIN_RECORDS`] records.
-    pub(crate) boundary: Option<usize>,
-    pub(crate) t_lo: Option<u64>,
-    /// Each call's answer at `t_lo`.
-    pub(crate) at_lo: Vec<Outcome>,
-    pub(crate) output_dir: Option<PathBuf>,
-    pub(crate) offloads: Vec<Offload>,
-    /// The server's estimate of the boundary call's result.
-    pub(crate) estimate: Option<u64>,
-    /// The boundary call at `estimate - 1`.
-    pub(crate) below: Option<Outcome>,
-    /// The boundary call at a threshold it does not exceed, and that threshold.
-    pub(crate) at: Option<(u64, Outcome)>,
-    pub(crate) cleanup: Option<CleanupSeen>,
-    pub(crate) write_failure: Option<WriteFailureSeen>,
-    /// The boundary call at `t_lo`, declared a proxy.
-    pub(crate) flagged: Option<Outcome>,
-}
-
-impl Evidence {
-    /// The measured result of call `i`, when it succeeded.
-    pub(crate) fn measured_ok(&self, i: usize) -> Option<&Value> {
-        match self.measured.get(i) {
-            Some(Outcome::Result(v)) if !result::is_error(v) => Some(v),
-            _ => None,
-        }
-    }
-}
 
 /// Audits `target`.
 ///
@@ -180,7 +50,7 @@ pub async fn audit(target: &Target, cfg: &AuditConfig) -> Result<Report, AuditEr
     let scratch = tempfile::Builder::new()
         .prefix("lro-audit-")
         .tempdir()
-        .map_err(|e| AuditError::Scratch(e.to_string()))?;
+        .map_err(AuditError::Scratch)?;
     let mut run = Run {
         target,
         cfg,

@@ -15,5 +15,5 @@ pub enum AuditError {
     },
     /// The auditor's own scratch directory could not be made.
     #[error("cannot create a scratch directory: {0}")]
-    Scratch(String),
+    Scratch(#[source] std::io::Error),
 }

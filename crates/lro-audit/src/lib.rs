@@ -32,6 +32,7 @@ mod check;
 mod config;
 mod error;
 mod events;
+mod evidence;
 mod probe;
 mod recipe;
 pub mod report;

@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 
 use super::{Verdict, count, fail, over_files, over_offloads, pass, skip};
 use crate::{
-    audit::{Evidence, MIN_RECORDS},
+    evidence::{Evidence, MIN_RECORDS},
     probe::{DETAILS, SPEC_TOOLS},
     result,
     target::Outcome,

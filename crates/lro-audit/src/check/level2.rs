@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 
 use super::{Verdict, count, fail, over_files, over_offloads, pass, skip};
 use crate::{
-    audit::{Evidence, FileSeen, Offload},
+    evidence::{Evidence, FileSeen, Offload},
     recipe, result,
 };
 
@@ -282,8 +282,8 @@ mod tests {
     use super::*;
     use crate::{
         Status,
-        audit::CleanupSeen,
         check::fixtures::{evidence, offload},
+        evidence::CleanupSeen,
     };
 
     #[test]

@@ -3,8 +3,8 @@
 
 use super::{Verdict, fail, pass, skip};
 use crate::{
-    audit::Evidence,
     events::{self, Event, Samples},
+    evidence::Evidence,
     result,
     target::Outcome,
 };
@@ -129,7 +129,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::{Status, audit::WriteFailureSeen, check::fixtures::evidence};
+    use crate::{Status, check::fixtures::evidence, evidence::WriteFailureSeen};
 
     fn seen(text: &str, stderr: &str) -> Evidence {
         let full = "x".repeat(4000);

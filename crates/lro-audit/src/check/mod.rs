@@ -12,7 +12,7 @@ mod reported;
 
 use crate::{
     Check, Status,
-    audit::{Evidence, FileSeen, Offload},
+    evidence::{Evidence, FileSeen, Offload},
 };
 
 /// The checks judged so far, in order.
@@ -229,7 +229,7 @@ pub(crate) mod fixtures {
     use serde_json::{Value, json};
 
     use crate::{
-        audit::{Evidence, FileSeen, Offload},
+        evidence::{Evidence, FileSeen, Offload},
         probe::{self, Call},
         target::Outcome,
     };

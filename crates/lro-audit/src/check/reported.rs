@@ -13,7 +13,7 @@ fn without_offloads(ev: &Evidence) -> Option<Verdict> {
         .is_empty()
         .then(|| skip("no offload to look at"))
 }
-use crate::{audit::Evidence, result, target::Outcome};
+use crate::{evidence::Evidence, result, target::Outcome};
 
 /// Keys that carry a pagination cursor.
 const CURSOR_KEYS: [&str; 8] = [
