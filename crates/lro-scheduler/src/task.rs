@@ -292,8 +292,8 @@ mod tests {
     #[test]
     fn from_config_takes_the_schedule_and_dir() {
         let cfg = OffloadConfig::new()
-            .with_output_dir("/var/lro")
-            .with_cleanup_schedule("*/5 * * * * *");
+            .output_dir("/var/lro")
+            .cleanup_schedule("*/5 * * * * *");
         let task = OffloadCleanup::from_config(&cfg);
         assert_eq!(task.dir, PathBuf::from("/var/lro"));
         assert_eq!(task.schedule, "*/5 * * * * *");

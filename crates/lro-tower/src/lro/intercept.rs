@@ -459,7 +459,7 @@ mod tests {
 
     fn shared(dir: &std::path::Path) -> Arc<Shared> {
         Arc::new(Shared {
-            cfg: OffloadConfig::default().with_threshold_tokens(100),
+            cfg: OffloadConfig::default().threshold_tokens(100),
             offloader: Offloader::new(dir),
             estimator: Arc::new(()),
             sink: Arc::new(()),
