@@ -244,16 +244,16 @@ impl Shared {
                     return Processed::unchanged(result, ToolOutcome::Inline, estimated_tokens);
                 }
                 let descriptor_tokens = self.estimator.estimate(&out.text);
-                let mut offloaded = Offloaded::new(
+                let offloaded = Offloaded::new(
                     tool,
                     out.result.header.operation.clone(),
                     out.result.path.clone(),
-                );
-                offloaded.records = records;
-                offloaded.bytes = out.bytes;
-                offloaded.estimated_tokens = estimated_tokens;
-                offloaded.descriptor_tokens = descriptor_tokens;
-                offloaded.write_duration = out.write_duration;
+                )
+                .records(records)
+                .bytes(out.bytes)
+                .estimated_tokens(estimated_tokens)
+                .descriptor_tokens(descriptor_tokens)
+                .write_duration(out.write_duration);
                 event::emit(&*self.sink, LroEvent::Offloaded(offloaded));
                 Processed {
                     result: offloaded_result(&out, result.meta),
@@ -271,10 +271,10 @@ impl Shared {
                 if matches!(error, WriteError::Cancelled) {
                     return Processed::unchanged(result, ToolOutcome::Inline, estimated_tokens);
                 }
-                let mut failed =
-                    OffloadWriteFailed::new(tool, operation, error.to_string(), error.reason());
-                failed.records_total = total;
-                failed.records_kept = kept;
+                let failed =
+                    OffloadWriteFailed::new(tool, operation, error.to_string(), error.reason())
+                        .records_total(total)
+                        .records_kept(kept);
                 event::emit(&*self.sink, LroEvent::OffloadWriteFailed(failed));
                 let warning = truncation_warning(&error, kept, total);
                 let mut content = vec![ContentBlock::text(warning)];
@@ -310,11 +310,10 @@ impl Shared {
                 RecordSet::from_text(text)
             }
         };
-        let mut input =
-            OffloadInput::new(&job.tool, &job.operation, &records, job.estimated_tokens);
-        input.query = job.query.clone();
-        input.detail = job.detail;
-        input.score_range = job.score_range;
+        let input = OffloadInput::new(&job.tool, &job.operation, &records, job.estimated_tokens)
+            .query(job.query.clone())
+            .detail(job.detail)
+            .score_range(job.score_range);
         let shell;
         let offloader = if job.shadowed {
             shell = self.offloader.clone().native_extract(false);
@@ -446,8 +445,8 @@ impl Shared {
     /// Reports what happened to one tool result: the [`ToolResult`] event,
     /// and through it the result metrics.
     pub(crate) fn report(&self, tool: &str, processed: &Processed) {
-        let mut e = ToolResult::new(tool, processed.decision, processed.estimated_tokens);
-        e.records = processed.records;
+        let e = ToolResult::new(tool, processed.decision, processed.estimated_tokens)
+            .records(processed.records);
         event::emit(&*self.sink, LroEvent::ToolResult(e));
     }
 }
