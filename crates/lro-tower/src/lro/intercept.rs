@@ -10,7 +10,7 @@ use std::{
 };
 
 use lro_core::{
-    Detail, EventSink, OffloadConfig, Offloader, RecordSet, TokenEstimator,
+    Detail, RecordSet, TokenEstimator,
     event::{self, LroEvent, OffloadWriteFailed, Offloaded, ToolOutcome, ToolResult},
     file::WriteError,
     offload::{OffloadInput, OffloadOutput, records_within_budget, truncation_warning},
@@ -20,22 +20,11 @@ use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Resource, ResourceCo
 use serde_json::{Value, value::RawValue};
 use tokio_util::sync::CancellationToken;
 
+use super::shared::Shared;
 use crate::scope::ScopeHints;
 
 /// MIME type of offload files in the `resource_link` block.
 pub const JSONL_MIME: &str = "application/jsonl";
-
-/// State shared by every clone of one layer.
-pub(crate) struct Shared {
-    pub(crate) cfg: OffloadConfig,
-    pub(crate) offloader: Offloader,
-    pub(crate) estimator: Arc<dyn TokenEstimator>,
-    pub(crate) sink: Arc<dyn EventSink>,
-    /// The `lro_extract` engine, when the tool is on.
-    pub(crate) extractor: Option<lro_extract::Extractor>,
-    /// The context-offload tools' engine, when they are on.
-    pub(crate) context: Option<lro_context::ContextOffloader>,
-}
 
 /// The result of [`Shared::process`].
 pub(crate) struct Processed {
@@ -457,14 +446,13 @@ mod tests {
     use lro_core::OffloadConfig;
 
     fn shared(dir: &std::path::Path) -> Arc<Shared> {
-        Arc::new(Shared {
-            cfg: OffloadConfig::default().threshold_tokens(100),
-            offloader: Offloader::new(dir),
-            estimator: Arc::new(()),
-            sink: Arc::new(()),
-            extractor: None,
-            context: None,
-        })
+        let cfg = OffloadConfig::default()
+            .threshold_tokens(100)
+            .output_dir(dir)
+            .extract(false);
+        let mut shared = Shared::new(cfg);
+        shared.set_estimator(Arc::new(()));
+        Arc::new(shared)
     }
 
     fn big_result() -> CallToolResult {

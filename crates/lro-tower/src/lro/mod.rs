@@ -40,6 +40,7 @@ mod extract;
 mod intercept;
 mod layer;
 mod service;
+mod shared;
 mod trace;
 
 pub use context::CONTEXT_TOOLS;
