@@ -156,14 +156,14 @@ impl Default for OffloadConfig {
 #[non_exhaustive]
 pub enum ConfigError {
     /// A value has the wrong type, or a key is unknown.
-    #[error("invalid offload configuration: `{key}` (from {origin}): {message}")]
+    #[error("invalid offload configuration: `{key}` (from {origin}): {}", source.kind)]
     Invalid {
         /// Full dotted key, e.g. `prompt.offload.threshold_tokens`.
         key: String,
         /// Where the value came from: an environment variable or a file.
         origin: String,
-        /// What is wrong with it.
-        message: String,
+        /// What is wrong with it: figment's error for this key.
+        source: Box<figment::Error>,
     },
     /// A value has the right type but is out of range.
     #[error("invalid offload configuration: `{key}` {reason}")]
@@ -305,7 +305,7 @@ impl OffloadConfig {
             ConfigError::Invalid {
                 key,
                 origin,
-                message: e.kind.to_string(),
+                source: Box::new(e),
             }
         })?;
         cfg.validate()?;

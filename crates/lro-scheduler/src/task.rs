@@ -68,7 +68,7 @@ pub enum SchedulerError {
     },
     /// A cleanup run panicked or was cancelled before finishing.
     #[error("cleanup run did not finish: {0}")]
-    RunFailed(String),
+    RunFailed(#[source] tokio::task::JoinError),
 }
 
 fn scheduler_error(action: &'static str) -> impl FnOnce(JobSchedulerError) -> SchedulerError {
@@ -216,7 +216,7 @@ impl Runner {
             run_once(&this.dir, &this.policy, SystemTime::now(), &*this.sink)
         })
         .await
-        .map_err(|err| SchedulerError::RunFailed(err.to_string()))
+        .map_err(SchedulerError::RunFailed)
     }
 }
 
