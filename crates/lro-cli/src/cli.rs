@@ -286,8 +286,8 @@ pub fn gc(args: &GcArgs, now: SystemTime, out: &mut dyn Write) -> Result<(), Cli
         return Err(CliError::NotADirectory(args.dir.clone()));
     }
     let policy = lro_scheduler::CleanupPolicy::new()
-        .with_ttl(Duration::from_secs(args.ttl_seconds))
-        .with_max_total_bytes(args.max_total_bytes);
+        .ttl(Duration::from_secs(args.ttl_seconds))
+        .max_total_bytes(args.max_total_bytes);
     let r = lro_scheduler::run_once(&args.dir, &policy, now, &());
     let text = if args.json {
         serde_json::json!({

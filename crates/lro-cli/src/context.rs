@@ -210,10 +210,10 @@ fn mcp(args: &McpArgs) -> Result<(), CliError> {
 
     let roots =
         Roots::new(&args.store_roots).map_err(|e| CliError::Usage(format!("--store-root: {e}")))?;
-    let mut cfg = lro_core::OffloadConfig::default();
     // Only the context tools: no result of this server is ever offloaded.
-    cfg.enabled = false;
-    cfg.extract = false;
+    let cfg = lro_core::OffloadConfig::default()
+        .enabled(false)
+        .extract(false);
     let handler = lro_tower::LroLayer::new(cfg)
         .context_tools(ContextOffloader::from_env().roots(roots))
         .layer(NoTools);

@@ -49,8 +49,7 @@ fn memories() -> Vec<Value> {
 
 fn offload(dir: &Path, text: &str, detail: Option<Detail>) -> PathBuf {
     let records = RecordSet::from_text(text);
-    let mut input = OffloadInput::new("recall", "recall", &records, text.len() / 4);
-    input.detail = detail;
+    let input = OffloadInput::new("recall", "recall", &records, text.len() / 4).detail(detail);
     Offloader::new(dir)
         .offload(input, &|| false)
         .unwrap()

@@ -101,7 +101,7 @@ pub enum ServeError {
     },
     /// The server failed while running.
     #[error("the HTTP server failed: {0}")]
-    Serve(std::io::Error),
+    Serve(#[source] std::io::Error),
 }
 
 /// Serves `service` on `addr` until `shutdown` resolves; `ready` gets the

@@ -16,6 +16,16 @@ pub enum ContextError {
         /// What is wrong with it.
         reason: String,
     },
+    /// A request field's value could not be read (a wrong JSON type) or
+    /// compiled (a bad regular expression or glob).
+    #[error("`{field}`: {source}")]
+    Invalid {
+        /// The field, e.g. `max_total_tokens`, `messages[2]`, `pattern` or
+        /// `glob`.
+        field: String,
+        /// The parser's error.
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     /// A message is malformed.
     #[error("`messages[{index}]`: {reason}")]
     Message {
@@ -58,6 +68,16 @@ impl ContextError {
         }
     }
 
+    pub(crate) fn invalid(
+        field: impl Into<String>,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        Self::Invalid {
+            field: field.into(),
+            source: Box::new(source),
+        }
+    }
+
     /// Whether the caller is at fault (a front answers 400), rather than
     /// the store (500).
     pub fn is_bad_request(&self) -> bool {
@@ -77,6 +97,6 @@ pub(crate) fn parse<T: serde::de::DeserializeOwned>(
         } else {
             path
         };
-        ContextError::field(field, e.into_inner().to_string())
+        ContextError::invalid(field, e.into_inner())
     })
 }

@@ -204,7 +204,7 @@ impl OffloadRequest {
     ///
     /// # Errors
     ///
-    /// [`ContextError::Field`] naming the field whose value has the wrong
+    /// [`ContextError::Invalid`] naming the field whose value has the wrong
     /// type, e.g. `max_total_tokens`.
     pub fn from_value(body: Value) -> Result<Self, ContextError> {
         crate::error::parse(body)

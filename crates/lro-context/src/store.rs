@@ -315,7 +315,7 @@ pub fn read_file(
 ///
 /// # Errors
 ///
-/// [`ContextError::Field`] for a bad pattern or glob.
+/// [`ContextError::Invalid`] for a bad pattern or glob.
 pub fn grep(
     pattern: &str,
     dir: &Path,
@@ -323,12 +323,11 @@ pub fn grep(
     glob: Option<&str>,
     limit: Option<usize>,
 ) -> Result<String, ContextError> {
-    let re =
-        regex::Regex::new(pattern).map_err(|e| ContextError::field("pattern", e.to_string()))?;
+    let re = regex::Regex::new(pattern).map_err(|e| ContextError::invalid("pattern", e))?;
     let matcher = match glob {
         Some(g) => Some(
             globset::Glob::new(g)
-                .map_err(|e| ContextError::field("glob", e.to_string()))?
+                .map_err(|e| ContextError::invalid("glob", e))?
                 .compile_matcher(),
         ),
         None => None,

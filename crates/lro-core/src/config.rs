@@ -156,14 +156,14 @@ impl Default for OffloadConfig {
 #[non_exhaustive]
 pub enum ConfigError {
     /// A value has the wrong type, or a key is unknown.
-    #[error("invalid offload configuration: `{key}` (from {origin}): {message}")]
+    #[error("invalid offload configuration: `{key}` (from {origin}): {}", source.kind)]
     Invalid {
         /// Full dotted key, e.g. `prompt.offload.threshold_tokens`.
         key: String,
         /// Where the value came from: an environment variable or a file.
         origin: String,
-        /// What is wrong with it.
-        message: String,
+        /// What is wrong with it: figment's error for this key.
+        source: Box<figment::Error>,
     },
     /// A value has the right type but is out of range.
     #[error("invalid offload configuration: `{key}` {reason}")]
@@ -236,7 +236,7 @@ impl OffloadConfig {
             figment = figment.merge(Toml::file_exact(path));
             source = format!("file {}", path.display());
         }
-        Self::with_env(figment, env, &source)
+        Self::merge_env(figment, env, &source)
     }
 
     /// Loads defaults, then the given TOML text; the environment is not read.
@@ -251,14 +251,14 @@ impl OffloadConfig {
         K: Into<String>,
         V: Into<String>,
     {
-        Self::with_env(
+        Self::merge_env(
             Self::base().merge(Toml::string(toml)),
             env,
             "configuration text",
         )
     }
 
-    fn with_env<I, K, V>(
+    fn merge_env<I, K, V>(
         mut figment: Figment,
         env: I,
         file_source: &str,
@@ -305,7 +305,7 @@ impl OffloadConfig {
             ConfigError::Invalid {
                 key,
                 origin,
-                message: e.kind.to_string(),
+                source: Box::new(e),
             }
         })?;
         cfg.validate()?;
@@ -421,85 +421,98 @@ impl OffloadConfig {
 
     /// Sets `enabled`. Defaults to `true`.
     #[must_use]
-    pub fn with_enabled(mut self, enabled: bool) -> Self {
-        self.enabled = enabled;
-        self
+    pub fn enabled(self, enabled: bool) -> Self {
+        Self { enabled, ..self }
     }
 
     /// Sets `threshold_tokens`. Defaults to 1600.
     #[must_use]
-    pub fn with_threshold_tokens(mut self, tokens: u32) -> Self {
-        self.threshold_tokens = tokens;
-        self
+    pub fn threshold_tokens(self, tokens: u32) -> Self {
+        Self {
+            threshold_tokens: tokens,
+            ..self
+        }
     }
 
     /// Sets `ttl_seconds`. Defaults to 3600.
     #[must_use]
-    pub fn with_ttl_seconds(mut self, secs: u64) -> Self {
-        self.ttl_seconds = secs;
-        self
+    pub fn ttl_seconds(self, secs: u64) -> Self {
+        Self {
+            ttl_seconds: secs,
+            ..self
+        }
     }
 
     /// Sets `output_dir`. Defaults to empty (system temp directory).
     #[must_use]
-    pub fn with_output_dir(mut self, dir: impl Into<PathBuf>) -> Self {
-        self.output_dir = dir.into();
-        self
+    pub fn output_dir(self, dir: impl Into<PathBuf>) -> Self {
+        Self {
+            output_dir: dir.into(),
+            ..self
+        }
     }
 
     /// Sets the descriptor profile. Defaults to [`DescriptorProfile::Full`].
     #[must_use]
-    pub fn with_profile(mut self, profile: DescriptorProfile) -> Self {
-        self.profile = profile;
-        self
+    pub fn profile(self, profile: DescriptorProfile) -> Self {
+        Self { profile, ..self }
     }
 
     /// Sets the guidance style. Defaults to [`GuidanceStyle::Spec`].
     #[must_use]
-    pub fn with_guidance(mut self, style: GuidanceStyle) -> Self {
-        self.guidance = style;
-        self
+    pub fn guidance(self, style: GuidanceStyle) -> Self {
+        Self {
+            guidance: style,
+            ..self
+        }
     }
 
     /// Sets the cleanup schedule. Defaults to hourly (`0 0 * * * *`).
     #[must_use]
-    pub fn with_cleanup_schedule(mut self, cron: impl Into<String>) -> Self {
-        self.cleanup_schedule = cron.into();
-        self
+    pub fn cleanup_schedule(self, cron: impl Into<String>) -> Self {
+        Self {
+            cleanup_schedule: cron.into(),
+            ..self
+        }
     }
 
     /// Sets the disk quota. Defaults to none.
     #[must_use]
-    pub fn with_max_total_bytes(mut self, bytes: Option<u64>) -> Self {
-        self.max_total_bytes = bytes;
-        self
+    pub fn max_total_bytes(self, bytes: Option<u64>) -> Self {
+        Self {
+            max_total_bytes: bytes,
+            ..self
+        }
     }
 
     /// Sets how result sizes are counted. Defaults to [`Estimator::Chars`].
     #[must_use]
-    pub fn with_estimator(mut self, estimator: Estimator) -> Self {
-        self.estimator = estimator;
-        self
+    pub fn estimator(self, estimator: Estimator) -> Self {
+        Self { estimator, ..self }
     }
 
     /// Sets the band of the exact count, as a fraction of the threshold.
     /// Defaults to 0.5 (±50%).
     #[must_use]
-    pub fn with_exact_band(mut self, band: f64) -> Self {
-        self.exact_band = band;
-        self
+    pub fn exact_band(self, band: f64) -> Self {
+        Self {
+            exact_band: band,
+            ..self
+        }
     }
 
     /// Turns the `lro_extract` tool on or off. Defaults to `true`.
     #[must_use]
-    pub fn with_extract(mut self, on: bool) -> Self {
-        self.extract = on;
-        self
+    pub fn extract(self, on: bool) -> Self {
+        Self {
+            extract: on,
+            ..self
+        }
     }
 
     /// Sets the overrides of one tool. Defaults to none.
     #[must_use]
-    pub fn with_tool(mut self, tool: impl Into<String>, cfg: ToolConfig) -> Self {
+    pub fn tool(mut self, tool: impl Into<String>, cfg: ToolConfig) -> Self {
         self.tools.insert(tool.into(), cfg);
         self
     }
@@ -513,23 +526,29 @@ impl ToolConfig {
 
     /// Sets this tool's threshold. Defaults to the global threshold.
     #[must_use]
-    pub fn with_threshold_tokens(mut self, tokens: u32) -> Self {
-        self.threshold_tokens = Some(tokens);
-        self
+    pub fn threshold_tokens(self, tokens: u32) -> Self {
+        Self {
+            threshold_tokens: Some(tokens),
+            ..self
+        }
     }
 
     /// Turns offloading on or off for this tool. Defaults to the global setting.
     #[must_use]
-    pub fn with_enabled(mut self, enabled: bool) -> Self {
-        self.enabled = Some(enabled);
-        self
+    pub fn enabled(self, enabled: bool) -> Self {
+        Self {
+            enabled: Some(enabled),
+            ..self
+        }
     }
 
     /// Sets this tool's operation name. Defaults to the built-in mapping.
     #[must_use]
-    pub fn with_operation(mut self, operation: impl Into<String>) -> Self {
-        self.operation = Some(operation.into());
-        self
+    pub fn operation(self, operation: impl Into<String>) -> Self {
+        Self {
+            operation: Some(operation.into()),
+            ..self
+        }
     }
 }
 
@@ -711,8 +730,8 @@ mod tests {
         // 18 characters: 18 by the heuristic, 10 by o200k near a threshold of 16.
         let zh = "数据库连接超时错误，请检查网络配置。";
         let estimator = cfg
-            .with_estimator(Estimator::O200k)
-            .with_exact_band(0.5)
+            .estimator(Estimator::O200k)
+            .exact_band(0.5)
             .token_estimator();
         assert_eq!(estimator.estimate_against(&[zh], 16), 10);
         assert_eq!(estimator.estimate_against(&[zh], 1000), 18);

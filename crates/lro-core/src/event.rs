@@ -15,8 +15,8 @@
 //!     let seen = seen.clone();
 //!     move |e: &LroEvent| seen.lock().unwrap().push(e.name())
 //! };
-//! let mut failed = OffloadWriteFailed::new("list_memories", "list", "disk full", WriteFailureReason::StorageFull);
-//! failed.records_total = 10;
+//! let failed = OffloadWriteFailed::new("list_memories", "list", "disk full", WriteFailureReason::StorageFull)
+//!     .records_total(10);
 //! emit(&sink, LroEvent::OffloadWriteFailed(failed));
 //! assert_eq!(*seen.lock().unwrap(), ["offload_write_failed"]);
 //! ```
@@ -59,6 +59,12 @@ impl ToolResult {
             records: 0,
         }
     }
+
+    /// Sets the records in the result set. Defaults to 0.
+    #[must_use]
+    pub fn records(self, records: usize) -> Self {
+        Self { records, ..self }
+    }
 }
 
 /// A result was written to a file and replaced by a descriptor.
@@ -97,6 +103,45 @@ impl Offloaded {
             write_duration: Duration::ZERO,
         }
     }
+
+    /// Sets the records written. Defaults to 0.
+    #[must_use]
+    pub fn records(self, records: usize) -> Self {
+        Self { records, ..self }
+    }
+
+    /// Sets the bytes written. Defaults to 0.
+    #[must_use]
+    pub fn bytes(self, bytes: u64) -> Self {
+        Self { bytes, ..self }
+    }
+
+    /// Sets the estimated tokens of the full result. Defaults to 0.
+    #[must_use]
+    pub fn estimated_tokens(self, estimated_tokens: usize) -> Self {
+        Self {
+            estimated_tokens,
+            ..self
+        }
+    }
+
+    /// Sets the estimated tokens of the descriptor. Defaults to 0.
+    #[must_use]
+    pub fn descriptor_tokens(self, descriptor_tokens: usize) -> Self {
+        Self {
+            descriptor_tokens,
+            ..self
+        }
+    }
+
+    /// Sets the time spent writing the file. Defaults to zero.
+    #[must_use]
+    pub fn write_duration(self, write_duration: Duration) -> Self {
+        Self {
+            write_duration,
+            ..self
+        }
+    }
 }
 
 /// Writing the file failed; the result was returned inline, truncated.
@@ -132,6 +177,24 @@ impl OffloadWriteFailed {
             reason,
             records_total: 0,
             records_kept: 0,
+        }
+    }
+
+    /// Sets the records in the full result. Defaults to 0.
+    #[must_use]
+    pub fn records_total(self, records_total: usize) -> Self {
+        Self {
+            records_total,
+            ..self
+        }
+    }
+
+    /// Sets the records kept inline. Defaults to 0.
+    #[must_use]
+    pub fn records_kept(self, records_kept: usize) -> Self {
+        Self {
+            records_kept,
+            ..self
         }
     }
 }
@@ -230,6 +293,18 @@ impl Extracted {
             results: 0,
             duration: Duration::ZERO,
         }
+    }
+
+    /// Sets the output values or lines. Defaults to 0.
+    #[must_use]
+    pub fn results(self, results: usize) -> Self {
+        Self { results, ..self }
+    }
+
+    /// Sets the time spent. Defaults to zero.
+    #[must_use]
+    pub fn duration(self, duration: Duration) -> Self {
+        Self { duration, ..self }
     }
 }
 

@@ -371,7 +371,15 @@ pub enum ReadError {
         /// The OS error.
         source: io::Error,
     },
-    /// The first line is missing or is not an `lro_header`.
+    /// The first line is missing or does not read as an `lro_header`.
+    #[error("{path} has no valid LRO header line: {source}")]
+    Unreadable {
+        /// The file.
+        path: PathBuf,
+        /// The JSON parser's error.
+        source: serde_json::Error,
+    },
+    /// The first line is JSON of another type than `lro_header`.
     #[error("{path} has no valid LRO header line: {reason}")]
     BadHeader {
         /// The file.
@@ -395,14 +403,16 @@ pub fn read_header(path: &Path) -> Result<OffloadHeader, ReadError> {
 
 /// Parses a header line.
 pub fn parse_header(path: &Path, line: &str) -> Result<OffloadHeader, ReadError> {
-    let bad = |reason: String| ReadError::BadHeader {
-        path: path.to_owned(),
-        reason,
-    };
     let header: OffloadHeader =
-        serde_json::from_str(line.trim_end()).map_err(|e| bad(e.to_string()))?;
+        serde_json::from_str(line.trim_end()).map_err(|source| ReadError::Unreadable {
+            path: path.to_owned(),
+            source,
+        })?;
     if header.header_type != crate::descriptor::HEADER_TYPE {
-        return Err(bad(format!("type is {:?}", header.header_type)));
+        return Err(ReadError::BadHeader {
+            path: path.to_owned(),
+            reason: format!("type is {:?}", header.header_type),
+        });
     }
     Ok(header)
 }

@@ -75,6 +75,28 @@ impl<'a> OffloadInput<'a> {
             score_range: None,
         }
     }
+
+    /// Sets the query, for the file header. Defaults to none.
+    #[must_use]
+    pub fn query(self, query: Option<String>) -> Self {
+        Self { query, ..self }
+    }
+
+    /// Sets the detail level the records were serialized at. Defaults to
+    /// none: inferred from the records.
+    #[must_use]
+    pub fn detail(self, detail: Option<Detail>) -> Self {
+        Self { detail, ..self }
+    }
+
+    /// Sets the score range. Defaults to none.
+    #[must_use]
+    pub fn score_range(self, score_range: Option<(f64, f64)>) -> Self {
+        Self {
+            score_range,
+            ..self
+        }
+    }
 }
 
 /// The descriptor that replaces the result.

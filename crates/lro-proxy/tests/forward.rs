@@ -14,9 +14,9 @@ use serde_json::{Value, json};
 use support::{Seen, call, connect, http_upstream};
 
 fn cfg(dir: &std::path::Path) -> OffloadConfig {
-    let mut cfg = OffloadConfig::default().with_threshold_tokens(400);
-    cfg.output_dir = dir.to_owned();
-    cfg
+    OffloadConfig::default()
+        .threshold_tokens(400)
+        .output_dir(dir)
 }
 
 #[tokio::test]

@@ -27,7 +27,7 @@
 //! let header = OffloadHeader::new("list", None, 0, 1, lro_core::Detail::Light);
 //! let written = write_atomic(dir.path(), &OffloadFileName::new("list"), &header, &[] as &[&str], &|| false).unwrap();
 //!
-//! let policy = CleanupPolicy::new().with_ttl(Duration::from_secs(3600));
+//! let policy = CleanupPolicy::new().ttl(Duration::from_secs(3600));
 //! let sink = MemorySink::new();
 //! // Fresh: kept.
 //! let done = run_once(dir.path(), &policy, SystemTime::now(), &sink);
@@ -96,21 +96,21 @@ impl CleanupPolicy {
 
     /// Sets the TTL. Defaults to one hour.
     #[must_use]
-    pub fn with_ttl(mut self, ttl: Duration) -> Self {
+    pub fn ttl(mut self, ttl: Duration) -> Self {
         self.ttl = ttl;
         self
     }
 
     /// Sets the disk quota. Defaults to none.
     #[must_use]
-    pub fn with_max_total_bytes(mut self, bytes: Option<u64>) -> Self {
+    pub fn max_total_bytes(mut self, bytes: Option<u64>) -> Self {
         self.max_total_bytes = bytes;
         self
     }
 
     /// Sets the temp file grace period. Defaults to ten minutes.
     #[must_use]
-    pub fn with_temp_grace(mut self, grace: Duration) -> Self {
+    pub fn temp_grace(mut self, grace: Duration) -> Self {
         self.temp_grace = grace;
         self
     }
@@ -412,8 +412,8 @@ mod tests {
     #[test]
     fn policy_from_config_takes_ttl_and_quota() {
         let cfg = OffloadConfig::new()
-            .with_ttl_seconds(42)
-            .with_max_total_bytes(Some(7));
+            .ttl_seconds(42)
+            .max_total_bytes(Some(7));
         let policy = CleanupPolicy::from_config(&cfg);
         assert_eq!(policy.ttl, Duration::from_secs(42));
         assert_eq!(policy.max_total_bytes, Some(7));
@@ -433,7 +433,7 @@ mod tests {
     fn ttl_boundary_is_inclusive() {
         let dir = tempfile::tempdir().unwrap();
         let path = file(dir.path(), 1_000, 3);
-        let policy = CleanupPolicy::new().with_ttl(Duration::from_secs(10));
+        let policy = CleanupPolicy::new().ttl(Duration::from_secs(10));
         let sink = MemorySink::new();
         run_once(dir.path(), &policy, at(10_999), &sink);
         assert!(path.exists(), "one millisecond before expiry");
@@ -449,8 +449,8 @@ mod tests {
         let mid = file(dir.path(), 2_000, 10);
         let new = file(dir.path(), 3_000, 10);
         let policy = CleanupPolicy::new()
-            .with_ttl(Duration::from_secs(3600))
-            .with_max_total_bytes(Some(25));
+            .ttl(Duration::from_secs(3600))
+            .max_total_bytes(Some(25));
         let done = run_once(dir.path(), &policy, at(4_000), &());
         assert!(!old.exists());
         assert!(mid.exists() && new.exists());

@@ -68,7 +68,7 @@ pub enum SchedulerError {
     },
     /// A cleanup run panicked or was cancelled before finishing.
     #[error("cleanup run did not finish: {0}")]
-    RunFailed(String),
+    RunFailed(#[source] tokio::task::JoinError),
 }
 
 fn scheduler_error(action: &'static str) -> impl FnOnce(JobSchedulerError) -> SchedulerError {
@@ -216,7 +216,7 @@ impl Runner {
             run_once(&this.dir, &this.policy, SystemTime::now(), &*this.sink)
         })
         .await
-        .map_err(|err| SchedulerError::RunFailed(err.to_string()))
+        .map_err(SchedulerError::RunFailed)
     }
 }
 
@@ -292,8 +292,8 @@ mod tests {
     #[test]
     fn from_config_takes_the_schedule_and_dir() {
         let cfg = OffloadConfig::new()
-            .with_output_dir("/var/lro")
-            .with_cleanup_schedule("*/5 * * * * *");
+            .output_dir("/var/lro")
+            .cleanup_schedule("*/5 * * * * *");
         let task = OffloadCleanup::from_config(&cfg);
         assert_eq!(task.dir, PathBuf::from("/var/lro"));
         assert_eq!(task.schedule, "*/5 * * * * *");

@@ -21,7 +21,7 @@ const MIN: Duration = Duration::from_secs(60);
 const HOUR: Duration = Duration::from_secs(3600);
 
 fn policy() -> CleanupPolicy {
-    CleanupPolicy::new().with_ttl(HOUR)
+    CleanupPolicy::new().ttl(HOUR)
 }
 
 fn names(dir: &Path) -> Vec<String> {
@@ -145,12 +145,7 @@ fn stale_temp_files_are_removed_and_live_writes_kept() {
     let offload = offload_file(dir.path(), 5 * MIN, 40, 4);
 
     let sink = MemorySink::new();
-    let done = run_once(
-        dir.path(),
-        &policy().with_temp_grace(10 * MIN),
-        now(),
-        &sink,
-    );
+    let done = run_once(dir.path(), &policy().temp_grace(10 * MIN), now(), &sink);
 
     assert!(!stale.exists());
     assert!(recent.exists());
@@ -179,7 +174,7 @@ fn quota_deletes_oldest_first_after_ttl() {
     let sink = MemorySink::new();
     let done = run_once(
         dir.path(),
-        &policy().with_max_total_bytes(Some(250)),
+        &policy().max_total_bytes(Some(250)),
         now(),
         &sink,
     );
@@ -212,12 +207,7 @@ fn quota_under_the_limit_deletes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     offload_file(dir.path(), 10 * MIN, 100, 1);
     offload_file(dir.path(), 20 * MIN, 100, 2);
-    let done = run_once(
-        dir.path(),
-        &policy().with_max_total_bytes(Some(200)),
-        now(),
-        &(),
-    );
+    let done = run_once(dir.path(), &policy().max_total_bytes(Some(200)), now(), &());
     assert_eq!(done.deleted, 0);
     assert_eq!(done.bytes_remaining, 200);
 }
@@ -232,7 +222,7 @@ fn metrics_count_expiries_and_set_gauges() {
 
     let recorder = DebuggingRecorder::new();
     let snapshotter = recorder.snapshotter();
-    let policy = policy().with_max_total_bytes(Some(100));
+    let policy = policy().max_total_bytes(Some(100));
     metrics::with_local_recorder(&recorder, || {
         metric::register_zeroed();
         run_once(dir.path(), &policy, now(), &());

@@ -50,7 +50,7 @@ async fn cron_schedule_runs_the_cleanup() {
     let path = expired_file(dir.path(), 1);
     let (sink, mut rx) = channel_sink();
     // No run at start: a completion can only come from the cron tick.
-    let handle = OffloadCleanup::new(dir.path(), CleanupPolicy::new().with_ttl(HOUR))
+    let handle = OffloadCleanup::new(dir.path(), CleanupPolicy::new().ttl(HOUR))
         .schedule("* * * * * *")
         .sink(sink)
         .run_at_start(false)

@@ -80,9 +80,7 @@ fn inline_overhead(c: &mut Criterion) {
             let small = Small::new();
             tokio::spawn(async move {
                 if let Some(enabled) = wrapped {
-                    let cfg = OffloadConfig::default()
-                        .with_output_dir(dir)
-                        .with_enabled(enabled);
+                    let cfg = OffloadConfig::default().output_dir(dir).enabled(enabled);
                     let h = LroLayer::new(cfg).wrap(small);
                     let _ = h.serve(s).await.unwrap().waiting().await;
                 } else {

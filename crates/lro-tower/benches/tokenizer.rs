@@ -124,13 +124,13 @@ fn inline_calls() {
         .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let connect = |estimator: Option<Estimator>| -> Client {
-        let cfg = OffloadConfig::default().with_output_dir(dir.path());
+        let cfg = OffloadConfig::default().output_dir(dir.path());
         rt.block_on(async move {
             let (s, c) = tokio::io::duplex(16 << 20);
             tokio::spawn(async move {
                 match estimator {
                     Some(e) => {
-                        let h = LroLayer::new(cfg.with_estimator(e)).wrap(Small::new());
+                        let h = LroLayer::new(cfg.estimator(e)).wrap(Small::new());
                         let _ = h.serve(s).await.unwrap().waiting().await;
                     }
                     None => {

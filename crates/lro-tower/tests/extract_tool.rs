@@ -152,10 +152,9 @@ async fn cjk_extraction_output_is_cut_by_the_estimator_not_by_bytes() {
 #[tokio::test]
 async fn turning_extraction_off_removes_the_tool_and_uses_shell_guidance() {
     let dir = tempfile::tempdir().unwrap();
-    let client = connect(
-        LroLayer::new(config(dir.path(), 500).with_extract(false)).wrap(TestServer::default()),
-    )
-    .await;
+    let client =
+        connect(LroLayer::new(config(dir.path(), 500).extract(false)).wrap(TestServer::default()))
+            .await;
     let tools = client.list_all_tools().await.unwrap();
     assert!(tools.iter().all(|t| t.name != EXTRACT_TOOL));
     let d = first_json(&call(&client, "items", json!({"n": 300})).await);

@@ -214,12 +214,12 @@ async fn an_lro_proxy_client_gets_full_results_inline() {
 async fn per_tool_overrides() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = config(dir.path(), 100)
-        .with_tool("lines", lro_core::ToolConfig::new().with_enabled(false))
-        .with_tool(
+        .tool("lines", lro_core::ToolConfig::new().enabled(false))
+        .tool(
             "items",
             lro_core::ToolConfig::new()
-                .with_threshold_tokens(100_000)
-                .with_operation("search"),
+                .threshold_tokens(100_000)
+                .operation("search"),
         );
     let client = connect(LroLayer::new(cfg.clone()).wrap(TestServer::default())).await;
     assert!(first_json(&call(&client, "items", json!({"n": 300})).await).is_array());
@@ -228,10 +228,7 @@ async fn per_tool_overrides() {
         text.content[0].as_text().unwrap().text.lines().count(),
         1000
     );
-    let cfg = cfg.with_tool(
-        "items",
-        lro_core::ToolConfig::new().with_operation("search"),
-    );
+    let cfg = cfg.tool("items", lro_core::ToolConfig::new().operation("search"));
     let client = connect(LroLayer::new(cfg).wrap(TestServer::default())).await;
     let d = first_json(&call(&client, "items", json!({"n": 300})).await);
     assert!(d["file_path"].as_str().unwrap().contains("/atlatl-search-"));

@@ -86,8 +86,8 @@ async fn decide_in_band(
     let dir = tempfile::tempdir().unwrap();
     let sink = MemorySink::new();
     let cfg = config(dir.path(), THRESHOLD as u32)
-        .with_estimator(estimator)
-        .with_exact_band(band);
+        .estimator(estimator)
+        .exact_band(band);
     let client = serve(LroLayer::new(cfg).event_sink(sink.clone())).await;
     let result = call(&client, "lines", json!({"line": line, "n": n})).await;
     let Some(LroEvent::ToolResult(e)) = sink.events().pop() else {

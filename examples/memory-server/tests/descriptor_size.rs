@@ -116,11 +116,10 @@ fn descriptors_stay_under_their_ceilings() {
         let parsed: Vec<Value> = serde_json::from_str(&text).unwrap();
         let tokens = ScriptAware.estimate(&text);
         let input = || {
-            let mut input = OffloadInput::new("recall_memories", "recall", &records, tokens);
-            input.detail = Some(detail);
-            input.query = Some("caching".to_owned());
-            input.score_range = Some((0.1667, 1.0));
-            input
+            OffloadInput::new("recall_memories", "recall", &records, tokens)
+                .detail(Some(detail))
+                .query(Some("caching".to_owned()))
+                .score_range(Some((0.1667, 1.0)))
         };
         for style in [GuidanceStyle::Spec, GuidanceStyle::Compact] {
             for native in [false, true] {

@@ -26,7 +26,7 @@ const LIGHT: [&str; 9] = [
 ];
 
 async fn connect_with_layer(corpus: Corpus, dir: &Path) -> Client {
-    let layer = LroLayer::new(OffloadConfig::default().with_output_dir(dir));
+    let layer = LroLayer::new(OffloadConfig::default().output_dir(dir));
     connect(layer.layer(MemoryServer::new(corpus))).await
 }
 

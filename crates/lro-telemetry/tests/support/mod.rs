@@ -11,11 +11,10 @@ use lro_core::event::Offloaded;
 /// 3 ms.
 pub fn sample_offloaded() -> Offloaded {
     let path = PathBuf::from("/tmp/atlatl-recall-01ARZ3NDEKTSV4RRFFQ69G5FAV.jsonl");
-    let mut offloaded = Offloaded::new("recall_memories", "recall", path);
-    offloaded.records = 120;
-    offloaded.bytes = 48_000;
-    offloaded.estimated_tokens = 5_000;
-    offloaded.descriptor_tokens = 600;
-    offloaded.write_duration = Duration::from_millis(3);
-    offloaded
+    Offloaded::new("recall_memories", "recall", path)
+        .records(120)
+        .bytes(48_000)
+        .estimated_tokens(5_000)
+        .descriptor_tokens(600)
+        .write_duration(Duration::from_millis(3))
 }

@@ -7,7 +7,7 @@ use lro_extract::ExtractRequest;
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool};
 use tracing::Span;
 
-use super::{intercept::Shared, trace};
+use super::{shared::Shared, trace};
 
 /// Name of the tool.
 pub const EXTRACT_TOOL: &str = "lro_extract";

@@ -10,7 +10,7 @@ use std::{
 };
 
 use lro_core::{
-    Detail, EventSink, OffloadConfig, Offloader, RecordSet, TokenEstimator,
+    Detail, RecordSet, TokenEstimator,
     event::{self, LroEvent, OffloadWriteFailed, Offloaded, ToolOutcome, ToolResult},
     file::WriteError,
     offload::{OffloadInput, OffloadOutput, records_within_budget, truncation_warning},
@@ -20,22 +20,11 @@ use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Resource, ResourceCo
 use serde_json::{Value, value::RawValue};
 use tokio_util::sync::CancellationToken;
 
+use super::shared::Shared;
 use crate::scope::ScopeHints;
 
 /// MIME type of offload files in the `resource_link` block.
 pub const JSONL_MIME: &str = "application/jsonl";
-
-/// State shared by every clone of one layer.
-pub(crate) struct Shared {
-    pub(crate) cfg: OffloadConfig,
-    pub(crate) offloader: Offloader,
-    pub(crate) estimator: Arc<dyn TokenEstimator>,
-    pub(crate) sink: Arc<dyn EventSink>,
-    /// The `lro_extract` engine, when the tool is on.
-    pub(crate) extractor: Option<lro_extract::Extractor>,
-    /// The context-offload tools' engine, when they are on.
-    pub(crate) context: Option<lro_context::ContextOffloader>,
-}
 
 /// The result of [`Shared::process`].
 pub(crate) struct Processed {
@@ -244,16 +233,16 @@ impl Shared {
                     return Processed::unchanged(result, ToolOutcome::Inline, estimated_tokens);
                 }
                 let descriptor_tokens = self.estimator.estimate(&out.text);
-                let mut offloaded = Offloaded::new(
+                let offloaded = Offloaded::new(
                     tool,
                     out.result.header.operation.clone(),
                     out.result.path.clone(),
-                );
-                offloaded.records = records;
-                offloaded.bytes = out.bytes;
-                offloaded.estimated_tokens = estimated_tokens;
-                offloaded.descriptor_tokens = descriptor_tokens;
-                offloaded.write_duration = out.write_duration;
+                )
+                .records(records)
+                .bytes(out.bytes)
+                .estimated_tokens(estimated_tokens)
+                .descriptor_tokens(descriptor_tokens)
+                .write_duration(out.write_duration);
                 event::emit(&*self.sink, LroEvent::Offloaded(offloaded));
                 Processed {
                     result: offloaded_result(&out, result.meta),
@@ -271,10 +260,10 @@ impl Shared {
                 if matches!(error, WriteError::Cancelled) {
                     return Processed::unchanged(result, ToolOutcome::Inline, estimated_tokens);
                 }
-                let mut failed =
-                    OffloadWriteFailed::new(tool, operation, error.to_string(), error.reason());
-                failed.records_total = total;
-                failed.records_kept = kept;
+                let failed =
+                    OffloadWriteFailed::new(tool, operation, error.to_string(), error.reason())
+                        .records_total(total)
+                        .records_kept(kept);
                 event::emit(&*self.sink, LroEvent::OffloadWriteFailed(failed));
                 let warning = truncation_warning(&error, kept, total);
                 let mut content = vec![ContentBlock::text(warning)];
@@ -310,11 +299,10 @@ impl Shared {
                 RecordSet::from_text(text)
             }
         };
-        let mut input =
-            OffloadInput::new(&job.tool, &job.operation, &records, job.estimated_tokens);
-        input.query = job.query.clone();
-        input.detail = job.detail;
-        input.score_range = job.score_range;
+        let input = OffloadInput::new(&job.tool, &job.operation, &records, job.estimated_tokens)
+            .query(job.query.clone())
+            .detail(job.detail)
+            .score_range(job.score_range);
         let shell;
         let offloader = if job.shadowed {
             shell = self.offloader.clone().native_extract(false);
@@ -446,8 +434,8 @@ impl Shared {
     /// Reports what happened to one tool result: the [`ToolResult`] event,
     /// and through it the result metrics.
     pub(crate) fn report(&self, tool: &str, processed: &Processed) {
-        let mut e = ToolResult::new(tool, processed.decision, processed.estimated_tokens);
-        e.records = processed.records;
+        let e = ToolResult::new(tool, processed.decision, processed.estimated_tokens)
+            .records(processed.records);
         event::emit(&*self.sink, LroEvent::ToolResult(e));
     }
 }
@@ -458,14 +446,13 @@ mod tests {
     use lro_core::OffloadConfig;
 
     fn shared(dir: &std::path::Path) -> Arc<Shared> {
-        Arc::new(Shared {
-            cfg: OffloadConfig::default().with_threshold_tokens(100),
-            offloader: Offloader::new(dir),
-            estimator: Arc::new(()),
-            sink: Arc::new(()),
-            extractor: None,
-            context: None,
-        })
+        let cfg = OffloadConfig::default()
+            .threshold_tokens(100)
+            .output_dir(dir)
+            .extract(false);
+        let mut shared = Shared::new(cfg);
+        shared.set_estimator(Arc::new(()));
+        Arc::new(shared)
     }
 
     fn big_result() -> CallToolResult {

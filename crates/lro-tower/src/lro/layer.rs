@@ -2,11 +2,11 @@
 
 use std::sync::Arc;
 
-use lro_core::{EventSink, OffloadConfig, Offloader, TokenEstimator};
-use lro_extract::{ExtractConfig, Extractor};
+use lro_core::{EventSink, OffloadConfig, TokenEstimator};
+use lro_extract::ExtractConfig;
 use tower_layer::Layer;
 
-use super::{Lro, error::Error, intercept::Shared};
+use super::{Lro, error::Error, shared::Shared};
 
 /// A tower layer that wraps a server handler with Large Result Offloading.
 ///
@@ -35,25 +35,8 @@ impl LroLayer {
     /// A layer for `cfg`, with the estimator its `estimator` and
     /// `exact_band` ask for and no extra event sink.
     pub fn new(cfg: OffloadConfig) -> Self {
-        let dir = cfg.resolved_output_dir();
-        let offloader = Offloader::new(&dir)
-            .ttl(std::time::Duration::from_secs(cfg.ttl_seconds))
-            .profile(cfg.profile)
-            .native_extract(cfg.extract)
-            .guidance(cfg.guidance);
-        let estimator = cfg.token_estimator();
-        let extractor = cfg
-            .extract
-            .then(|| extractor(&cfg, ExtractConfig::new(dir), &estimator));
         Self {
-            shared: Arc::new(Shared {
-                cfg,
-                offloader,
-                estimator,
-                sink: Arc::new(()),
-                extractor,
-                context: None,
-            }),
+            shared: Arc::new(Shared::new(cfg)),
         }
     }
 
@@ -64,14 +47,7 @@ impl LroLayer {
     }
 
     fn map(self, f: impl FnOnce(&mut Shared)) -> Self {
-        let mut shared = Arc::try_unwrap(self.shared).unwrap_or_else(|arc| Shared {
-            cfg: arc.cfg.clone(),
-            offloader: arc.offloader.clone(),
-            estimator: arc.estimator.clone(),
-            sink: arc.sink.clone(),
-            extractor: arc.extractor.clone(),
-            context: arc.context.clone(),
-        });
+        let mut shared = Arc::unwrap_or_clone(self.shared);
         f(&mut shared);
         Self {
             shared: Arc::new(shared),
@@ -84,13 +60,7 @@ impl LroLayer {
     /// with an exact tokenizer when `estimator` names one.
     #[must_use]
     pub fn estimator(self, estimator: impl TokenEstimator) -> Self {
-        self.map(|s| {
-            s.estimator = Arc::new(estimator);
-            // `lro_extract` measures its output with the same estimator.
-            if let Some(ex) = &s.extractor {
-                s.extractor = Some(extractor(&s.cfg, ex.config().clone(), &s.estimator));
-            }
-        })
+        self.map(|s| s.set_estimator(Arc::new(estimator)))
     }
 
     /// Adds the context-offload tools (`context_offload`, `context_grep`,
@@ -116,12 +86,7 @@ impl LroLayer {
     /// Has no effect when `extract` is off in the configuration.
     #[must_use]
     pub fn extract_config(self, cfg: ExtractConfig) -> Self {
-        self.map(|s| {
-            if s.extractor.is_some() {
-                let cfg = cfg.root_dir(s.offloader.dir().to_owned());
-                s.extractor = Some(extractor(&s.cfg, cfg, &s.estimator));
-            }
-        })
+        self.map(|s| s.set_extract_config(cfg))
     }
 
     /// The configuration in force.
@@ -133,17 +98,6 @@ impl LroLayer {
     pub fn wrap<H>(&self, inner: H) -> Lro<H> {
         Lro::from_shared(inner, self.shared.clone())
     }
-}
-
-/// The `lro_extract` engine: `cfg`, with output kept within the tool's
-/// threshold as `estimator` measures it.
-fn extractor(
-    offload: &OffloadConfig,
-    cfg: ExtractConfig,
-    estimator: &Arc<dyn TokenEstimator>,
-) -> Extractor {
-    let budget = offload.threshold_for(super::EXTRACT_TOOL);
-    Extractor::new(cfg.max_output_tokens(Some(budget))).estimator(estimator.clone())
 }
 
 impl<H> Layer<H> for LroLayer {

@@ -26,7 +26,7 @@
 //!     }
 //! }
 //!
-//! let cfg = OffloadConfig::default().with_threshold_tokens(800);
+//! let cfg = OffloadConfig::default().threshold_tokens(800);
 //! let handler: Lro<MyServer> = ServiceBuilder::new()
 //!     .layer(LroLayer::new(cfg))
 //!     .service(MyServer);
@@ -40,6 +40,7 @@ mod extract;
 mod intercept;
 mod layer;
 mod service;
+mod shared;
 mod trace;
 
 pub use context::CONTEXT_TOOLS;

@@ -17,7 +17,7 @@ use rmcp::{
 };
 use tracing::Instrument;
 
-use super::{LroLayer, context, extract, intercept::Shared, trace};
+use super::{LroLayer, context, extract, shared::Shared, trace};
 use crate::scope::LroScope;
 
 /// Key of the client capability extension that marks an LRO proxy. A client

@@ -185,8 +185,8 @@ pub async fn call(client: &Client, tool: &str, args: Value) -> CallToolResult {
 
 pub fn config(dir: &Path, threshold: u32) -> OffloadConfig {
     OffloadConfig::default()
-        .with_output_dir(dir)
-        .with_threshold_tokens(threshold)
+        .output_dir(dir)
+        .threshold_tokens(threshold)
 }
 
 /// The first text block parsed as JSON.

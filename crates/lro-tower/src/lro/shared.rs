@@ -1,0 +1,79 @@
+//! [`Shared`]: the state every clone of one layer holds, and how it is
+//! built from an [`OffloadConfig`].
+//!
+//! [`LroLayer`](super::LroLayer)'s setters change it through the methods
+//! here; the request path reads it (see `intercept.rs`, `extract.rs`,
+//! `context.rs`).
+
+use std::sync::Arc;
+
+use lro_core::{EventSink, OffloadConfig, Offloader, TokenEstimator};
+use lro_extract::{ExtractConfig, Extractor};
+
+/// State shared by every clone of one layer.
+#[derive(Clone)]
+pub(crate) struct Shared {
+    pub(crate) cfg: OffloadConfig,
+    pub(crate) offloader: Offloader,
+    pub(crate) estimator: Arc<dyn TokenEstimator>,
+    pub(crate) sink: Arc<dyn EventSink>,
+    /// The `lro_extract` engine, when the tool is on.
+    pub(crate) extractor: Option<Extractor>,
+    /// The context-offload tools' engine, when they are on.
+    pub(crate) context: Option<lro_context::ContextOffloader>,
+}
+
+impl Shared {
+    /// The state for `cfg`: its offloader, the estimator its `estimator` and
+    /// `exact_band` ask for, `lro_extract` when `extract` is on, no event
+    /// sink and no context tools.
+    pub(crate) fn new(cfg: OffloadConfig) -> Self {
+        let dir = cfg.resolved_output_dir();
+        let offloader = Offloader::new(&dir)
+            .ttl(std::time::Duration::from_secs(cfg.ttl_seconds))
+            .profile(cfg.profile)
+            .native_extract(cfg.extract)
+            .guidance(cfg.guidance);
+        let estimator = cfg.token_estimator();
+        let extractor = cfg
+            .extract
+            .then(|| extractor(&cfg, ExtractConfig::new(dir), &estimator));
+        Self {
+            cfg,
+            offloader,
+            estimator,
+            sink: Arc::new(()),
+            extractor,
+            context: None,
+        }
+    }
+
+    /// Replaces the estimator; `lro_extract` measures its output with the
+    /// same one.
+    pub(crate) fn set_estimator(&mut self, estimator: Arc<dyn TokenEstimator>) {
+        self.estimator = estimator;
+        if let Some(ex) = &self.extractor {
+            self.extractor = Some(extractor(&self.cfg, ex.config().clone(), &self.estimator));
+        }
+    }
+
+    /// Replaces the limits of `lro_extract`, when it is on; its root stays
+    /// the output directory.
+    pub(crate) fn set_extract_config(&mut self, cfg: ExtractConfig) {
+        if self.extractor.is_some() {
+            let cfg = cfg.root_dir(self.offloader.dir().to_owned());
+            self.extractor = Some(extractor(&self.cfg, cfg, &self.estimator));
+        }
+    }
+}
+
+/// The `lro_extract` engine: `cfg`, with output kept within the tool's
+/// threshold as `estimator` measures it.
+fn extractor(
+    offload: &OffloadConfig,
+    cfg: ExtractConfig,
+    estimator: &Arc<dyn TokenEstimator>,
+) -> Extractor {
+    let budget = offload.threshold_for(super::EXTRACT_TOOL);
+    Extractor::new(cfg.max_output_tokens(Some(budget))).estimator(estimator.clone())
+}
