@@ -46,7 +46,7 @@ fn optional<M: Default, P>(params: Option<P>) -> RequestOptionalParam<M, P> {
 // Every method the upstream may serve is forwarded. `subscriptions/listen`
 // (the 2026-07-28 subscription stream) is not: rmcp's client has no way to
 // relay its acknowledgement, so the method stays unimplemented (-32601).
-// `tests/forwarding.rs` lists each trait method left out, with the reason.
+// `crates/lro-tidy/tests/forwarding.rs` lists each trait method left out, with the reason.
 #[allow(deprecated)]
 impl ServerHandler for Proxy {
     // Methods answered with an empty result accept any successful answer:

@@ -447,7 +447,8 @@ impl<H: ServerHandler> Lro<H> {
 
 // Every `ServerHandler` method is forwarded explicitly: a method left out
 // would silently fall back to the trait default and hide the inner handler's
-// behaviour. `tests/forwarding.rs` compares this list with rmcp's trait.
+// behaviour. `crates/lro-tidy/tests/forwarding.rs` compares this list with
+// rmcp's trait.
 #[allow(deprecated)]
 impl<H: ServerHandler> ServerHandler for Lro<H> {
     fn ping(

@@ -1,12 +1,17 @@
-//! Guards the forwarding list: every method of rmcp's `ServerHandler` trait
-//! is either implemented by `Proxy` (in `src/forward.rs`) or listed in
-//! [`NOT_FORWARDED`] with the reason. A method rmcp adds later would
-//! otherwise fall back to the trait default without anyone deciding so.
+//! Guards both forwarding lists against rmcp's `ServerHandler` trait, which
+//! gains methods from release to release: a method left out falls back to
+//! the trait default without anyone deciding so.
+//!
+//! - the layer, `Lro<H>` (`crates/lro-tower/src/lro/service.rs`), forwards
+//!   every method;
+//! - the proxy, `Proxy` (`crates/lro-proxy/src/forward.rs`), forwards every
+//!   method or lists it in [`NOT_FORWARDED`] with the reason.
+//!
 //! Re-run on every rmcp upgrade (it runs in CI).
 
 use std::{collections::BTreeSet, path::PathBuf, process::Command};
 
-/// The trait methods `Proxy` leaves to rmcp's default, and why.
+/// The trait methods the proxy's `Proxy` leaves to rmcp's default, and why.
 const NOT_FORWARDED: [(&str, &str); 6] = [
     (
         "negotiate_initialize",
@@ -56,10 +61,19 @@ fn fn_names(src: &str) -> BTreeSet<&str> {
         .collect()
 }
 
-/// rmcp's `src/handler/server.rs`, found through `cargo metadata`.
-fn rmcp_server_source() -> String {
+/// A file of the repository.
+fn repo_file(path: &str) -> String {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(path);
+    std::fs::read_to_string(&path).unwrap_or_else(|err| panic!("{}: {err}", path.display()))
+}
+
+/// The methods of rmcp's `ServerHandler`, read from its
+/// `src/handler/server.rs`, found through `cargo metadata`.
+fn server_handler_methods() -> BTreeSet<String> {
     let out = Command::new(env!("CARGO"))
-        .args(["metadata", "--format-version", "1"])
+        .args(["metadata", "--format-version", "1", "--offline"])
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
         .expect("cargo metadata runs");
@@ -73,12 +87,8 @@ fn rmcp_server_source() -> String {
         .and_then(|p| p["manifest_path"].as_str())
         .expect("rmcp is a dependency");
     let path = PathBuf::from(manifest).with_file_name("src/handler/server.rs");
-    std::fs::read_to_string(&path).unwrap_or_else(|err| panic!("{}: {err}", path.display()))
-}
-
-#[test]
-fn every_server_handler_method_is_forwarded_or_listed() {
-    let rmcp = rmcp_server_source();
+    let rmcp =
+        std::fs::read_to_string(&path).unwrap_or_else(|err| panic!("{}: {err}", path.display()));
     // rmcp declares the trait's methods in a macro, just before the trait.
     let start = rmcp
         .find("macro_rules! server_handler_methods")
@@ -87,11 +97,37 @@ fn every_server_handler_method_is_forwarded_or_listed() {
         + rmcp[start..]
             .find("pub trait ServerHandler")
             .expect("the trait follows the macro");
-    let trait_methods = fn_names(&rmcp[start..end]);
-    assert!(trait_methods.len() > 25, "parsed {trait_methods:?}");
+    let methods: BTreeSet<String> = fn_names(&rmcp[start..end])
+        .into_iter()
+        .map(str::to_owned)
+        .collect();
+    assert!(methods.len() > 25, "parsed {methods:?}");
+    methods
+}
 
-    let ours = include_str!("../src/forward.rs");
-    let forwarded = fn_names(&ours[ours.find("impl ServerHandler for Proxy").unwrap()..]);
+/// The methods of the `impl` that starts with `header` in `src`.
+fn implemented<'a>(src: &'a str, header: &str) -> BTreeSet<&'a str> {
+    let at = src.find(header).unwrap_or_else(|| panic!("no `{header}`"));
+    fn_names(&src[at..])
+}
+
+#[test]
+fn the_layer_forwards_every_server_handler_method() {
+    let ours = repo_file("crates/lro-tower/src/lro/service.rs");
+    let forwarded = implemented(&ours, "impl<H: ServerHandler> ServerHandler for Lro<H>");
+    let missing: Vec<_> = server_handler_methods()
+        .into_iter()
+        .filter(|m| !forwarded.contains(m.as_str()))
+        .collect();
+    assert!(missing.is_empty(), "not forwarded: {missing:?}");
+}
+
+#[test]
+fn the_proxy_forwards_every_server_handler_method_or_says_why_not() {
+    let trait_methods = server_handler_methods();
+    let trait_methods: BTreeSet<&str> = trait_methods.iter().map(String::as_str).collect();
+    let ours = repo_file("crates/lro-proxy/src/forward.rs");
+    let forwarded = implemented(&ours, "impl ServerHandler for Proxy");
     let listed: BTreeSet<&str> = NOT_FORWARDED.iter().map(|(name, _)| *name).collect();
 
     let undecided: Vec<_> = trait_methods
@@ -106,4 +142,11 @@ fn every_server_handler_method_is_forwarded_or_listed() {
     assert!(stale.is_empty(), "listed but not in the trait: {stale:?}");
     let both: Vec<_> = listed.intersection(&forwarded).collect();
     assert!(both.is_empty(), "listed but forwarded: {both:?}");
+}
+
+#[test]
+fn the_name_reader_reads_declarations_only() {
+    let names =
+        fn_names("    async fn a(&self) {}\n    fn b<T>(x: T)\n    // fn c()\n    let fn_d = 1;\n");
+    assert_eq!(names, BTreeSet::from(["a", "b"]));
 }
