@@ -3,7 +3,7 @@
 
 use jaq_core::load::{Arena, File, Loader, lex, parse};
 
-use super::{guard::JqData, natives::natives};
+use super::{natives::natives, stop::JqData};
 use crate::ExtractError;
 
 /// A compiled filter.

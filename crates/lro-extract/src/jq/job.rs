@@ -10,9 +10,9 @@ use serde_json::Value;
 use super::{
     compile::Program,
     emit::{emit, emit_elements},
-    guard::{Guard, GuardedData, JqData},
     lines::Lines,
     originals::{ManyOriginals, NoOriginals, OneOriginal, Originals},
+    stop::{Guard, GuardedData, JqData},
 };
 use crate::{
     ExtractError,

@@ -6,7 +6,7 @@
 //! has no cancellation hook. Two facts make one:
 //!
 //! * jaq looks up every term it evaluates through the context's data
-//!   ([`jaq_core::data::HasLut::lut`]), which is ours ([`guard::GuardedData`]). That
+//!   ([`jaq_core::data::HasLut::lut`]), which is ours ([`stop::GuardedData`]). That
 //!   lookup checks a cancel flag (one relaxed atomic load) and the stack
 //!   depth (one address comparison). When the flag is set, it unwinds the
 //!   evaluation with [`std::panic::resume_unwind`] (which skips the panic
@@ -38,7 +38,7 @@
 //!
 //! # Where things are
 //!
-//! * `guard`: the cancel flag and stack budget checked at every term, the
+//! * `stop`: the cancel flag and stack budget checked at every term, the
 //!   worker stack size.
 //! * `compile`: compiling a filter, readable compile errors.
 //! * `natives`: our custom jq functions.
@@ -50,16 +50,16 @@
 mod compile;
 mod convert;
 mod emit;
-mod guard;
 mod job;
 mod lines;
 mod natives;
 mod originals;
+mod stop;
 
 pub(crate) use compile::compile_with_vars;
-pub(crate) use guard::{Guard, Stop, WORKER_STACK, worker_stack};
 pub(crate) use job::{Job, Render};
 pub(crate) use lines::Lines;
+pub(crate) use stop::{Guard, Stop, WORKER_STACK, worker_stack};
 
 #[cfg(test)]
 pub(crate) use job::eval_values;

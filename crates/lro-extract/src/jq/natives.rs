@@ -5,7 +5,7 @@
 use jaq_core::{DataT, Exn, Native, box_iter::box_once, native::v};
 use jaq_json::Val;
 
-use super::{convert::write_num, guard::JqData};
+use super::{convert::write_num, stop::JqData};
 
 /// Our natives: jaq-core's, jaq-std's and jaq-json's, minus the ones a query
 /// must not reach, with a cancellable `range`.
