@@ -149,12 +149,10 @@ mod tests {
     #[test]
     fn invalid_requests_fail_before_the_file_is_touched() {
         let ex = Extractor::new(ExtractConfig::new("/definitely/not/here"));
-        let mut req = ExtractRequest::new("whatever");
-        req.recipe = Some(11);
+        let req = ExtractRequest::new("whatever").recipe(11);
         let e = ex.run(&req).unwrap_err().to_string();
         assert!(e.contains("recipe must be 1..=10"), "{e}");
-        let mut req = ExtractRequest::new("whatever");
-        req.query = Some("  ".into());
+        let req = ExtractRequest::new("whatever").query("  ");
         assert!(
             ex.run(&req)
                 .unwrap_err()
@@ -175,8 +173,7 @@ mod tests {
     #[test]
     fn event_reflects_outcome() {
         let ex = Extractor::new(ExtractConfig::new("/tmp"));
-        let mut req = ExtractRequest::new("f.jsonl");
-        req.recipe = Some(1);
+        let req = ExtractRequest::new("f.jsonl").recipe(1);
         let err = Err(ExtractError::Timeout {
             limit: Duration::from_millis(1),
         });

@@ -34,13 +34,11 @@
 //! let path = written.result.path.to_string_lossy().into_owned();
 //!
 //! let extractor = Extractor::new(ExtractConfig::new(dir.path()));
-//! let mut req = ExtractRequest::new(&path);
-//! req.recipe = Some(6); // count by namespace
+//! let req = ExtractRequest::new(&path).recipe(6); // count by namespace
 //! let out = extractor.run(&req).unwrap();
 //! assert_eq!(out.values[0][0]["count"], 15);
 //!
-//! let mut req = ExtractRequest::new(&path);
-//! req.query = Some("select(.id == \"m7\") | .title".into());
+//! let req = ExtractRequest::new(&path).query("select(.id == \"m7\") | .title");
 //! assert_eq!(extractor.run(&req).unwrap().text, "\"Note 7\"\n");
 //! ```
 
