@@ -55,8 +55,7 @@ fn child(file: &str, n: u8) {
             .max_output_bytes(usize::MAX)
             .max_output_values(usize::MAX),
     );
-    let mut req = ExtractRequest::new(file);
-    req.recipe = Some(n);
+    let req = ExtractRequest::new(file).recipe(n);
     let bytes = Arc::new(AtomicU64::new(0));
     let out = ex
         .run_to_writer(&req, Box::new(Discard(bytes.clone())))

@@ -95,8 +95,8 @@ impl ExtractConfig {
     /// Sets the most estimated tokens of output. Defaults to none (only the
     /// byte and value limits apply).
     #[must_use]
-    pub fn max_output_tokens(mut self, tokens: Option<usize>) -> Self {
-        self.max_output_tokens = tokens;
+    pub fn max_output_tokens(mut self, tokens: usize) -> Self {
+        self.max_output_tokens = Some(tokens);
         self
     }
 

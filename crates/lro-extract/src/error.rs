@@ -63,6 +63,7 @@ pub enum ExtractError {
         /// The configured offload directory.
         root: PathBuf,
         /// The OS error.
+        #[source]
         source: std::io::Error,
     },
     /// The first line is not a valid `lro_header`.
@@ -82,6 +83,7 @@ pub enum ExtractError {
         /// The file.
         path: PathBuf,
         /// The OS error.
+        #[source]
         source: std::io::Error,
     },
     /// The request is malformed: wrong combination of fields, value out of

@@ -258,6 +258,28 @@ impl LineWindow {
             max_chars: None,
         }
     }
+
+    /// Skips this many records first. Defaults to 0.
+    #[must_use]
+    pub fn offset(mut self, offset: usize) -> Self {
+        self.offset = Some(offset);
+        self
+    }
+
+    /// Returns at most this many lines. Defaults to [`DEFAULT_LINE_LIMIT`].
+    #[must_use]
+    pub fn limit(mut self, limit: usize) -> Self {
+        self.limit = Some(limit);
+        self
+    }
+
+    /// Cuts lines longer than this many characters. Defaults to
+    /// [`DEFAULT_MAX_CHARS`].
+    #[must_use]
+    pub fn max_chars(mut self, max_chars: usize) -> Self {
+        self.max_chars = Some(max_chars);
+        self
+    }
 }
 
 /// A regular-expression search over record lines.
@@ -288,6 +310,29 @@ impl Grep {
             ..Self::default()
         }
     }
+
+    /// Shows this many lines of context around each match (at most
+    /// [`MAX_CONTEXT`]). Defaults to 0.
+    #[must_use]
+    pub fn context(mut self, lines: usize) -> Self {
+        self.context = Some(lines);
+        self
+    }
+
+    /// Matches case-insensitively. Defaults to false.
+    #[must_use]
+    pub fn ignore_case(mut self, on: bool) -> Self {
+        self.ignore_case = Some(on);
+        self
+    }
+
+    /// Stops after this many matching lines. Defaults to
+    /// [`DEFAULT_MAX_MATCHES`].
+    #[must_use]
+    pub fn max_matches(mut self, matches: usize) -> Self {
+        self.max_matches = Some(matches);
+        self
+    }
 }
 
 /// Default [`LineWindow::limit`].
@@ -308,6 +353,117 @@ impl ExtractRequest {
             file_path: file_path.into(),
             ..Self::default()
         }
+    }
+
+    /// Runs recipe `number` (1-10) of the descriptor. Defaults to none.
+    #[must_use]
+    pub fn recipe(mut self, number: u8) -> Self {
+        self.recipe = Some(number);
+        self
+    }
+
+    /// Runs the jq filter `code` on each record. Defaults to none.
+    #[must_use]
+    pub fn query(mut self, code: impl Into<String>) -> Self {
+        self.query = Some(code.into());
+        self
+    }
+
+    /// Runs the query once over the array of all records (`jq -s`).
+    /// Defaults to unset (false); setting it, even to false, is allowed only
+    /// with a query.
+    #[must_use]
+    pub fn slurp(mut self, on: bool) -> Self {
+        self.slurp = Some(on);
+        self
+    }
+
+    /// Adds the parameter `$name` of the recipe or query. Defaults to no
+    /// parameters.
+    #[must_use]
+    pub fn param(mut self, name: impl Into<String>, value: impl Into<Value>) -> Self {
+        self.params
+            .get_or_insert_with(BTreeMap::new)
+            .insert(name.into(), value.into());
+        self
+    }
+
+    /// Structured form: keeps records matching `conditions`. Defaults to
+    /// none (every record).
+    #[must_use]
+    pub fn r#where(mut self, conditions: Vec<Condition>) -> Self {
+        self.r#where = Some(conditions);
+        self
+    }
+
+    /// Structured form: how the `where` conditions combine. Defaults to
+    /// [`Match::All`].
+    #[must_use]
+    pub fn r#match(mut self, how: Match) -> Self {
+        self.r#match = Some(how);
+        self
+    }
+
+    /// Structured form: returns only these dotted fields of each record.
+    /// Defaults to whole records.
+    #[must_use]
+    pub fn fields(mut self, fields: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.fields = Some(fields.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Structured form: sorts by this dotted path (`-` first for
+    /// descending). Defaults to file order.
+    #[must_use]
+    pub fn sort_by(mut self, path: impl Into<String>) -> Self {
+        self.sort_by = Some(path.into());
+        self
+    }
+
+    /// Skips this many results: matching records, results of a filter, or
+    /// elements of the one result of a slurped filter. Defaults to 0.
+    #[must_use]
+    pub fn offset(mut self, offset: usize) -> Self {
+        self.offset = Some(offset);
+        self
+    }
+
+    /// Returns at most this many results (counted as `offset` counts them).
+    /// Defaults to no limit but the configured ones.
+    #[must_use]
+    pub fn limit(mut self, limit: usize) -> Self {
+        self.limit = Some(limit);
+        self
+    }
+
+    /// Structured form: returns only the number of matching records.
+    /// Defaults to unset (false).
+    #[must_use]
+    pub fn count(mut self, on: bool) -> Self {
+        self.count = Some(on);
+        self
+    }
+
+    /// Structured form: counts matching records per value of this dotted
+    /// path. Defaults to none.
+    #[must_use]
+    pub fn group_by(mut self, path: impl Into<String>) -> Self {
+        self.group_by = Some(path.into());
+        self
+    }
+
+    /// Text mode: shows this window of record lines. Defaults to none.
+    #[must_use]
+    pub fn lines(mut self, window: LineWindow) -> Self {
+        self.lines = Some(window);
+        self
+    }
+
+    /// Text mode: searches record lines. Defaults to none.
+    #[must_use]
+    pub fn grep(mut self, grep: Grep) -> Self {
+        self.grep = Some(grep);
+        self
     }
 
     /// Whether structured-only options are set (`offset`/`limit` also page
@@ -483,6 +639,45 @@ mod tests {
         for op in ["eq", "prefix", "contains", "regex", "gte", "in", "exists"] {
             assert!(ops.contains(&format!("\"{op}\"")), "{ops}");
         }
+    }
+
+    #[test]
+    fn setters_build_the_wire_form() {
+        let built = ExtractRequest::new("f")
+            .r#where(vec![Condition::new("a", Op::In, Some(json!([1])))])
+            .r#match(Match::Any)
+            .fields(["id", "title"])
+            .sort_by("-n")
+            .offset(2)
+            .limit(3);
+        let wire = req(
+            json!({"file_path": "f", "where": [{"field": "a", "op": "in", "value": [1]}],
+            "match": "any", "fields": ["id", "title"], "sort_by": "-n", "offset": 2, "limit": 3}),
+        )
+        .unwrap();
+        assert_eq!(built, wire);
+        let built = ExtractRequest::new("f")
+            .query("$k")
+            .slurp(true)
+            .param("k", "v")
+            .param("n", 1);
+        let wire = req(json!({"file_path": "f", "query": "$k", "slurp": true,
+            "params": {"k": "v", "n": 1}}))
+        .unwrap();
+        assert_eq!(built, wire);
+        let built = ExtractRequest::new("f")
+            .grep(Grep::new("x").context(1).ignore_case(true).max_matches(4));
+        let wire = req(
+            json!({"file_path": "f", "grep": {"pattern": "x", "context": 1,
+            "ignore_case": true, "max_matches": 4}}),
+        )
+        .unwrap();
+        assert_eq!(built, wire);
+        let built = ExtractRequest::new("f").lines(LineWindow::new(1, 2).max_chars(3));
+        assert_eq!(
+            built.lines,
+            Some(LineWindow::default().offset(1).limit(2).max_chars(3))
+        );
     }
 
     #[test]

@@ -22,15 +22,9 @@ fn extractor(dir: &std::path::Path) -> Extractor {
 fn compare_recipe(ex: &Extractor, file: &Offloaded, n: u8, params: &BTreeMap<String, String>) {
     let recipe = file.recipes.get(n).unwrap();
     let expected = jq_stdout(&file.path, &recipe.jq_args(params));
-    let mut req = ExtractRequest::new(file.path.to_string_lossy());
-    req.recipe = Some(n);
-    if !params.is_empty() {
-        req.params = Some(
-            params
-                .iter()
-                .map(|(k, v)| (k.clone(), Value::String(v.clone())))
-                .collect(),
-        );
+    let mut req = ExtractRequest::new(file.path.to_string_lossy()).recipe(n);
+    for (k, v) in params {
+        req = req.param(k.clone(), Value::String(v.clone()));
     }
     let out = ex.run(&req).unwrap_or_else(|e| panic!("recipe {n}: {e}"));
     assert!(!out.truncated, "recipe {n} was truncated");
@@ -100,11 +94,10 @@ fn recipe_outputs_are_not_trivial() {
         .collect();
     let file = offload(dir.path(), "recall", &records, Detail::Full);
     for n in 1..=10u8 {
-        let mut req = ExtractRequest::new(file.path.to_string_lossy());
-        req.recipe = Some(n);
+        let mut req = ExtractRequest::new(file.path.to_string_lossy()).recipe(n);
         if n == 10 {
             // The default keyword comes from titles; contents use other words.
-            req.params = Some([("pattern".to_owned(), json!("cache"))].into());
+            req = req.param("pattern", json!("cache"));
         }
         let out = ex.run(&req).unwrap();
         assert!(out.count > 0, "recipe {n} produced nothing");
@@ -165,15 +158,13 @@ fn custom_queries_with_params_match_jq() {
         args.push(query.to_owned());
         let expected = json_values(&jq_stdout(&file.path, &args));
         assert!(!expected.is_empty(), "{query} gives nothing with jq");
-        let mut req = ExtractRequest::new(file.path.to_string_lossy());
-        req.query = Some(query.to_owned());
-        req.slurp = slurp.then_some(true);
-        req.params = (!params.is_empty()).then(|| {
-            params
-                .iter()
-                .map(|(k, v)| ((*k).to_owned(), json!(v)))
-                .collect()
-        });
+        let mut req = ExtractRequest::new(file.path.to_string_lossy()).query(query);
+        if slurp {
+            req = req.slurp(true);
+        }
+        for (k, v) in params {
+            req = req.param(*k, json!(v));
+        }
         let out = ex.run(&req).unwrap_or_else(|e| panic!("{query}: {e}"));
         assert_same_values(&out.values, &expected, query);
         assert_same_text(out.results(), &jq_stdout(&file.path, &args), query);
@@ -189,9 +180,9 @@ fn numeric_params_are_strings_like_jq_arg() {
         .map(|m| at_detail(m, Detail::Light))
         .collect();
     let file = offload(dir.path(), "list", &records, Detail::Light);
-    let mut req = ExtractRequest::new(file.path.to_string_lossy());
-    req.query = Some("$n | type".into());
-    req.params = Some([("n".to_owned(), json!(3))].into());
+    let req = ExtractRequest::new(file.path.to_string_lossy())
+        .query("$n | type")
+        .param("n", json!(3));
     let out = ex.run(&req).unwrap();
     assert_eq!(out.values[0], json!("string"));
     assert_eq!(out.count, 50);
@@ -206,15 +197,15 @@ fn unknown_recipe_params_list_the_accepted_ones() {
         .map(|m| at_detail(m, Detail::Light))
         .collect();
     let file = offload(dir.path(), "list", &records, Detail::Light);
-    let mut req = ExtractRequest::new(file.path.to_string_lossy());
-    req.recipe = Some(2);
-    req.params = Some([("keyword".to_owned(), json!("x"))].into());
+    let req = ExtractRequest::new(file.path.to_string_lossy())
+        .recipe(2)
+        .param("keyword", json!("x"));
     let e = ex.run(&req).unwrap_err().to_string();
     assert!(
         e.contains("has no param \"keyword\"; it accepts: namespace"),
         "{e}"
     );
-    req.recipe = Some(1);
+    let req = req.recipe(1);
     let e = ex.run(&req).unwrap_err().to_string();
     assert!(e.contains("takes no params"), "{e}");
 }
@@ -225,8 +216,7 @@ fn unknown_recipe_params_list_the_accepted_ones() {
 fn shown_is_a_prefix_of_jq(ex: &Extractor, file: &Offloaded, n: u8) -> usize {
     let recipe = file.recipes.get(n).unwrap();
     let expected = jq_stdout(&file.path, &recipe.jq_args(&BTreeMap::new()));
-    let mut req = ExtractRequest::new(file.path.to_string_lossy());
-    req.recipe = Some(n);
+    let req = ExtractRequest::new(file.path.to_string_lossy()).recipe(n);
     let out = ex.run(&req).unwrap_or_else(|e| panic!("recipe {n}: {e}"));
     let shown: Vec<&str> = out.results().lines().collect();
     let jq_lines: Vec<&str> = expected.lines().collect();
@@ -263,7 +253,7 @@ fn shown_is_a_prefix_of_jq(ex: &Extractor, file: &Offloaded, n: u8) -> usize {
 #[test]
 fn output_over_the_budget_is_a_valid_prefix_of_jq_at_every_detail() {
     let dir = tempfile::tempdir().unwrap();
-    let ex = Extractor::new(ExtractConfig::new(dir.path()).max_output_tokens(Some(1600)));
+    let ex = Extractor::new(ExtractConfig::new(dir.path()).max_output_tokens(1600));
     let corpus = corpus(500, 9);
     let mut cut = 0;
     for detail in Detail::ALL {
@@ -281,7 +271,7 @@ fn output_over_the_budget_is_a_valid_prefix_of_jq_at_every_detail() {
 /// budget of 1600 tokens.
 fn budgeted_full_file() -> (tempfile::TempDir, Extractor, Offloaded) {
     let dir = tempfile::tempdir().unwrap();
-    let ex = Extractor::new(ExtractConfig::new(dir.path()).max_output_tokens(Some(1600)));
+    let ex = Extractor::new(ExtractConfig::new(dir.path()).max_output_tokens(1600));
     let records: Vec<Value> = corpus(200, 5)
         .iter()
         .map(|m| at_detail(m, Detail::Full))
@@ -297,8 +287,7 @@ fn next_parts_page_through_the_whole_result() {
     for n in [8u8, 4] {
         let recipe = file.recipes.get(n).unwrap();
         let expected = jq_stdout(&file.path, &recipe.jq_args(&BTreeMap::new()));
-        let mut req = ExtractRequest::new(file.path.to_string_lossy());
-        req.recipe = Some(n);
+        let mut req = ExtractRequest::new(file.path.to_string_lossy()).recipe(n);
         let mut parts = Vec::new();
         let mut calls = 0;
         loop {
@@ -344,17 +333,17 @@ fn next_parts_are_only_offered_where_offset_and_limit_mean_them() {
     let (_dir, ex, file) = budgeted_full_file();
     // Two results, the first an array too big to show whole: offset/limit
     // would page the results, not its elements, so no next part is offered.
-    let mut req = ExtractRequest::new(file.path.to_string_lossy());
-    req.query = Some("., length".into());
-    req.slurp = Some(true);
+    let req = ExtractRequest::new(file.path.to_string_lossy())
+        .query("., length")
+        .slurp(true);
     let out = ex.run(&req).unwrap();
     assert!(out.truncated);
     assert!(out.next.is_none(), "{:?}", out.next);
     assert!(out.notice.unwrap().contains("showing "));
     // A full page is not a cut: not truncated, and the next page is offered.
-    let mut req = ExtractRequest::new(file.path.to_string_lossy());
-    req.recipe = Some(4);
-    req.limit = Some(3);
+    let req = ExtractRequest::new(file.path.to_string_lossy())
+        .recipe(4)
+        .limit(3);
     let out = ex.run(&req).unwrap();
     assert_eq!(out.count, 3);
     assert!(!out.truncated);

@@ -45,8 +45,7 @@ fn world() -> World {
 }
 
 fn attempt(w: &World, path: &str) -> ExtractError {
-    let mut req = ExtractRequest::new(path);
-    req.lines = Some(Default::default());
+    let req = ExtractRequest::new(path).lines(Default::default());
     let err = w.ex.run(&req).unwrap_err();
     assert!(
         !matches!(err, ExtractError::Timeout { .. }),
@@ -158,8 +157,7 @@ fn real_offload_files_pass_by_name_path_and_inner_symlink() {
         format!("./{name}"),
         link.to_string_lossy().into_owned(),
     ] {
-        let mut req = ExtractRequest::new(&path);
-        req.count = Some(true);
+        let req = ExtractRequest::new(&path).count(true);
         let out = w.ex.run(&req).unwrap_or_else(|e| panic!("{path}: {e}"));
         assert_eq!(out.values[0]["count"], 5, "{path}");
     }
@@ -169,8 +167,7 @@ fn real_offload_files_pass_by_name_path_and_inner_symlink() {
 fn a_file_without_a_valid_header_is_rejected() {
     let w = world();
     fs::write(w.root.join(VALID_NAME), "{\"id\": 1}\n{\"id\": 2}\n").unwrap();
-    let mut req = ExtractRequest::new(VALID_NAME);
-    req.count = Some(true);
+    let req = ExtractRequest::new(VALID_NAME).count(true);
     let e = w.ex.run(&req).unwrap_err();
     assert!(matches!(e, ExtractError::BadHeader(_)), "{e}");
 }

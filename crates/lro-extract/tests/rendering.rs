@@ -17,14 +17,9 @@ fn engines(dir: &std::path::Path) -> (Extractor, Extractor) {
 }
 
 fn run(ex: &Extractor, file: &str, query: &str, vars: &[(&str, &str)]) -> String {
-    let mut req = ExtractRequest::new(file);
-    req.query = Some(query.to_owned());
-    if !vars.is_empty() {
-        req.params = Some(
-            vars.iter()
-                .map(|(k, v)| ((*k).to_owned(), json!(v)))
-                .collect(),
-        );
+    let mut req = ExtractRequest::new(file).query(query);
+    for (k, v) in vars {
+        req = req.param(*k, json!(v));
     }
     let out = ex.run(&req).unwrap_or_else(|e| panic!("{query}: {e}"));
     out.results().to_owned()

@@ -26,10 +26,8 @@ fn setup(timeout: Duration) -> (tempfile::TempDir, String, Extractor) {
 }
 
 fn query(path: &str, q: &str, slurp: bool) -> ExtractRequest {
-    let mut req = ExtractRequest::new(path);
-    req.query = Some(q.into());
-    req.slurp = slurp.then_some(true);
-    req
+    let req = ExtractRequest::new(path).query(q);
+    if slurp { req.slurp(true) } else { req }
 }
 
 #[test]
@@ -105,8 +103,7 @@ fn a_runaway_does_not_block_other_calls() {
         thread::yield_now();
     }
     let started = Instant::now();
-    let mut req = ExtractRequest::new(&path);
-    req.count = Some(true);
+    let req = ExtractRequest::new(&path).count(true);
     let out = ex.run(&req).unwrap();
     assert_eq!(out.values[0]["count"], 50);
     let out = ex.run(&query(&path, ".id", false)).unwrap();

@@ -34,13 +34,11 @@ fn lines(
     limit: Option<usize>,
     max_chars: Option<usize>,
 ) -> ExtractRequest {
-    let mut req = ExtractRequest::new(path);
     let mut window = LineWindow::default();
     window.offset = offset;
     window.limit = limit;
     window.max_chars = max_chars;
-    req.lines = Some(window);
-    req
+    ExtractRequest::new(path).lines(window)
 }
 
 #[test]
@@ -96,11 +94,7 @@ fn past_the_end_says_how_many_records_there_are() {
 #[test]
 fn grep_shows_matches_with_context_like_grep_n() {
     let (_dir, path, ex) = setup();
-    let mut req = ExtractRequest::new(&path);
-    let mut grep = Grep::new("error");
-    grep.context = Some(1);
-    grep.ignore_case = Some(true);
-    req.grep = Some(grep);
+    let req = ExtractRequest::new(&path).grep(Grep::new("error").context(1).ignore_case(true));
     let out = ex.run(&req).unwrap();
     assert_eq!(
         out.text,
@@ -116,8 +110,7 @@ fn grep_shows_matches_with_context_like_grep_n() {
     assert_eq!(matches, [7, 20]);
 
     // Case-sensitive by default.
-    req.grep.as_mut().unwrap().ignore_case = None;
-    req.grep.as_mut().unwrap().context = None;
+    let req = ExtractRequest::new(&path).grep(Grep::new("error"));
     let out = ex.run(&req).unwrap();
     assert_eq!(out.text, "20:error: timeout talking to cache\n");
 }
@@ -131,8 +124,8 @@ fn grep_over_json_records_searches_their_lines() {
         .collect();
     let file = offload(dir.path(), "list", &records, Detail::Light);
     let ex = Extractor::new(ExtractConfig::new(dir.path()));
-    let mut req = ExtractRequest::new(file.path.to_string_lossy());
-    req.grep = Some(Grep::new("\"id\":\"mem-00001[0-2]\""));
+    let req = ExtractRequest::new(file.path.to_string_lossy())
+        .grep(Grep::new("\"id\":\"mem-00001[0-2]\""));
     let out = ex.run(&req).unwrap();
     assert_eq!(out.count, 3);
     let first = out.text.lines().next().unwrap();

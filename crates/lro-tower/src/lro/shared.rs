@@ -75,5 +75,5 @@ fn extractor(
     estimator: &Arc<dyn TokenEstimator>,
 ) -> Extractor {
     let budget = offload.threshold_for(super::EXTRACT_TOOL);
-    Extractor::new(cfg.max_output_tokens(Some(budget))).estimator(estimator.clone())
+    Extractor::new(cfg.max_output_tokens(budget)).estimator(estimator.clone())
 }

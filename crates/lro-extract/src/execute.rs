@@ -1,0 +1,214 @@
+//! Running a plan over one offload file: the header read, the recipe
+//! resolved, the job started, and the output finished with the request for
+//! the next part.
+
+use std::{
+    collections::BTreeMap,
+    io::{BufRead, BufReader, Cursor, Read},
+};
+
+use lro_core::{
+    descriptor::OffloadHeader,
+    metric::label::ExtractMode,
+    recipes::{RecipeSet, SAMPLE_SIZE},
+};
+use serde_json::Value;
+
+use crate::{
+    ExtractError, ExtractOutput, ExtractRequest, ResolvedFile, fast,
+    jq::{self, Guard, Job, Render},
+    output::{Collector, Cut, Window},
+    plan::Plan,
+    project, text,
+};
+
+fn read_header(
+    reader: &mut impl BufRead,
+    file: &ResolvedFile,
+) -> Result<OffloadHeader, ExtractError> {
+    let mut line = Vec::new();
+    reader
+        .read_until(b'\n', &mut line)
+        .map_err(|source| ExtractError::Io {
+            path: file.path.clone(),
+            source,
+        })?;
+    let text = std::str::from_utf8(&line)
+        .map_err(|_| ExtractError::BadHeader("header line is not UTF-8".into()))?;
+    lro_core::file::parse_header(&file.path, text)
+        .map_err(|e| ExtractError::BadHeader(e.to_string()))
+}
+
+pub(crate) fn execute(
+    req: &ExtractRequest,
+    mode: ExtractMode,
+    plan: Plan,
+    file: ResolvedFile,
+    guard: &Guard,
+    out: Collector,
+    fast_paths: bool,
+) -> Result<ExtractOutput, ExtractError> {
+    let mut reader = BufReader::with_capacity(256 * 1024, file.open()?);
+    let header = read_header(&mut reader, &file)?;
+    let mut raw = false;
+    // With slurp, offset/limit page the elements of the one result (see
+    // `Job::window`); else the stream of results.
+    let window = Window {
+        offset: req.offset.unwrap_or(0),
+        limit: req.limit,
+    };
+    let paged = matches!(mode, ExtractMode::Recipe | ExtractMode::Query);
+    let mut out = if paged { out.window(window) } else { out };
+    match plan {
+        Plan::Recipe { number, params } => {
+            let (sample_bytes, sample) = read_sample(&mut reader, &file)?;
+            let set = RecipeSet::derive(&sample, header.detail);
+            let recipe = set.get(number).ok_or_else(|| {
+                ExtractError::InvalidRequest(format!("recipe must be 1..=10, got {number}"))
+            })?;
+            let accepted: Vec<&str> = recipe.params.iter().map(|p| p.name.as_str()).collect();
+            if let Some(bad) = params.keys().find(|k| !accepted.contains(&k.as_str())) {
+                return Err(ExtractError::InvalidRequest(if accepted.is_empty() {
+                    format!(
+                        "recipe {number} ({}) takes no params, got {bad:?}",
+                        recipe.description
+                    )
+                } else {
+                    format!(
+                        "recipe {number} ({}) has no param {bad:?}; it accepts: {}",
+                        recipe.description,
+                        accepted.join(", ")
+                    )
+                }));
+            }
+            let vars: Vec<String> = recipe
+                .params
+                .iter()
+                .map(|p| params.get(&p.name).unwrap_or(&p.default).clone())
+                .collect();
+            let program = jq::compile_with_vars(&recipe.filter, &accepted)?;
+            raw = recipe.raw;
+            let named: BTreeMap<String, String> = accepted
+                .iter()
+                .map(|n| (*n).to_owned())
+                .zip(vars.iter().cloned())
+                .collect();
+            let fast = fast_path(&recipe.filter, &named, recipe.slurp, raw, fast_paths);
+            Job {
+                program: &program,
+                projection: project::analyze(&recipe.filter, recipe.slurp).filter(|_| fast_paths),
+                fast,
+                vars,
+                slurp: recipe.slurp,
+                window,
+                render: Render { raw },
+                guard,
+            }
+            .run(Cursor::new(sample_bytes).chain(reader), 2, &mut out)?;
+        }
+        Plan::Query {
+            code,
+            slurp,
+            params,
+        } => {
+            let names: Vec<&str> = params.keys().map(String::as_str).collect();
+            let program = jq::compile_with_vars(&code, &names)?;
+            let fast = fast_path(&code, &params, slurp, false, fast_paths);
+            Job {
+                program: &program,
+                projection: project::analyze(&code, slurp).filter(|_| fast_paths),
+                fast,
+                vars: params.into_values().collect(),
+                slurp,
+                window,
+                render: Render { raw: false },
+                guard,
+            }
+            .run(reader, 2, &mut out)?;
+        }
+        Plan::Structured(s) => s.run(reader, 2, guard, &mut out)?,
+        Plan::Lines(window) => text::run_lines(&window, header.count, reader, guard, &mut out)?,
+        Plan::Grep(g) => g.run(reader, guard, &mut out)?,
+    }
+    Ok(out.finish(mode, raw, |cut| next_part(req, mode, cut)))
+}
+
+/// The request that shows what comes after `cut`, when offset/limit can
+/// express it: the next elements of a slurped result, or the next results
+/// of a stream (recipe, query, structured).
+fn next_part(req: &ExtractRequest, mode: ExtractMode, cut: Cut) -> Option<ExtractRequest> {
+    let mut next = req.clone();
+    match (mode, cut) {
+        (
+            ExtractMode::Recipe | ExtractMode::Query,
+            Cut::Elements {
+                from,
+                shown,
+                single: true,
+                ..
+            },
+        ) if shown > 0 => {
+            next.offset = Some(from + shown);
+            next.limit = Some(req.limit.unwrap_or(shown));
+        }
+        (
+            ExtractMode::Recipe | ExtractMode::Query | ExtractMode::Structured,
+            Cut::Results { shown },
+        ) if shown > 0 => {
+            next.offset = Some(req.offset.unwrap_or(0) + shown);
+        }
+        _ => return None,
+    }
+    Some(next)
+}
+
+fn fast_path(
+    code: &str,
+    vars: &BTreeMap<String, String>,
+    slurp: bool,
+    raw: bool,
+    enabled: bool,
+) -> Option<fast::FastFilter> {
+    if slurp || !enabled {
+        return None;
+    }
+    fast::FastFilter::new(code, vars).filter(|f| f.fits_render(raw))
+}
+
+/// Reads the first [`SAMPLE_SIZE`] records (as the descriptor did), keeping
+/// their bytes so the full run can start from the first record again.
+fn read_sample(
+    reader: &mut impl BufRead,
+    file: &ResolvedFile,
+) -> Result<(Vec<u8>, Vec<Value>), ExtractError> {
+    let mut bytes = Vec::new();
+    let mut sample = Vec::new();
+    let mut line_no = 1;
+    while sample.len() < SAMPLE_SIZE {
+        let start = bytes.len();
+        let n = reader
+            .read_until(b'\n', &mut bytes)
+            .map_err(|source| ExtractError::Io {
+                path: file.path.clone(),
+                source,
+            })?;
+        if n == 0 {
+            break;
+        }
+        line_no += 1;
+        let line = bytes[start..].trim_ascii();
+        if line.is_empty() {
+            continue;
+        }
+        match serde_json::from_slice(line) {
+            Ok(v) => sample.push(v),
+            Err(e) => {
+                return Err(ExtractError::BadRecord {
+                    line: line_no,
+                    message: e.to_string(),
+                });
+            }
+        }
+    }
+    Ok((bytes, sample))
+}

@@ -1,0 +1,188 @@
+//! The [`Extractor`]: the public face of the engine.
+
+use std::{
+    io::Write,
+    sync::{
+        Arc,
+        atomic::{AtomicUsize, Ordering},
+    },
+    time::Duration,
+};
+
+use lro_core::{
+    ScriptAware, TokenEstimator,
+    event::{Extracted, LroEvent},
+    metric::label::{ExtractMode, ExtractOutcome},
+};
+
+use crate::{
+    ExtractConfig, ExtractError, ExtractOutput, ExtractRequest, ResolvedFile,
+    execute::execute,
+    guard,
+    output::{Collector, Limits},
+    plan::Plan,
+    worker,
+};
+
+/// Runs extraction requests against the offload files of one directory.
+///
+/// Cheap to share: wrap it in an `Arc` and call [`Extractor::run`] from
+/// several threads at once; every call gets its own worker thread.
+#[derive(Clone)]
+pub struct Extractor {
+    cfg: ExtractConfig,
+    estimator: Arc<dyn TokenEstimator>,
+    active: Arc<AtomicUsize>,
+}
+
+impl std::fmt::Debug for Extractor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Extractor")
+            .field("cfg", &self.cfg)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Extractor {
+    /// An extractor with `cfg`.
+    pub fn new(cfg: ExtractConfig) -> Self {
+        Self {
+            cfg,
+            estimator: Arc::new(ScriptAware),
+            active: Arc::new(AtomicUsize::new(0)),
+        }
+    }
+
+    /// Sets the estimator that measures output against
+    /// [`ExtractConfig::max_output_tokens`]. Defaults to [`ScriptAware`].
+    #[must_use]
+    pub fn estimator(mut self, estimator: Arc<dyn TokenEstimator>) -> Self {
+        self.estimator = estimator;
+        self
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &ExtractConfig {
+        &self.cfg
+    }
+
+    /// Worker threads of this extractor (and its clones) still running.
+    /// After a call returns — timed out or not — its worker has normally
+    /// ended, so this is 0 when no call is in flight; a larger number means
+    /// a worker is still finishing a long native operation.
+    pub fn active_workers(&self) -> usize {
+        self.active.load(Ordering::SeqCst)
+    }
+
+    /// Checks `file_path` against the guards without reading it.
+    pub fn resolve(&self, file_path: &str) -> Result<ResolvedFile, ExtractError> {
+        guard::resolve(&self.cfg.root_dir, file_path)
+    }
+
+    /// Runs `req` and collects its output within the configured limits.
+    /// Blocks the calling thread up to about the configured timeout; call
+    /// it from a blocking-capable thread (e.g. `spawn_blocking`).
+    pub fn run(&self, req: &ExtractRequest) -> Result<ExtractOutput, ExtractError> {
+        let collector = Collector::buffer(self.limits());
+        self.run_with(req, collector)
+    }
+
+    /// Runs `req`, streaming result lines to `out` instead of keeping them
+    /// (the returned output has empty `values` and `text`). The configured
+    /// limits still apply; raise them for unbounded output.
+    pub fn run_to_writer(
+        &self,
+        req: &ExtractRequest,
+        out: Box<dyn Write + Send>,
+    ) -> Result<ExtractOutput, ExtractError> {
+        let collector = Collector::writer(out, self.limits());
+        self.run_with(req, collector)
+    }
+
+    fn limits(&self) -> Limits {
+        Limits {
+            max_bytes: self.cfg.max_output_bytes,
+            max_values: self.cfg.max_output_values,
+            max_tokens: self
+                .cfg
+                .max_output_tokens
+                .map(|max| (max, self.estimator.clone())),
+        }
+    }
+
+    fn run_with(
+        &self,
+        req: &ExtractRequest,
+        collector: Collector,
+    ) -> Result<ExtractOutput, ExtractError> {
+        let (mode, plan) = Plan::new(req)?;
+        let file = self.resolve(&req.file_path)?;
+        let req = req.clone();
+        let fast_paths = self.cfg.fast_paths;
+        worker::bounded(self.cfg.timeout, &self.active, move |guard| {
+            execute(&req, mode, plan, file, guard, collector, fast_paths)
+        })
+    }
+
+    /// The observability event for a finished call.
+    pub fn event(
+        &self,
+        req: &ExtractRequest,
+        result: &Result<ExtractOutput, ExtractError>,
+        duration: Duration,
+    ) -> LroEvent {
+        let (mode, outcome, results) = match result {
+            Ok(out) if out.truncated => (out.mode, ExtractOutcome::Truncated, out.count),
+            Ok(out) => (out.mode, ExtractOutcome::Ok, out.count),
+            Err(e) => (req.mode().unwrap_or(ExtractMode::Invalid), e.outcome(), 0),
+        };
+        let mut event = Extracted::new(mode, outcome, self.cfg.root_dir.join(&req.file_path));
+        event.results = results;
+        event.duration = duration;
+        LroEvent::Extracted(event)
+    }
+}
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn invalid_requests_fail_before_the_file_is_touched() {
+        let ex = Extractor::new(ExtractConfig::new("/definitely/not/here"));
+        let req = ExtractRequest::new("whatever").recipe(11);
+        let e = ex.run(&req).unwrap_err().to_string();
+        assert!(e.contains("recipe must be 1..=10"), "{e}");
+        let req = ExtractRequest::new("whatever").query("  ");
+        assert!(
+            ex.run(&req)
+                .unwrap_err()
+                .to_string()
+                .contains("query is empty")
+        );
+    }
+
+    #[test]
+    fn public_types_cross_threads() {
+        fn send_sync<T: Send + Sync + 'static>() {}
+        send_sync::<Extractor>();
+        send_sync::<ExtractRequest>();
+        send_sync::<ExtractOutput>();
+        send_sync::<ExtractError>();
+    }
+
+    #[test]
+    fn event_reflects_outcome() {
+        let ex = Extractor::new(ExtractConfig::new("/tmp"));
+        let req = ExtractRequest::new("f.jsonl").recipe(1);
+        let err = Err(ExtractError::Timeout {
+            limit: Duration::from_millis(1),
+        });
+        let LroEvent::Extracted(e) = ex.event(&req, &err, Duration::from_millis(2)) else {
+            panic!("wrong event")
+        };
+        assert_eq!(
+            (e.mode, e.outcome, e.results),
+            (ExtractMode::Recipe, ExtractOutcome::Timeout, 0)
+        );
+    }
+}

@@ -1,0 +1,193 @@
+//! jaq values to JSON text (jq 1.6's format, through [`render`]) and to
+//! `serde_json` values.
+
+use jaq_json::Val;
+use serde_json::Value;
+
+use super::originals::{NoOriginals, Originals};
+use crate::{ExtractError, render};
+
+/// Deepest value nesting rendered or converted.
+pub(crate) const MAX_DEPTH: usize = 10_000;
+
+fn too_deep() -> ExtractError {
+    ExtractError::Runtime {
+        line: None,
+        message: format!("result nested deeper than {MAX_DEPTH} levels"),
+    }
+}
+
+/// Writes `v` as compact JSON, the way `jq -c` does, through the one
+/// rendering of [`render`]. Returns `Ok(false)` as soon as more than `cap`
+/// bytes were written.
+pub(crate) fn write_json(
+    out: &mut Vec<u8>,
+    v: &Val,
+    depth: usize,
+    cap: usize,
+    orig: &dyn Originals,
+) -> Result<bool, ExtractError> {
+    if depth > MAX_DEPTH {
+        return Err(too_deep());
+    }
+    if let Some(line) = orig.original(v) {
+        out.extend_from_slice(&render::canonical(line));
+        return Ok(out.len() <= cap);
+    }
+    match v {
+        Val::Null => out.extend_from_slice(b"null"),
+        Val::Bool(true) => out.extend_from_slice(b"true"),
+        Val::Bool(false) => out.extend_from_slice(b"false"),
+        Val::Num(n) => write_num(out, n),
+        Val::TStr(s) | Val::BStr(s) => render::write_str(out, s),
+        Val::Arr(items) => {
+            out.push(b'[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                if !write_json(out, item, depth + 1, cap, orig)? {
+                    return Ok(false);
+                }
+            }
+            out.push(b']');
+        }
+        Val::Obj(map) => {
+            out.push(b'{');
+            for (i, (k, item)) in map.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                match k {
+                    Val::TStr(s) | Val::BStr(s) => render::write_str(out, s),
+                    other => {
+                        // jaq allows non-string keys; JSON does not.
+                        let mut key = Vec::new();
+                        write_json(&mut key, other, depth + 1, cap, &NoOriginals)?;
+                        render::write_str(out, &key);
+                    }
+                }
+                out.push(b':');
+                if !write_json(out, item, depth + 1, cap, orig)? {
+                    return Ok(false);
+                }
+            }
+            out.push(b'}');
+        }
+    }
+    Ok(out.len() <= cap)
+}
+
+pub(super) fn write_num(out: &mut Vec<u8>, n: &jaq_json::Num) {
+    use jaq_json::Num;
+    match n {
+        Num::Int(i) => out.extend_from_slice(i.to_string().as_bytes()),
+        Num::Float(f) => render::write_f64(out, *f),
+        // Decimal literals and big integers: through their text, so they
+        // print like the same number read from a file.
+        other => render::write_number_text(out, other.to_string().as_bytes()),
+    }
+}
+
+/// Converts a jaq value into a `serde_json` value.
+pub(crate) fn to_value(v: &Val, depth: usize, orig: &dyn Originals) -> Result<Value, ExtractError> {
+    use jaq_json::Num;
+    if depth > MAX_DEPTH {
+        return Err(too_deep());
+    }
+    if let Some(value) = orig
+        .original(v)
+        .and_then(|line| serde_json::from_slice(line).ok())
+    {
+        return Ok(value);
+    }
+    Ok(match v {
+        Val::Null => Value::Null,
+        Val::Bool(b) => Value::Bool(*b),
+        Val::Num(Num::Int(i)) => Value::from(*i as i64),
+        Val::Num(Num::Float(f)) => serde_json::Number::from_f64(*f)
+            .map(Value::Number)
+            .unwrap_or(Value::Null),
+        Val::Num(n) => {
+            let text = n.to_string();
+            serde_json::from_str(&text)
+                .ok()
+                .filter(Value::is_number)
+                .unwrap_or_else(|| {
+                    text.parse::<f64>()
+                        .ok()
+                        .and_then(serde_json::Number::from_f64)
+                        .map(Value::Number)
+                        .unwrap_or(Value::Null)
+                })
+        }
+        Val::TStr(s) | Val::BStr(s) => Value::String(String::from_utf8_lossy(s).into_owned()),
+        Val::Arr(items) => Value::Array(
+            items
+                .iter()
+                .map(|i| to_value(i, depth + 1, orig))
+                .collect::<Result<_, _>>()?,
+        ),
+        Val::Obj(map) => {
+            let mut obj = serde_json::Map::new();
+            for (k, item) in map.iter() {
+                let key = match k {
+                    Val::TStr(s) | Val::BStr(s) => String::from_utf8_lossy(s).into_owned(),
+                    other => other.to_string(),
+                };
+                obj.insert(key, to_value(item, depth + 1, orig)?);
+            }
+            Value::Object(obj)
+        }
+    })
+}
+
+/// Converts a `serde_json` value into a jaq value.
+#[cfg(test)]
+pub(crate) fn from_value(v: &Value) -> Val {
+    match v {
+        Value::Null => Val::Null,
+        Value::Bool(b) => Val::Bool(*b),
+        Value::Number(n) => {
+            jaq_json::read::parse_single(n.to_string().as_bytes()).unwrap_or(Val::Null)
+        }
+        Value::String(s) => Val::from(s.clone()),
+        Value::Array(a) => a.iter().map(from_value).collect(),
+        Value::Object(o) => Val::obj(
+            o.iter()
+                .map(|(k, v)| (Val::from(k.clone()), from_value(v)))
+                .collect(),
+        ),
+    }
+}
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::jq::eval_values;
+    use serde_json::json;
+
+    #[test]
+    fn writes_jq_compatible_json() {
+        let mut out = Vec::new();
+        let v = from_value(&json!({"a": [1, 2.5, "x\"y\n\u{1}"], "b": null, "é": true}));
+        assert!(write_json(&mut out, &v, 0, usize::MAX, &NoOriginals).unwrap());
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            r#"{"a":[1,2.5,"x\"y\n\u0001"],"b":null,"é":true}"#
+        );
+        let mut out = Vec::new();
+        let nan = eval_values("[nan, infinite]", &[json!(null)]).unwrap();
+        assert_eq!(nan, [json!([null, null])]);
+        let v = jaq_json::read::parse_single(b"[1e1000]").unwrap();
+        write_json(&mut out, &v, 0, usize::MAX, &NoOriginals).unwrap();
+        assert!(!out.is_empty());
+    }
+
+    #[test]
+    fn cap_stops_rendering_early() {
+        let v = from_value(&json!((0..1000).collect::<Vec<_>>()));
+        let mut out = Vec::new();
+        assert!(!write_json(&mut out, &v, 0, 50, &NoOriginals).unwrap());
+        assert!(out.len() < 100, "{}", out.len());
+    }
+}

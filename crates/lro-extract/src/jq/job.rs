@@ -1,0 +1,243 @@
+//! A jq job over one file: records read line by line (or slurped), each
+//! run through the filter, results handed to the collector.
+
+use std::{borrow::Cow, io::Read, rc::Rc};
+
+use jaq_core::{Ctx, Exn, Vars};
+use jaq_json::Val;
+use serde_json::Value;
+
+use super::{
+    compile::Program,
+    emit::{emit, emit_elements},
+    lines::Lines,
+    originals::{ManyOriginals, NoOriginals, OneOriginal, Originals},
+    stop::{Guard, GuardedData, JqData},
+};
+use crate::{
+    ExtractError,
+    output::{Collector, Flow, Window, floor_char_boundary},
+    render,
+};
+
+/// Longest error message kept from jaq (its messages embed values).
+const MAX_MESSAGE: usize = 400;
+
+/// How to print results.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Render {
+    /// Print strings raw (`jq -r`).
+    pub(crate) raw: bool,
+}
+
+/// A jq job over one file.
+pub(crate) struct Job<'g> {
+    pub(crate) program: &'g Program,
+    /// Parse only these fields, when the filter allows it.
+    pub(crate) projection: Option<crate::project::Projection>,
+    /// Run simple shapes on the raw line (per-record mode only).
+    pub(crate) fast: Option<crate::fast::FastFilter>,
+    pub(crate) vars: Vec<String>,
+    pub(crate) slurp: bool,
+    /// `offset`/`limit` of the request; with `slurp`, they page the
+    /// elements of a single array (or object) result.
+    pub(crate) window: Window,
+    pub(crate) render: Render,
+    pub(crate) guard: &'g Guard,
+}
+
+impl Job<'_> {
+    /// Runs over the records of `reader`, which is positioned after the
+    /// header; `first_line` is the file line number of the first record.
+    pub(crate) fn run(
+        &self,
+        reader: impl Read,
+        first_line: usize,
+        out: &mut Collector,
+    ) -> Result<(), ExtractError> {
+        let data = GuardedData {
+            lut: &self.program.lut,
+            guard: self.guard,
+        };
+        let vars = Vars::new(self.vars.iter().map(|s| Val::from(s.clone())));
+        let ctx = Ctx::<JqData>::new(data, vars);
+        let mut lines = Lines::new(reader, first_line);
+        let fields = self.projection.as_ref().map(|p| p.paths.as_slice());
+        let parse = |line: &[u8], line_no: usize| -> Result<Val, ExtractError> {
+            match fields.and_then(|f| crate::project::project_line(line, f)) {
+                Some(v) => Ok(v),
+                None => parse_record(line, line_no),
+            }
+        };
+        if self.slurp {
+            let keep_lines = self.projection.as_ref().is_some_and(|p| p.passes_records);
+            let mut originals = ManyOriginals::default();
+            let mut all = Vec::new();
+            while let Some((line_no, line)) = lines.next_line()? {
+                if self.guard.cancelled() {
+                    return Err(cancelled());
+                }
+                let v = parse(line, line_no)?;
+                if keep_lines {
+                    originals.add(&v, line);
+                }
+                all.push(v);
+            }
+            // Held until the end so record addresses stay unique (see
+            // `ManyOriginals`).
+            let records = Val::Arr(Rc::new(all));
+            let originals: &dyn Originals = if keep_lines { &originals } else { &NoOriginals };
+            let mut results = Vec::new();
+            for y in self.program.id.run((ctx.clone(), records.clone())) {
+                results.push(y.map_err(|e| ExtractError::Runtime {
+                    line: None,
+                    message: exn_message(e),
+                })?);
+            }
+            if results.len() == 1 {
+                out.single_result();
+            }
+            match results.as_slice() {
+                [one @ (Val::Arr(_) | Val::Obj(_))] if self.window != Window::default() => {
+                    emit_elements(one, self.window, out, originals)?;
+                }
+                _ => {
+                    for y in &results {
+                        if emit(y, self.render, out, originals)? == Flow::Stop {
+                            break;
+                        }
+                    }
+                }
+            }
+            drop(results);
+            drop(records);
+            return Ok(());
+        }
+        'records: while let Some((line_no, line)) = lines.next_line()? {
+            if self.guard.cancelled() {
+                return Err(cancelled());
+            }
+            if let Some(fast) = &self.fast {
+                match fast.apply(line) {
+                    Some(crate::fast::FastOut::Skip) => continue,
+                    Some(crate::fast::FastOut::Line) if out.fits(line) => {
+                        if push_fast(out, line, false) == Flow::Stop {
+                            break 'records;
+                        }
+                        continue;
+                    }
+                    Some(crate::fast::FastOut::Bytes(b)) if out.fits(&b) => {
+                        if push_fast(out, &b, self.render.raw) == Flow::Stop {
+                            break 'records;
+                        }
+                        continue;
+                    }
+                    // Unusual record, or too big to fit: the general path
+                    // decides (and cuts or shortens).
+                    _ => {}
+                }
+            }
+            let input = parse(line, line_no)?;
+            let originals = OneOriginal {
+                record: &input,
+                line,
+            };
+            for y in self.program.id.run((ctx.clone(), input.clone())) {
+                let y = y.map_err(|e| ExtractError::Runtime {
+                    line: Some(line_no),
+                    message: exn_message(e),
+                })?;
+                if emit(&y, self.render, out, &originals)? == Flow::Stop {
+                    break 'records;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn push_fast(out: &mut Collector, bytes: &[u8], raw: bool) -> Flow {
+    if out.admit() == Flow::Stop {
+        return Flow::Stop;
+    }
+    let bytes: &[u8] = &if raw {
+        Cow::Borrowed(bytes)
+    } else {
+        render::canonical(bytes)
+    };
+    if out.count() > 0 && !out.fits(bytes) && !out.skips_next() {
+        out.cut_budget();
+        return Flow::Stop;
+    }
+    let keep = out.keeps_values();
+    out.push(bytes, || {
+        if !keep {
+            Value::Null
+        } else if raw {
+            Value::String(String::from_utf8_lossy(bytes).into_owned())
+        } else {
+            serde_json::from_slice(bytes).unwrap_or(Value::Null)
+        }
+    })
+}
+
+fn cancelled() -> ExtractError {
+    ExtractError::Timeout {
+        limit: std::time::Duration::ZERO,
+    }
+}
+
+fn parse_record(line: &[u8], line_no: usize) -> Result<Val, ExtractError> {
+    jaq_json::read::parse_single(line).map_err(|e| ExtractError::BadRecord {
+        line: line_no,
+        message: e.to_string(),
+    })
+}
+
+fn short(mut s: String) -> String {
+    if s.len() > MAX_MESSAGE {
+        let cut = floor_char_boundary(&s, MAX_MESSAGE).len();
+        s.truncate(cut);
+        s.push('…');
+    }
+    s
+}
+
+pub(super) fn exn_message(e: Exn<'_, Val>) -> String {
+    match e.get_err() {
+        Ok(err) => short(err.to_string()),
+        Err(other) => match other.get_halt() {
+            Ok(code) => format!("halt({code}) is not available in lro_extract"),
+            Err(_) => "internal jaq control flow escaped".to_owned(),
+        },
+    }
+}
+
+/// Runs `code` on each of `inputs` with no bounds and returns every output:
+/// a convenience for tests, not for untrusted filters.
+#[cfg(test)]
+pub(crate) fn eval_values(code: &str, inputs: &[Value]) -> Result<Vec<Value>, ExtractError> {
+    use super::{
+        compile::compile,
+        convert::{from_value, to_value},
+    };
+
+    let program = compile(code)?;
+    let guard = Guard::unbounded();
+    let data = GuardedData {
+        lut: &program.lut,
+        guard: &guard,
+    };
+    let ctx = Ctx::<JqData>::new(data, Vars::new([]));
+    let mut out = Vec::new();
+    for input in inputs {
+        for y in program.id.run((ctx.clone(), from_value(input))) {
+            let y = y.map_err(|e| ExtractError::Runtime {
+                line: None,
+                message: exn_message(e),
+            })?;
+            out.push(to_value(&y, 0, &NoOriginals)?);
+        }
+    }
+    Ok(out)
+}

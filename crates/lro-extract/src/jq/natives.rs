@@ -1,0 +1,239 @@
+//! Our natives (custom jq functions): a cancellable `range`, `test` with a
+//! compiled-regex cache, `@tsv`/`@csv`, and a `halt` that is an error; the
+//! natives a query must not reach are left out.
+
+use jaq_core::{DataT, Exn, Native, box_iter::box_once, native::v};
+use jaq_json::Val;
+
+use super::{convert::write_num, stop::JqData};
+
+/// Our natives: jaq-core's, jaq-std's and jaq-json's, minus the ones a query
+/// must not reach, with a cancellable `range`.
+pub(super) fn natives() -> Vec<jaq_core::native::Fun<JqData>> {
+    const BLOCKED: &[&str] = &["range", "env", "halt", "input", "inputs"];
+    let ours: [jaq_core::native::Fun<JqData>; 6] = [
+        ("test", v(1), Native::<JqData>::new(test1_native)),
+        ("test", v(2), Native::<JqData>::new(test2_native)),
+        ("range", v(3), Native::<JqData>::new(range_native)),
+        ("halt", v(1), Native::<JqData>::new(halt_native)),
+        ("@tsv", v(0), Native::<JqData>::new(tsv_native)),
+        ("@csv", v(0), Native::<JqData>::new(csv_native)),
+    ];
+    ours.into_iter()
+        .chain(
+            jaq_core::funs::<JqData>()
+                .chain(jaq_std::funs())
+                .chain(jaq_json::funs())
+                .filter(|(name, _, _)| !BLOCKED.contains(name)),
+        )
+        .collect()
+}
+
+fn range_native<'a>(
+    mut cv: jaq_core::Cv<'a, JqData>,
+) -> jaq_core::ValXs<'a, <JqData as DataT>::V<'a>> {
+    let by = cv.0.pop_var();
+    let to = cv.0.pop_var();
+    let from = cv.0.pop_var();
+    let guard = cv.0.data().guard;
+    Box::new(range(from, to, by).inspect(move |_| guard.check()))
+}
+
+fn halt_native<'a>(_cv: jaq_core::Cv<'a, JqData>) -> jaq_core::ValXs<'a, <JqData as DataT>::V<'a>> {
+    box_once(Err(Exn::from(jaq_core::Error::str(
+        "halt is not available in lro_extract",
+    ))))
+}
+
+fn test1_native<'a>(
+    mut cv: jaq_core::Cv<'a, JqData>,
+) -> jaq_core::ValXs<'a, <JqData as DataT>::V<'a>> {
+    let re = cv.0.pop_var();
+    box_once(regex_test(&cv.1, &re, "").map_err(Exn::from))
+}
+
+fn test2_native<'a>(
+    mut cv: jaq_core::Cv<'a, JqData>,
+) -> jaq_core::ValXs<'a, <JqData as DataT>::V<'a>> {
+    let flags = cv.0.pop_var();
+    let re = cv.0.pop_var();
+    let flags = match &flags {
+        Val::TStr(f) => String::from_utf8_lossy(f).into_owned(),
+        Val::Null => String::new(),
+        other => {
+            return box_once(Err(Exn::from(jaq_core::Error::str(format_args!(
+                "{other} is not a string of regex flags"
+            )))));
+        }
+    };
+    box_once(regex_test(&cv.1, &re, &flags).map_err(Exn::from))
+}
+
+thread_local! {
+    /// The last regex compiled on this thread: a per-record `test($kw)`
+    /// compiles its pattern once per query instead of once per record.
+    static LAST_REGEX: std::cell::RefCell<Option<(Vec<u8>, String, regex::Regex)>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// jq's `test(re; flags)`: whether the input string matches. Flags: `i`
+/// (case-insensitive), `x` (extended), `s` (`.` matches newline), `p` (`s`
+/// plus multi-line); `g`, `n`, `l` do not change a yes/no answer.
+fn regex_test(input: &Val, re: &Val, flags: &str) -> Result<Val, jaq_core::Error<Val>> {
+    let Val::TStr(text) = input else {
+        return Err(jaq_core::Error::str(format_args!(
+            "{input} cannot be matched, as it is not a string"
+        )));
+    };
+    let Val::TStr(pattern) = re else {
+        return Err(jaq_core::Error::str(format_args!("{re} is not a string")));
+    };
+    LAST_REGEX.with(|cache| {
+        let mut cache = cache.borrow_mut();
+        let hit = matches!(&*cache, Some((p, f, _)) if p.as_slice() == &pattern[..] && f == flags);
+        if !hit {
+            let mut builder = regex::RegexBuilder::new(&String::from_utf8_lossy(pattern));
+            for c in flags.chars() {
+                match c {
+                    'i' => builder.case_insensitive(true),
+                    'x' => builder.ignore_whitespace(true),
+                    's' => builder.dot_matches_new_line(true),
+                    'p' => builder.dot_matches_new_line(true).multi_line(true),
+                    'g' | 'n' | 'l' => &mut builder,
+                    other => {
+                        return Err(jaq_core::Error::str(format_args!(
+                            "{other} is not a valid regex flag"
+                        )));
+                    }
+                };
+            }
+            let re = builder
+                .build()
+                .map_err(|e| jaq_core::Error::str(format_args!("invalid regex: {e}")))?;
+            *cache = Some((pattern.to_vec(), flags.to_owned(), re));
+        }
+        let (_, _, re) = cache.as_ref().expect("just filled");
+        Ok(Val::Bool(re.is_match(&String::from_utf8_lossy(text))))
+    })
+}
+
+fn tsv_native<'a>(cv: jaq_core::Cv<'a, JqData>) -> jaq_core::ValXs<'a, <JqData as DataT>::V<'a>> {
+    box_once(format_row(&cv.1, "tsv").map_err(Exn::from))
+}
+
+fn csv_native<'a>(cv: jaq_core::Cv<'a, JqData>) -> jaq_core::ValXs<'a, <JqData as DataT>::V<'a>> {
+    box_once(format_row(&cv.1, "csv").map_err(Exn::from))
+}
+
+/// jq's `@tsv` / `@csv` (not provided by jaq's libraries): an array of
+/// scalars to one row. `@tsv` escapes `\\`, tab, newline and CR; `@csv`
+/// quotes strings, doubling quotes; null is empty.
+fn format_row(v: &Val, kind: &str) -> Result<Val, jaq_core::Error<Val>> {
+    let Val::Arr(items) = v else {
+        return Err(jaq_core::Error::str(format_args!(
+            "cannot {kind}-format {v}, only an array can be"
+        )));
+    };
+    let mut row = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            row.push(if kind == "tsv" { b'\t' } else { b',' });
+        }
+        match item {
+            Val::Null => {}
+            Val::Bool(b) => row.extend_from_slice(if *b { b"true" } else { b"false" }),
+            Val::Num(n) => write_num(&mut row, n),
+            Val::TStr(s) | Val::BStr(s) if kind == "tsv" => {
+                for &b in s.iter() {
+                    match b {
+                        b'\\' => row.extend_from_slice(b"\\\\"),
+                        b'\t' => row.extend_from_slice(b"\\t"),
+                        b'\n' => row.extend_from_slice(b"\\n"),
+                        b'\r' => row.extend_from_slice(b"\\r"),
+                        b => row.push(b),
+                    }
+                }
+            }
+            Val::TStr(s) | Val::BStr(s) => {
+                row.push(b'"');
+                for &b in s.iter() {
+                    if b == b'"' {
+                        row.push(b'"');
+                    }
+                    row.push(b);
+                }
+                row.push(b'"');
+            }
+            other => {
+                return Err(jaq_core::Error::str(format_args!(
+                    "{other} is not valid in a {kind} row"
+                )));
+            }
+        }
+    }
+    Ok(Val::utf8_str(row))
+}
+
+/// `range($from; $to; $by)` as in jq: numbers from `from` stepping by `by`
+/// while before `to` (or after it, for a negative step).
+fn range<'a>(from: Val, to: Val, by: Val) -> impl Iterator<Item = Result<Val, Exn<'a, Val>>> + 'a {
+    use std::cmp::Ordering::{Equal, Greater, Less};
+    let dir = by.partial_cmp(&Val::from(0isize)).unwrap_or(Equal);
+    let mut next = Some(from);
+    std::iter::from_fn(move || {
+        let x = next.take()?;
+        let go_on = match dir {
+            Greater => x < to,
+            Less => x > to,
+            Equal => x != to,
+        };
+        if !go_on {
+            return None;
+        }
+        match x.clone() + by.clone() {
+            Ok(n) => next = Some(n),
+            Err(e) => return Some(Err(Exn::from(e))),
+        }
+        Some(Ok(x))
+    })
+}
+#[cfg(test)]
+mod tests {
+    use crate::jq::eval_values;
+    use serde_json::json;
+
+    #[test]
+    fn std_filters_work() {
+        let out = eval_values(
+            "[.[] | select(.n > 1)] | sort_by(-.n) | map(.n)",
+            &[json!([{"n": 1}, {"n": 3}, {"n": 2}])],
+        )
+        .unwrap();
+        assert_eq!(out, [json!([3, 2])]);
+        let out = eval_values(
+            "[.t, .u, null, 1] | @tsv",
+            &[json!({"t": "a\tb\\", "u": "c"})],
+        )
+        .unwrap();
+        assert_eq!(out, [json!("a\\tb\\\\\tc\t\t1")]);
+        let out = eval_values("[.t, 2, true] | @csv", &[json!({"t": "say \"hi\""})]).unwrap();
+        assert_eq!(out, [json!("\"say \"\"hi\"\"\",2,true")]);
+        assert!(eval_values("[{}] | @tsv", &[json!(null)]).is_err());
+        let out = eval_values(
+            "select(.s | test(\"CACHE\"; \"i\"))",
+            &[json!({"s": "cache hit"}), json!({"s": "miss"})],
+        )
+        .unwrap();
+        assert_eq!(out.len(), 1);
+        let out = eval_values("[range(0; 10; 3)]", &[json!(null)]).unwrap();
+        assert_eq!(out, [json!([0, 3, 6, 9])]);
+        let out = eval_values("[range(5; 0; -2)]", &[json!(null)]).unwrap();
+        assert_eq!(out, [json!([5, 3, 1])]);
+    }
+
+    #[test]
+    fn halt_is_an_error_not_an_exit() {
+        let e = eval_values("halt_error", &[json!("bye")]).unwrap_err();
+        assert!(e.to_string().contains("halt"), "{e}");
+    }
+}
