@@ -16,8 +16,8 @@ use std::{ffi::OsString, net::SocketAddr, path::PathBuf};
 
 use clap::Args;
 use lro_core::OffloadConfig;
+use lro_host::{Host, HostError, Offload};
 use lro_proxy::{Proxy, ProxyConfig, ProxyShared, Upstream, serve};
-use lro_tower::LroLayer;
 use tower_layer::Layer as _;
 
 use crate::error::CliError;
@@ -147,80 +147,64 @@ pub fn proxy(args: &ProxyArgs) -> Result<(), CliError> {
 }
 
 async fn run(args: &ProxyArgs, upstream: Upstream, cfg: OffloadConfig) -> Result<(), CliError> {
-    let telemetry = lro_telemetry::Telemetry::builder()
-        .service_name("lro-proxy")
+    let host = Host::builder("lro-proxy")
+        .name("lro proxy")
         // rmcp logs every session's peer info at info: noise on a proxy's
         // stderr, which the client may show its user.
         .log_filter("info,rmcp=warn")
         .metrics_addr(args.metrics)
-        .conformance_level(3)
-        .install()
-        .map_err(|err| CliError::Runtime(format!("cannot install telemetry: {err}")))?;
-    if let Some(addr) = telemetry.metrics_addr() {
-        eprintln!("lro proxy metrics on http://{addr}/metrics");
-    }
+        .install()?;
     let shared =
         ProxyShared::new(ProxyConfig::new(upstream).max_sessions(args.max_sessions as usize));
     shared.preflight().await?;
-    let cleanup = lro_scheduler::OffloadCleanup::from_config(&cfg)
-        .start()
-        .await
-        .map_err(|err| {
-            CliError::Runtime(format!("cannot start the offload_cleanup task: {err}"))
-        })?;
-    let mut layer = LroLayer::new(cfg);
-    if !args.context_store_roots.is_empty() {
-        let roots = lro_context::Roots::new(&args.context_store_roots)
-            .map_err(|e| CliError::Usage(format!("--context-store-root: {e}")))?;
-        layer = layer.context_tools(lro_context::ContextOffloader::from_env().roots(roots));
-    }
-    let served = match args.http {
-        None => {
-            let handler = layer.layer(Proxy::new(shared.clone()));
-            match serve::stdio(handler, &shared, shutdown_signal()).await {
-                Ok(serve::Stopped::UpstreamLost(why)) => Err(CliError::Runtime(why)),
-                Ok(_) => Ok(()),
-                Err(err) => Err(err.into()),
+    let offload = Offload::new(cfg).context_store_roots(args.context_store_roots.iter().cloned());
+    host.run(offload, |layer, shutdown| async move {
+        let served = match args.http {
+            None => {
+                let handler = layer.layer(Proxy::new(shared.clone()));
+                match serve::stdio(handler, &shared, shutdown).await {
+                    Ok(serve::Stopped::UpstreamLost(why)) => Err(CliError::Runtime(why)),
+                    Ok(_) => Ok(()),
+                    Err(err) => Err(err.into()),
+                }
             }
-        }
-        Some(addr) => {
-            let make = {
-                let shared = shared.clone();
-                move || layer.layer(Proxy::new(shared.clone()))
-            };
-            let idle = (args.session_idle_timeout > 0)
-                .then(|| std::time::Duration::from_secs(args.session_idle_timeout));
-            let options = serve::HttpOptions::new().session_idle_timeout(idle);
-            serve::http(addr, options, make, shutdown_signal(), |bound| {
-                // The one line tests and scripts wait for.
-                eprintln!("lro proxy listening on http://{bound}{}", serve::MCP_PATH);
-            })
-            .await
-            .map_err(CliError::from)
-        }
-    };
-    shared.shutdown().await;
-    if let Err(err) = cleanup.shutdown().await {
-        tracing::warn!(%err, "offload_cleanup did not stop cleanly");
-    }
-    // Flushing spans blocks on the exporter; keep it off the async workers.
-    let _ = tokio::task::spawn_blocking(move || telemetry.shutdown()).await;
-    served
+            Some(addr) => {
+                let make = {
+                    let shared = shared.clone();
+                    move || layer.layer(Proxy::new(shared.clone()))
+                };
+                let idle = (args.session_idle_timeout > 0)
+                    .then(|| std::time::Duration::from_secs(args.session_idle_timeout));
+                let options = serve::HttpOptions::new().session_idle_timeout(idle);
+                serve::http(addr, options, make, shutdown, |bound| {
+                    // The one line tests and scripts wait for.
+                    eprintln!("lro proxy listening on http://{bound}{}", serve::MCP_PATH);
+                })
+                .await
+                .map_err(CliError::from)
+            }
+        };
+        // The children go before the cleanup task and telemetry.
+        shared.shutdown().await;
+        served
+    })
+    .await
 }
 
-/// Resolves on ctrl-c or SIGTERM.
-pub(crate) async fn shutdown_signal() {
-    let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-        Ok(term) => term,
-        Err(err) => {
-            tracing::warn!(%err, "cannot listen for SIGTERM");
-            let _ = tokio::signal::ctrl_c().await;
-            return;
+/// The host's start-up failures in the exit-status table: a bad context
+/// store root is the caller's (2), the rest are run-time failures (1).
+impl From<HostError> for CliError {
+    fn from(err: HostError) -> Self {
+        let cause = std::error::Error::source(&err).map(ToString::to_string);
+        match err {
+            HostError::ContextStoreRoots(source) => {
+                Self::Usage(format!("--context-store-root: {source}"))
+            }
+            other => Self::Runtime(match cause {
+                Some(cause) => format!("{other}: {cause}"),
+                None => other.to_string(),
+            }),
         }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term.recv() => {}
     }
 }
 
@@ -259,6 +243,31 @@ mod tests {
                 .unwrap_err()
                 .to_string()
                 .starts_with("--url: ")
+        );
+    }
+
+    #[test]
+    fn host_failures_keep_their_exit_status_and_cause() {
+        use lro_host::HostError;
+
+        use crate::error::{CliError, EXIT_FAILURE, EXIT_USAGE};
+
+        let file = tempfile::NamedTempFile::new().unwrap();
+        let roots = lro_context::Roots::new([file.path()]).unwrap_err();
+        let err = CliError::from(HostError::ContextStoreRoots(roots));
+        assert_eq!(err.exit_status(), EXIT_USAGE);
+        assert!(
+            err.to_string().starts_with("--context-store-root: "),
+            "{err}"
+        );
+        let port_zero = lro_telemetry::TelemetryError::MetricsPortZero(([127, 0, 0, 1], 0).into());
+        let err = CliError::from(HostError::Telemetry(port_zero));
+        assert_eq!(err.exit_status(), EXIT_FAILURE);
+        assert!(
+            err.to_string().starts_with(
+                "cannot install telemetry: cannot serve Prometheus metrics on 127.0.0.1:0"
+            ),
+            "{err}"
         );
     }
 }
