@@ -8,11 +8,11 @@
 //!
 //! let cli = Cli::try_parse_from(["lro", "proxy", "--", "python3", "server.py", "--port", "1"]).unwrap();
 //! let Command::Proxy(args) = cli.command else { panic!() };
-//! assert_eq!(args.command, ["python3", "server.py", "--port", "1"]);
+//! assert_eq!(args.server.command, ["python3", "server.py", "--port", "1"]);
 //! assert!(Cli::try_parse_from(["lro", "proxy"]).is_err(), "an upstream is required");
 //! ```
 
-use std::{ffi::OsString, net::SocketAddr, path::PathBuf};
+use std::{net::SocketAddr, path::PathBuf};
 
 use clap::Args;
 use lro_core::OffloadConfig;
@@ -20,32 +20,25 @@ use lro_host::{Host, HostError, Offload};
 use lro_proxy::{Proxy, ProxyConfig, ProxyShared, Upstream, serve};
 use tower_layer::Layer as _;
 
-use crate::error::CliError;
+use crate::{
+    error::CliError,
+    server::{ServerArgs, http_upstream},
+};
 
 /// `lro proxy`.
 #[derive(Debug, Args)]
 #[non_exhaustive]
 #[command(
-    after_help = "Examples:\n  lro proxy -- npx -y @modelcontextprotocol/server-everything\n  lro proxy --url https://mcp.example.com/mcp --header 'Authorization: Bearer ${TOKEN}'\n  lro proxy --http 127.0.0.1:8080 -- python3 server.py\n\nConfiguration: --config FILE ([prompt.offload]) and ATLATL_PROMPT__OFFLOAD__* variables;\nper-tool overrides are keyed by the upstream's tool names."
+    after_help = "Examples:\n  lro proxy -- npx -y @modelcontextprotocol/server-everything\n  lro proxy --url https://mcp.example.com/mcp --header 'Authorization: Bearer ${TOKEN}'\n  lro proxy --http 127.0.0.1:8080 -- python3 server.py\n\nConfiguration: --config FILE ([prompt.offload]) and ATLATL_PROMPT__OFFLOAD__* variables;\nper-tool overrides are keyed by the upstream's tool names.",
+    mut_arg("command", |a| a.help("The upstream server's command and arguments, after `--`: spawned as a stdio child (one per client session)")),
+    mut_arg("url", |a| a.help("A streamable-HTTP upstream instead of a command")),
+    mut_arg("headers", |a| a.help("A header sent to the HTTP upstream, `Name: value`; `${VAR}` in the value is read from the environment. Repeat for more. Values are never logged")),
 )]
 pub struct ProxyArgs {
-    /// The upstream server's command and arguments, after `--`: spawned as a
-    /// stdio child (one per client session).
-    #[arg(
-        last = true,
-        value_name = "COMMAND",
-        required_unless_present = "url",
-        conflicts_with = "url"
-    )]
-    pub command: Vec<OsString>,
-    /// A streamable-HTTP upstream instead of a command.
-    #[arg(long, value_name = "URL")]
-    pub url: Option<String>,
-    /// A header sent to the HTTP upstream, `Name: value`; `${VAR}` in the
-    /// value is read from the environment. Repeat for more. Values are never
-    /// logged.
-    #[arg(long = "header", short = 'H', value_name = "NAME: VALUE")]
-    pub headers: Vec<String>,
+    /// The upstream: a command (one stdio child per client session) or a
+    /// URL.
+    #[command(flatten)]
+    pub server: ServerArgs,
     /// Serve streamable HTTP at http://ADDR/mcp instead of stdio. Port 0
     /// picks a free port; the bound address is printed to stderr.
     #[arg(long, value_name = "ADDR")]
@@ -82,9 +75,9 @@ impl ProxyArgs {
     ///
     /// A usage error naming the flag.
     pub fn upstream(&self, env: impl Fn(&str) -> Option<String>) -> Result<Upstream, CliError> {
-        match (&self.url, self.command.split_first()) {
-            (Some(url), _) => http_upstream(url, &self.headers, env),
-            (None, _) if !self.headers.is_empty() => Err(CliError::Usage(
+        match (&self.server.url, self.server.command.split_first()) {
+            (Some(url), _) => http_upstream(url, &self.server.headers, env),
+            (None, _) if !self.server.headers.is_empty() => Err(CliError::Usage(
                 "--header: headers go to an HTTP upstream; add --url".into(),
             )),
             (None, Some((program, args))) => Ok(Upstream::command(program, args)),
@@ -93,29 +86,6 @@ impl ProxyArgs {
             )),
         }
     }
-}
-
-/// A streamable-HTTP upstream from `--url` and `--header` values, with
-/// `${VAR}` in header values expanded from `env`. `lro audit` parses its URL
-/// target with it too, so both commands take the same headers.
-///
-/// # Errors
-///
-/// A usage error naming the flag.
-pub(crate) fn http_upstream(
-    url: &str,
-    headers: &[String],
-    env: impl Fn(&str) -> Option<String>,
-) -> Result<Upstream, CliError> {
-    let usage = |flag: &str, err: lro_proxy::ProxyError| CliError::Usage(format!("{flag}: {err}"));
-    headers.iter().try_fold(
-        Upstream::http(url).map_err(|e| usage("--url", e))?,
-        |upstream, header| {
-            upstream
-                .header(header, &env)
-                .map_err(|e| usage("--header", e))
-        },
-    )
 }
 
 /// Runs the proxy until the client goes away, a signal arrives, or the
