@@ -10,44 +10,36 @@
 //! ])
 //! .unwrap();
 //! let Command::Audit(args) = cli.command else { panic!() };
-//! assert_eq!(args.command, ["python3", "server.py"]);
+//! assert_eq!(args.server.command, ["python3", "server.py"]);
 //! assert_eq!(args.require_level, Some(3));
 //! assert!(Cli::try_parse_from(["lro", "audit", "--require-level", "4", "--", "x"]).is_err());
 //! ```
 
-use std::{ffi::OsString, path::PathBuf, time::Duration};
+use std::{path::PathBuf, time::Duration};
 
 use clap::Args;
 use lro_audit::{AuditConfig, Probe, Report, Target};
 use lro_proxy::Upstream;
 
-use crate::error::CliError;
+use crate::{
+    error::CliError,
+    server::{ServerArgs, http_upstream},
+};
 
 /// `lro audit`.
 #[derive(Debug, Args)]
 #[non_exhaustive]
 #[command(
-    after_help = "Examples:\n  lro audit -- python3 my_server.py\n  lro audit --require-level 3 --junit audit.xml -- lro proxy -- npx -y my-mcp-server\n  lro audit --url https://staging.example.com/mcp --header 'Authorization: Bearer ${TOKEN}'\n  lro audit --probe 'fetch_rows {\"n\": 500}' -- ./server\n\nExit status: 0 when --require-level is met (or none is asked), 1 when it is not,\n2 for usage errors, 3 when the target cannot be launched or reached."
+    after_help = "Examples:\n  lro audit -- python3 my_server.py\n  lro audit --require-level 3 --junit audit.xml -- lro proxy -- npx -y my-mcp-server\n  lro audit --url https://staging.example.com/mcp --header 'Authorization: Bearer ${TOKEN}'\n  lro audit --probe 'fetch_rows {\"n\": 500}' -- ./server\n\nExit status: 0 when --require-level is met (or none is asked), 1 when it is not,\n2 for usage errors, 3 when the target cannot be launched or reached.",
+    mut_arg("command", |a| a.help("The stdio server's command and arguments, after `--`. It is launched as many times as the audit needs, configured through the spec's ATLATL_PROMPT__OFFLOAD__* variables")),
+    mut_arg("url", |a| a.help("A running streamable-HTTP server instead. Checks that need control of its configuration, or its files, are reported as skipped")),
+    mut_arg("headers", |a| a.help("A header sent to the URL target, `Name: value`; `${VAR}` in the value is read from the environment. Repeat for more")),
 )]
 pub struct AuditArgs {
-    /// The stdio server's command and arguments, after `--`. It is launched
-    /// as many times as the audit needs, configured through the spec's
-    /// ATLATL_PROMPT__OFFLOAD__* variables.
-    #[arg(
-        last = true,
-        value_name = "COMMAND",
-        required_unless_present = "url",
-        conflicts_with = "url"
-    )]
-    pub command: Vec<OsString>,
-    /// A running streamable-HTTP server instead. Checks that need control of
-    /// its configuration, or its files, are reported as skipped.
-    #[arg(long, value_name = "URL")]
-    pub url: Option<String>,
-    /// A header sent to the URL target, `Name: value`; `${VAR}` in the value
-    /// is read from the environment. Repeat for more.
-    #[arg(long = "header", short = 'H', value_name = "NAME: VALUE")]
-    pub headers: Vec<String>,
+    /// The server to audit: a command, launched as many times as the audit
+    /// needs, or a running server's URL.
+    #[command(flatten)]
+    pub server: ServerArgs,
     /// An environment variable for the launched server (its own knobs, such
     /// as a cleanup schedule), KEY=VALUE. Repeat for more.
     #[arg(long = "env", short = 'e', value_name = "KEY=VALUE", value_parser = parse_env)]
@@ -96,7 +88,7 @@ impl AuditArgs {
     ///
     /// A usage error naming the flag.
     pub fn target(&self, env: impl Fn(&str) -> Option<String>) -> Result<Target, CliError> {
-        match (&self.url, self.command.split_first()) {
+        match (&self.server.url, self.server.command.split_first()) {
             (Some(url), _) => {
                 if !self.env.is_empty() {
                     return Err(CliError::Usage(
@@ -106,7 +98,7 @@ impl AuditArgs {
                 }
                 // The proxy's parsing: the same header rules and `${VAR}`
                 // expansion, values never echoed.
-                let upstream = crate::proxy::http_upstream(url, &self.headers, env)?;
+                let upstream = http_upstream(url, &self.server.headers, env)?;
                 let mut target = Target::url(url);
                 if let Upstream::Http { headers, .. } = upstream {
                     for (name, value) in headers {
@@ -115,7 +107,7 @@ impl AuditArgs {
                 }
                 Ok(target)
             }
-            (None, _) if !self.headers.is_empty() => Err(CliError::Usage(
+            (None, _) if !self.server.headers.is_empty() => Err(CliError::Usage(
                 "--header: headers go to a URL target; add --url".into(),
             )),
             (None, Some((program, args))) => Ok(self

@@ -228,7 +228,7 @@ fn mcp(args: &McpArgs) -> Result<(), CliError> {
             .map_err(|e| CliError::Runtime(format!("MCP initialization failed: {e}")))?;
         let token = running.cancellation_token();
         tokio::spawn(async move {
-            crate::proxy::shutdown_signal().await;
+            lro_host::shutdown_signal().await;
             token.cancel();
         });
         running
@@ -267,12 +267,9 @@ fn serve(args: &ServeArgs) -> Result<(), CliError> {
         if let Some(secs) = args.retention_secs {
             tokio::spawn(retain(dirs, std::time::Duration::from_secs(secs)));
         }
-        lro_context_http::serve(
-            args.http,
-            service,
-            crate::proxy::shutdown_signal(),
-            |bound| eprintln!("lro context listening on http://{bound}"),
-        )
+        lro_context_http::serve(args.http, service, lro_host::shutdown_signal(), |bound| {
+            eprintln!("lro context listening on http://{bound}")
+        })
         .await
         .map_err(|e| CliError::Runtime(e.to_string()))
     })

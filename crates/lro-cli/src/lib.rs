@@ -25,6 +25,7 @@ pub mod context;
 pub mod error;
 pub mod inspect;
 pub mod proxy;
+pub mod server;
 
 use lro_extract::{Condition, Op};
 use serde_json::Value;

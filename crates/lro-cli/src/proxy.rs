@@ -8,44 +8,37 @@
 //!
 //! let cli = Cli::try_parse_from(["lro", "proxy", "--", "python3", "server.py", "--port", "1"]).unwrap();
 //! let Command::Proxy(args) = cli.command else { panic!() };
-//! assert_eq!(args.command, ["python3", "server.py", "--port", "1"]);
+//! assert_eq!(args.server.command, ["python3", "server.py", "--port", "1"]);
 //! assert!(Cli::try_parse_from(["lro", "proxy"]).is_err(), "an upstream is required");
 //! ```
 
-use std::{ffi::OsString, net::SocketAddr, path::PathBuf};
+use std::{net::SocketAddr, path::PathBuf};
 
 use clap::Args;
 use lro_core::OffloadConfig;
+use lro_host::{Host, HostError, Offload};
 use lro_proxy::{Proxy, ProxyConfig, ProxyShared, Upstream, serve};
-use lro_tower::LroLayer;
 use tower_layer::Layer as _;
 
-use crate::error::CliError;
+use crate::{
+    error::CliError,
+    server::{ServerArgs, http_upstream},
+};
 
 /// `lro proxy`.
 #[derive(Debug, Args)]
 #[non_exhaustive]
 #[command(
-    after_help = "Examples:\n  lro proxy -- npx -y @modelcontextprotocol/server-everything\n  lro proxy --url https://mcp.example.com/mcp --header 'Authorization: Bearer ${TOKEN}'\n  lro proxy --http 127.0.0.1:8080 -- python3 server.py\n\nConfiguration: --config FILE ([prompt.offload]) and ATLATL_PROMPT__OFFLOAD__* variables;\nper-tool overrides are keyed by the upstream's tool names."
+    after_help = "Examples:\n  lro proxy -- npx -y @modelcontextprotocol/server-everything\n  lro proxy --url https://mcp.example.com/mcp --header 'Authorization: Bearer ${TOKEN}'\n  lro proxy --http 127.0.0.1:8080 -- python3 server.py\n\nConfiguration: --config FILE ([prompt.offload]) and ATLATL_PROMPT__OFFLOAD__* variables;\nper-tool overrides are keyed by the upstream's tool names.",
+    mut_arg("command", |a| a.help("The upstream server's command and arguments, after `--`: spawned as a stdio child (one per client session)")),
+    mut_arg("url", |a| a.help("A streamable-HTTP upstream instead of a command")),
+    mut_arg("headers", |a| a.help("A header sent to the HTTP upstream, `Name: value`; `${VAR}` in the value is read from the environment. Repeat for more. Values are never logged")),
 )]
 pub struct ProxyArgs {
-    /// The upstream server's command and arguments, after `--`: spawned as a
-    /// stdio child (one per client session).
-    #[arg(
-        last = true,
-        value_name = "COMMAND",
-        required_unless_present = "url",
-        conflicts_with = "url"
-    )]
-    pub command: Vec<OsString>,
-    /// A streamable-HTTP upstream instead of a command.
-    #[arg(long, value_name = "URL")]
-    pub url: Option<String>,
-    /// A header sent to the HTTP upstream, `Name: value`; `${VAR}` in the
-    /// value is read from the environment. Repeat for more. Values are never
-    /// logged.
-    #[arg(long = "header", short = 'H', value_name = "NAME: VALUE")]
-    pub headers: Vec<String>,
+    /// The upstream: a command (one stdio child per client session) or a
+    /// URL.
+    #[command(flatten)]
+    pub server: ServerArgs,
     /// Serve streamable HTTP at http://ADDR/mcp instead of stdio. Port 0
     /// picks a free port; the bound address is printed to stderr.
     #[arg(long, value_name = "ADDR")]
@@ -82,9 +75,9 @@ impl ProxyArgs {
     ///
     /// A usage error naming the flag.
     pub fn upstream(&self, env: impl Fn(&str) -> Option<String>) -> Result<Upstream, CliError> {
-        match (&self.url, self.command.split_first()) {
-            (Some(url), _) => http_upstream(url, &self.headers, env),
-            (None, _) if !self.headers.is_empty() => Err(CliError::Usage(
+        match (&self.server.url, self.server.command.split_first()) {
+            (Some(url), _) => http_upstream(url, &self.server.headers, env),
+            (None, _) if !self.server.headers.is_empty() => Err(CliError::Usage(
                 "--header: headers go to an HTTP upstream; add --url".into(),
             )),
             (None, Some((program, args))) => Ok(Upstream::command(program, args)),
@@ -93,29 +86,6 @@ impl ProxyArgs {
             )),
         }
     }
-}
-
-/// A streamable-HTTP upstream from `--url` and `--header` values, with
-/// `${VAR}` in header values expanded from `env`. `lro audit` parses its URL
-/// target with it too, so both commands take the same headers.
-///
-/// # Errors
-///
-/// A usage error naming the flag.
-pub(crate) fn http_upstream(
-    url: &str,
-    headers: &[String],
-    env: impl Fn(&str) -> Option<String>,
-) -> Result<Upstream, CliError> {
-    let usage = |flag: &str, err: lro_proxy::ProxyError| CliError::Usage(format!("{flag}: {err}"));
-    headers.iter().try_fold(
-        Upstream::http(url).map_err(|e| usage("--url", e))?,
-        |upstream, header| {
-            upstream
-                .header(header, &env)
-                .map_err(|e| usage("--header", e))
-        },
-    )
 }
 
 /// Runs the proxy until the client goes away, a signal arrives, or the
@@ -147,80 +117,64 @@ pub fn proxy(args: &ProxyArgs) -> Result<(), CliError> {
 }
 
 async fn run(args: &ProxyArgs, upstream: Upstream, cfg: OffloadConfig) -> Result<(), CliError> {
-    let telemetry = lro_telemetry::Telemetry::builder()
-        .service_name("lro-proxy")
+    let host = Host::builder("lro-proxy")
+        .name("lro proxy")
         // rmcp logs every session's peer info at info: noise on a proxy's
         // stderr, which the client may show its user.
         .log_filter("info,rmcp=warn")
         .metrics_addr(args.metrics)
-        .conformance_level(3)
-        .install()
-        .map_err(|err| CliError::Runtime(format!("cannot install telemetry: {err}")))?;
-    if let Some(addr) = telemetry.metrics_addr() {
-        eprintln!("lro proxy metrics on http://{addr}/metrics");
-    }
+        .install()?;
     let shared =
         ProxyShared::new(ProxyConfig::new(upstream).max_sessions(args.max_sessions as usize));
     shared.preflight().await?;
-    let cleanup = lro_scheduler::OffloadCleanup::from_config(&cfg)
-        .start()
-        .await
-        .map_err(|err| {
-            CliError::Runtime(format!("cannot start the offload_cleanup task: {err}"))
-        })?;
-    let mut layer = LroLayer::new(cfg);
-    if !args.context_store_roots.is_empty() {
-        let roots = lro_context::Roots::new(&args.context_store_roots)
-            .map_err(|e| CliError::Usage(format!("--context-store-root: {e}")))?;
-        layer = layer.context_tools(lro_context::ContextOffloader::from_env().roots(roots));
-    }
-    let served = match args.http {
-        None => {
-            let handler = layer.layer(Proxy::new(shared.clone()));
-            match serve::stdio(handler, &shared, shutdown_signal()).await {
-                Ok(serve::Stopped::UpstreamLost(why)) => Err(CliError::Runtime(why)),
-                Ok(_) => Ok(()),
-                Err(err) => Err(err.into()),
+    let offload = Offload::new(cfg).context_store_roots(args.context_store_roots.iter().cloned());
+    host.run(offload, |layer, shutdown| async move {
+        let served = match args.http {
+            None => {
+                let handler = layer.layer(Proxy::new(shared.clone()));
+                match serve::stdio(handler, &shared, shutdown).await {
+                    Ok(serve::Stopped::UpstreamLost(why)) => Err(CliError::Runtime(why)),
+                    Ok(_) => Ok(()),
+                    Err(err) => Err(err.into()),
+                }
             }
-        }
-        Some(addr) => {
-            let make = {
-                let shared = shared.clone();
-                move || layer.layer(Proxy::new(shared.clone()))
-            };
-            let idle = (args.session_idle_timeout > 0)
-                .then(|| std::time::Duration::from_secs(args.session_idle_timeout));
-            let options = serve::HttpOptions::new().session_idle_timeout(idle);
-            serve::http(addr, options, make, shutdown_signal(), |bound| {
-                // The one line tests and scripts wait for.
-                eprintln!("lro proxy listening on http://{bound}{}", serve::MCP_PATH);
-            })
-            .await
-            .map_err(CliError::from)
-        }
-    };
-    shared.shutdown().await;
-    if let Err(err) = cleanup.shutdown().await {
-        tracing::warn!(%err, "offload_cleanup did not stop cleanly");
-    }
-    // Flushing spans blocks on the exporter; keep it off the async workers.
-    let _ = tokio::task::spawn_blocking(move || telemetry.shutdown()).await;
-    served
+            Some(addr) => {
+                let make = {
+                    let shared = shared.clone();
+                    move || layer.layer(Proxy::new(shared.clone()))
+                };
+                let idle = (args.session_idle_timeout > 0)
+                    .then(|| std::time::Duration::from_secs(args.session_idle_timeout));
+                let options = serve::HttpOptions::new().session_idle_timeout(idle);
+                serve::http(addr, options, make, shutdown, |bound| {
+                    // The one line tests and scripts wait for.
+                    eprintln!("lro proxy listening on http://{bound}{}", serve::MCP_PATH);
+                })
+                .await
+                .map_err(CliError::from)
+            }
+        };
+        // The children go before the cleanup task and telemetry.
+        shared.shutdown().await;
+        served
+    })
+    .await
 }
 
-/// Resolves on ctrl-c or SIGTERM.
-pub(crate) async fn shutdown_signal() {
-    let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-        Ok(term) => term,
-        Err(err) => {
-            tracing::warn!(%err, "cannot listen for SIGTERM");
-            let _ = tokio::signal::ctrl_c().await;
-            return;
+/// The host's start-up failures in the exit-status table: a bad context
+/// store root is the caller's (2), the rest are run-time failures (1).
+impl From<HostError> for CliError {
+    fn from(err: HostError) -> Self {
+        let cause = std::error::Error::source(&err).map(ToString::to_string);
+        match err {
+            HostError::ContextStoreRoots(source) => {
+                Self::Usage(format!("--context-store-root: {source}"))
+            }
+            other => Self::Runtime(match cause {
+                Some(cause) => format!("{other}: {cause}"),
+                None => other.to_string(),
+            }),
         }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term.recv() => {}
     }
 }
 
@@ -259,6 +213,31 @@ mod tests {
                 .unwrap_err()
                 .to_string()
                 .starts_with("--url: ")
+        );
+    }
+
+    #[test]
+    fn host_failures_keep_their_exit_status_and_cause() {
+        use lro_host::HostError;
+
+        use crate::error::{CliError, EXIT_FAILURE, EXIT_USAGE};
+
+        let file = tempfile::NamedTempFile::new().unwrap();
+        let roots = lro_context::Roots::new([file.path()]).unwrap_err();
+        let err = CliError::from(HostError::ContextStoreRoots(roots));
+        assert_eq!(err.exit_status(), EXIT_USAGE);
+        assert!(
+            err.to_string().starts_with("--context-store-root: "),
+            "{err}"
+        );
+        let port_zero = lro_telemetry::TelemetryError::MetricsPortZero(([127, 0, 0, 1], 0).into());
+        let err = CliError::from(HostError::Telemetry(port_zero));
+        assert_eq!(err.exit_status(), EXIT_FAILURE);
+        assert!(
+            err.to_string().starts_with(
+                "cannot install telemetry: cannot serve Prometheus metrics on 127.0.0.1:0"
+            ),
+            "{err}"
         );
     }
 }

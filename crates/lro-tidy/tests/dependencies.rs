@@ -88,15 +88,18 @@ impl Graph {
     }
 }
 
-/// The library crates: every `lro-*` member except the binary crate and the
-/// telemetry installer. New crates (proxy, audit, context) fall under it by
-/// name.
+/// The library crates: every `lro-*` member except the binary crate, the
+/// telemetry installer and the host wiring over it. New crates (proxy,
+/// audit, context) fall under it by name.
 fn libraries(graph: &Graph) -> Vec<&str> {
     graph
         .members
         .iter()
         .map(String::as_str)
-        .filter(|m| m.starts_with("lro-") && !["lro-cli", "lro-telemetry", "lro-tidy"].contains(m))
+        .filter(|m| {
+            m.starts_with("lro-")
+                && !["lro-cli", "lro-telemetry", "lro-host", "lro-tidy"].contains(m)
+        })
         .collect()
 }
 
@@ -206,4 +209,20 @@ fn tidy_depends_on_no_workspace_crate() {
         .filter(|d| graph.members.contains(*d))
         .collect();
     assert!(ours.is_empty(), "{ours:?}");
+}
+
+#[test]
+fn both_hosts_share_one_wiring_and_the_proxy_stays_out_of_it() {
+    let graph = Graph::load();
+    // `lro proxy` and the memory-server install telemetry, start cleanup and
+    // shut down through lro-host; libraries never reach it (it installs an
+    // exporter, checked above), and it serves no face of its own, so it
+    // needs neither the proxy nor rmcp's transports.
+    for host in ["lro-cli", "memory-server"] {
+        assert!(graph.reaches(host, "lro-host"), "{host} has its own wiring");
+    }
+    assert!(
+        !graph.reaches("lro-host", "lro-proxy"),
+        "lro-host depends on lro-proxy"
+    );
 }

@@ -32,9 +32,7 @@ use std::{net::SocketAddr, path::PathBuf, process::ExitCode, sync::Arc};
 use anyhow::Context as _;
 use clap::Parser;
 use lro_core::OffloadConfig;
-use lro_scheduler::OffloadCleanup;
-use lro_telemetry::Telemetry;
-use lro_tower::LroLayer;
+use lro_host::{Host, Offload, Shutdown};
 use memory_server::{
     MemoryServer,
     corpus::{Corpus, DEFAULT_SEED, DEFAULT_SIZE},
@@ -108,15 +106,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     // (even with --no-lro: a broken environment should not go unnoticed).
     let cfg = OffloadConfig::load(cli.config.as_deref())?;
     // Logs to stderr (stdout belongs to the stdio transport), metrics, traces.
-    let telemetry = Telemetry::builder()
-        .service_name("memory-server")
+    let host = Host::builder("memory-server")
         .metrics_addr(cli.metrics)
-        .conformance_level(3)
-        .install()
-        .context("cannot install telemetry")?;
-    if let Some(addr) = telemetry.metrics_addr() {
-        eprintln!("memory-server metrics on http://{addr}/metrics");
-    }
+        .install()?;
     let corpus = Arc::new(Corpus::generate(cli.corpus_size, cli.seed));
     tracing::info!(
         memories = corpus.len(),
@@ -127,37 +119,26 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         output_dir = %cfg.resolved_output_dir().display(),
         "memory-server starting"
     );
-    let served = if cli.no_lro {
-        serve(move || MemoryServer::new(corpus.clone()), cli.http).await
-    } else {
-        // Kept alive while serving: dropping the handle stops the schedule.
-        let cleanup = OffloadCleanup::from_config(&cfg)
-            .start()
+    let http = cli.http;
+    if cli.no_lro {
+        host.run_bare(|shutdown| serve(move || MemoryServer::new(corpus.clone()), http, shutdown))
             .await
-            .context("cannot start the offload_cleanup task")?;
-        let mut layer = LroLayer::new(cfg);
-        if !cli.context_store_roots.is_empty() {
-            let roots = lro_context::Roots::new(&cli.context_store_roots)
-                .context("cannot use --context-store-root")?;
-            layer = layer.context_tools(lro_context::ContextOffloader::from_env().roots(roots));
-        }
-        let served = serve(
-            move || layer.layer(MemoryServer::new(corpus.clone())),
-            cli.http,
-        )
-        .await;
-        if let Err(err) = cleanup.shutdown().await {
-            tracing::warn!(%err, "offload_cleanup did not stop cleanly");
-        }
-        served
-    };
-    // Flushing spans blocks on the exporter; keep it off the async workers.
-    let _ = tokio::task::spawn_blocking(move || telemetry.shutdown()).await;
-    served
+    } else {
+        let offload = Offload::new(cfg).context_store_roots(cli.context_store_roots);
+        host.run(offload, |layer, shutdown| {
+            serve(
+                move || layer.layer(MemoryServer::new(corpus.clone())),
+                http,
+                shutdown,
+            )
+        })
+        .await
+    }
 }
 
-/// Serves handlers made by `make`: one for stdio, one per session for HTTP.
-async fn serve<H, F>(make: F, http: Option<SocketAddr>) -> anyhow::Result<()>
+/// Serves handlers made by `make`: one for stdio, one per session for HTTP,
+/// until `shutdown` resolves.
+async fn serve<H, F>(make: F, http: Option<SocketAddr>, shutdown: Shutdown) -> anyhow::Result<()>
 where
     H: ServerHandler,
     F: Fn() -> H + Send + Sync + 'static,
@@ -170,7 +151,7 @@ where
                 .context("MCP initialization over stdio failed")?;
             let token = running.cancellation_token();
             tokio::spawn(async move {
-                shutdown_signal().await;
+                shutdown.await;
                 token.cancel();
             });
             running.waiting().await.context("server task failed")?;
@@ -193,7 +174,7 @@ where
             eprintln!("memory-server listening on http://{bound}{MCP_PATH}");
             axum::serve(listener, router)
                 .with_graceful_shutdown(async move {
-                    shutdown_signal().await;
+                    shutdown.await;
                     tracing::info!("shutting down");
                     // Ends open SSE streams so the graceful shutdown can finish.
                     ct.cancel();
@@ -201,34 +182,6 @@ where
                 .await
                 .context("HTTP server failed")
         }
-    }
-}
-
-/// Resolves on ctrl-c, or SIGTERM on Unix (what container runtimes send).
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        if let Err(err) = tokio::signal::ctrl_c().await {
-            tracing::warn!(%err, "cannot listen for ctrl-c");
-            std::future::pending::<()>().await;
-        }
-    };
-    #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut sig) => {
-                sig.recv().await;
-            }
-            Err(err) => {
-                tracing::warn!(%err, "cannot listen for SIGTERM");
-                std::future::pending::<()>().await;
-            }
-        }
-    };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {}
-        () = terminate => {}
     }
 }
 

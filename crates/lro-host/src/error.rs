@@ -1,0 +1,20 @@
+//! Why a host could not start.
+
+/// Why a host could not start. Each variant keeps its cause as its source,
+/// so `anyhow`'s `{:#}` prints the whole chain.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum HostError {
+    /// Telemetry could not be installed (a metrics address in use, a second
+    /// install in one process, a bad OTLP setting).
+    #[error("cannot install telemetry")]
+    Telemetry(#[source] lro_telemetry::TelemetryError),
+    /// The `offload_cleanup` task could not be started (an invalid
+    /// `cleanup_schedule`).
+    #[error("cannot start the offload_cleanup task")]
+    Cleanup(#[source] lro_scheduler::SchedulerError),
+    /// A context store root could not be created or resolved. The message
+    /// names the flag both hosts take them from.
+    #[error("cannot use --context-store-root")]
+    ContextStoreRoots(#[source] lro_context::ContextError),
+}

@@ -1,0 +1,177 @@
+//! The host: telemetry, cleanup, layer, serve, shutdown, in that order.
+
+use std::{future::Future, net::SocketAddr, path::PathBuf};
+
+use lro_core::OffloadConfig;
+use lro_scheduler::OffloadCleanup;
+use lro_telemetry::{Telemetry, TelemetryBuilder, TelemetryGuard};
+use lro_tower::LroLayer;
+
+use crate::{HostError, Shutdown};
+
+/// Builds a [`Host`]; [`Host::builder`] makes one.
+#[derive(Debug)]
+#[must_use]
+pub struct HostBuilder {
+    telemetry: TelemetryBuilder,
+    name: String,
+    shutdown: Option<Shutdown>,
+}
+
+impl HostBuilder {
+    /// The name the host's lines on stderr start with. Defaults to the
+    /// service name.
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    /// The default log filter, used when `RUST_LOG` is unset. Defaults to
+    /// `info`.
+    pub fn log_filter(mut self, directives: impl Into<String>) -> Self {
+        self.telemetry = self.telemetry.log_filter(directives);
+        self
+    }
+
+    /// Serve Prometheus metrics at `http://ADDR/metrics`. Defaults to
+    /// `None`: the recorder is installed, but nothing listens.
+    pub fn metrics_addr(mut self, addr: Option<SocketAddr>) -> Self {
+        self.telemetry = self.telemetry.metrics_addr(addr);
+        self
+    }
+
+    /// What the serve step stops on. Defaults to [`Shutdown::signal`]
+    /// (ctrl-c or SIGTERM).
+    pub fn shutdown(mut self, shutdown: impl Future<Output = ()> + Send + 'static) -> Self {
+        self.shutdown = Some(Shutdown::new(shutdown));
+        self
+    }
+
+    /// Installs telemetry (once per process) and, when a metrics address is
+    /// set, prints `NAME metrics on http://ADDR/metrics` on stderr.
+    ///
+    /// # Errors
+    ///
+    /// [`HostError::Telemetry`].
+    pub fn install(self) -> Result<Host, HostError> {
+        let telemetry = self.telemetry.install().map_err(HostError::Telemetry)?;
+        if let Some(addr) = telemetry.metrics_addr() {
+            // Printed directly, so RUST_LOG cannot hide it.
+            eprintln!("{} metrics on http://{addr}/metrics", self.name);
+        }
+        Ok(Host {
+            telemetry,
+            shutdown: self.shutdown.unwrap_or_else(Shutdown::signal),
+        })
+    }
+}
+
+/// What the layer offloads with: the `[prompt.offload]` configuration and
+/// the roots of the context tools.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Offload {
+    /// See [`Offload::new`].
+    pub cfg: OffloadConfig,
+    /// See [`Offload::context_store_roots`].
+    pub context_store_roots: Vec<PathBuf>,
+}
+
+impl Offload {
+    /// Offloading and cleanup as `cfg` says.
+    pub fn new(cfg: OffloadConfig) -> Self {
+        Self {
+            cfg,
+            context_store_roots: Vec::new(),
+        }
+    }
+
+    /// Adds the context-offload tools (`context_offload`, `context_grep`,
+    /// `context_read_file`), confined to these roots, each created when
+    /// missing. Defaults to none: no context tools.
+    #[must_use]
+    pub fn context_store_roots(mut self, roots: impl IntoIterator<Item = PathBuf>) -> Self {
+        self.context_store_roots = roots.into_iter().collect();
+        self
+    }
+}
+
+/// An LRO server's host, with its telemetry installed. Made by
+/// [`HostBuilder::install`]; dropping it without [`Host::run`] drops the
+/// telemetry guard, which flushes spans.
+#[derive(Debug)]
+pub struct Host {
+    telemetry: TelemetryGuard,
+    shutdown: Shutdown,
+}
+
+impl Host {
+    /// A host whose traces carry `service.name` = `service_name`, and which
+    /// reports conformance level 3 in `lro_build_info`.
+    pub fn builder(service_name: impl Into<String>) -> HostBuilder {
+        let name = service_name.into();
+        HostBuilder {
+            telemetry: Telemetry::builder()
+                .service_name(name.clone())
+                .conformance_level(3),
+            name,
+            shutdown: None,
+        }
+    }
+
+    /// Starts the `offload_cleanup` task, builds the layer, and runs
+    /// `serve` with it and the shutdown future; then stops the cleanup task
+    /// and shuts telemetry down. `serve` wraps its handler in the layer and
+    /// returns when the shutdown future resolves (or its session ends); its
+    /// result is returned.
+    ///
+    /// # Errors
+    ///
+    /// [`HostError::Cleanup`] or [`HostError::ContextStoreRoots`] before
+    /// serving, converted to `E`; otherwise what `serve` returns.
+    pub async fn run<T, E, S, Fut>(self, offload: Offload, serve: S) -> Result<T, E>
+    where
+        E: From<HostError>,
+        S: FnOnce(LroLayer, Shutdown) -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+    {
+        // Kept alive while serving: dropping the handle stops the schedule.
+        let cleanup = OffloadCleanup::from_config(&offload.cfg)
+            .start()
+            .await
+            .map_err(HostError::Cleanup)?;
+        let mut layer = LroLayer::new(offload.cfg);
+        if !offload.context_store_roots.is_empty() {
+            let roots = lro_context::Roots::new(&offload.context_store_roots)
+                .map_err(HostError::ContextStoreRoots)?;
+            layer = layer.context_tools(lro_context::ContextOffloader::from_env().roots(roots));
+        }
+        let served = serve(layer, self.shutdown).await;
+        if let Err(err) = cleanup.shutdown().await {
+            tracing::warn!(%err, "offload_cleanup did not stop cleanly");
+        }
+        shutdown_telemetry(self.telemetry).await;
+        served
+    }
+
+    /// Runs `serve` with the shutdown future only: no layer, no cleanup
+    /// task (a bare server, for comparisons). Then shuts telemetry down.
+    ///
+    /// # Errors
+    ///
+    /// What `serve` returns.
+    pub async fn run_bare<T, E, S, Fut>(self, serve: S) -> Result<T, E>
+    where
+        S: FnOnce(Shutdown) -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+    {
+        let served = serve(self.shutdown).await;
+        shutdown_telemetry(self.telemetry).await;
+        served
+    }
+}
+
+/// Flushes spans off the async workers: it blocks on the exporter.
+async fn shutdown_telemetry(telemetry: TelemetryGuard) {
+    let _ = tokio::task::spawn_blocking(move || telemetry.shutdown()).await;
+}
