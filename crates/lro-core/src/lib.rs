@@ -20,6 +20,7 @@
 //! | [`offload`] | the pipeline and the truncation fallback |
 //! | [`event`] | observability events and sinks |
 //! | [`metric`] | the metric catalogue and its typed label values (a leaf) |
+//! | [`principal`] | who is calling: the owner of a result |
 //! | [`wire`] | names on the MCP wire: the proxy flag |
 //!
 //! ```
@@ -45,6 +46,7 @@ pub mod event;
 pub mod file;
 pub mod metric;
 pub mod offload;
+pub mod principal;
 pub mod recipes;
 pub mod records;
 pub mod schema;

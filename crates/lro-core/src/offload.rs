@@ -31,6 +31,7 @@ use crate::{
         OffloadResponse, OffloadSummary, OffloadedResult, native_guidance, shell_guidance,
     },
     file::{OffloadFileName, WriteError, write_atomic},
+    principal::Principal,
     recipes::{RecipeSet, SAMPLE_SIZE, is_memory_sample},
     records::RecordSet,
     schema::{DESCRIPTOR_SCHEMA_CHARS, descriptor_line_schema},
@@ -55,6 +56,8 @@ pub struct OffloadInput<'a> {
     pub estimated_tokens: usize,
     /// Score range, when the tool knows one.
     pub score_range: Option<(f64, f64)>,
+    /// Whose result this is: the file goes to [`Principal::dir`].
+    pub principal: Principal,
 }
 
 impl<'a> OffloadInput<'a> {
@@ -73,7 +76,15 @@ impl<'a> OffloadInput<'a> {
             records,
             estimated_tokens,
             score_range: None,
+            principal: Principal::anonymous(),
         }
+    }
+
+    /// Sets whose result this is. Defaults to [`Principal::anonymous`]:
+    /// the file goes straight into the output directory.
+    #[must_use]
+    pub fn principal(self, principal: Principal) -> Self {
+        Self { principal, ..self }
     }
 
     /// Sets the query, for the file header. Defaults to none.
@@ -204,7 +215,8 @@ impl Offloader {
         );
         let name = OffloadFileName::new(input.operation);
         let started = Instant::now();
-        let written = write_atomic(&self.dir, &name, &header, &input.records.records, cancelled)?;
+        let dir = input.principal.dir(&self.dir);
+        let written = write_atomic(&dir, &name, &header, &input.records.records, cancelled)?;
         let write_duration = started.elapsed();
         let file_path = written.path.to_string_lossy().into_owned();
 
