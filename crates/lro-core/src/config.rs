@@ -35,6 +35,9 @@ use figment::{
 use serde::{Deserialize, Serialize};
 
 use crate::descriptor::GuidanceStyle;
+use crate::quota::Quota;
+pub use crate::quota::{DEFAULT_MAX_PRINCIPAL_BYTES, DEFAULT_MAX_TOTAL_BYTES};
+use crate::root::default_output_dir;
 use crate::tokens::{DEFAULT_EXACT_BAND, ScriptAware, TokenEstimator};
 
 /// Default token threshold (normative spec: 1600).
@@ -105,14 +108,20 @@ pub struct OffloadConfig {
     pub threshold_tokens: u32,
     /// Seconds before custodial cleanup may delete a file. Defaults to 3600.
     pub ttl_seconds: u64,
-    /// Directory for offload files; empty means the system temp directory.
-    /// Defaults to empty.
+    /// Directory for offload files; empty means the per-user private
+    /// directory `{temp_dir}/lro-{uid}` ([`default_output_dir`]). Either way
+    /// it must belong to this user, and is made mode 0700. Defaults to empty.
     pub output_dir: PathBuf,
     /// Cron expression with seconds for the cleanup task. Defaults to hourly.
     pub cleanup_schedule: String,
-    /// Disk quota for offload files; cleanup deletes the oldest files beyond
-    /// it. Defaults to no quota.
+    /// Disk quota of the whole offload directory: a write that would pass
+    /// it takes the truncation fallback (reason `quota`), and cleanup deletes
+    /// the oldest files beyond it. Defaults to 1 GiB.
     pub max_total_bytes: Option<u64>,
+    /// Disk quota of one principal's files (the anonymous principal's are
+    /// the directory's own, another's its `p-{digest}` folder): a write that
+    /// would pass it takes the truncation fallback. Defaults to 256 MiB.
+    pub max_principal_bytes: Option<u64>,
     /// Descriptor profile. Defaults to [`DescriptorProfile::Full`].
     pub profile: DescriptorProfile,
     /// How much the full profile's guidance says: `spec` (the spec's
@@ -140,7 +149,8 @@ impl Default for OffloadConfig {
             ttl_seconds: DEFAULT_TTL_SECONDS,
             output_dir: PathBuf::new(),
             cleanup_schedule: DEFAULT_CLEANUP_SCHEDULE.to_owned(),
-            max_total_bytes: None,
+            max_total_bytes: Some(DEFAULT_MAX_TOTAL_BYTES),
+            max_principal_bytes: Some(DEFAULT_MAX_PRINCIPAL_BYTES),
             profile: DescriptorProfile::Full,
             guidance: GuidanceStyle::Spec,
             estimator: Estimator::Chars,
@@ -348,6 +358,12 @@ impl OffloadConfig {
         if self.max_total_bytes == Some(0) {
             return Err(out("max_total_bytes", "must be greater than 0 when set"));
         }
+        if self.max_principal_bytes == Some(0) {
+            return Err(out(
+                "max_principal_bytes",
+                "must be greater than 0 when set",
+            ));
+        }
         for (tool, tc) in &self.tools {
             if tc.threshold_tokens == Some(0) {
                 return Err(ConfigError::OutOfRange {
@@ -367,14 +383,21 @@ impl OffloadConfig {
         Ok(())
     }
 
-    /// The directory files are written to: `output_dir`, or the system temp
-    /// directory when it is empty.
+    /// The directory files are written to: `output_dir`, or the per-user
+    /// `{temp_dir}/lro-{uid}` when it is empty.
     pub fn resolved_output_dir(&self) -> PathBuf {
         if self.output_dir.as_os_str().is_empty() {
-            std::env::temp_dir()
+            default_output_dir()
         } else {
             self.output_dir.clone()
         }
+    }
+
+    /// The quotas every write is checked against.
+    pub fn quota(&self) -> Quota {
+        Quota::new()
+            .per_principal(self.max_principal_bytes)
+            .total(self.max_total_bytes)
     }
 
     /// The token estimator `estimator` and `exact_band` ask for.
@@ -443,7 +466,7 @@ impl OffloadConfig {
         }
     }
 
-    /// Sets `output_dir`. Defaults to empty (system temp directory).
+    /// Sets `output_dir`. Defaults to empty (the per-user `{temp_dir}/lro-{uid}`).
     #[must_use]
     pub fn output_dir(self, dir: impl Into<PathBuf>) -> Self {
         Self {
@@ -476,11 +499,20 @@ impl OffloadConfig {
         }
     }
 
-    /// Sets the disk quota. Defaults to none.
+    /// Sets the disk quota of the whole directory. Defaults to 1 GiB.
     #[must_use]
     pub fn max_total_bytes(self, bytes: Option<u64>) -> Self {
         Self {
             max_total_bytes: bytes,
+            ..self
+        }
+    }
+
+    /// Sets the disk quota of one principal. Defaults to 256 MiB.
+    #[must_use]
+    pub fn max_principal_bytes(self, bytes: Option<u64>) -> Self {
+        Self {
+            max_principal_bytes: bytes,
             ..self
         }
     }
@@ -596,7 +628,14 @@ mod tests {
         assert_eq!(cfg.threshold_tokens, 1600);
         assert_eq!(cfg.ttl_seconds, 3600);
         assert_eq!(cfg.output_dir, PathBuf::new());
-        assert_eq!(cfg.resolved_output_dir(), std::env::temp_dir());
+        assert_eq!(cfg.resolved_output_dir(), default_output_dir());
+        assert_ne!(cfg.resolved_output_dir(), std::env::temp_dir());
+        assert_eq!(
+            cfg.quota(),
+            Quota::new()
+                .per_principal(Some(256 << 20))
+                .total(Some(1 << 30))
+        );
     }
 
     #[test]

@@ -4,6 +4,9 @@
 //! ([`OffloadHeader`]) and one JSON record per line. It is written to a hidden
 //! temp file (`.atlatl-{operation}-{ulid}.jsonl.tmp`, mode 0600, in a 0700
 //! directory) and renamed into place, so readers never see a partial file.
+//! Both are done relative to an open directory handle (`openat`-style, with
+//! `cap-std`), so a symlink swapped inside the directory cannot take the
+//! write outside it.
 //! Names come from the server (operation + ULID), never from client input.
 //!
 //! ```
@@ -21,7 +24,7 @@
 
 use std::{
     fmt,
-    fs::{self, File, OpenOptions},
+    fs::{self, File},
     io::{self, BufRead, BufReader, BufWriter, Write},
     path::{Path, PathBuf},
     time::{Duration, SystemTime},
@@ -29,7 +32,14 @@ use std::{
 
 use ulid::Ulid;
 
-use crate::{descriptor::OffloadHeader, metric::label::WriteFailureReason};
+use cap_std::fs::Dir;
+
+use crate::{
+    descriptor::OffloadHeader,
+    metric::label::WriteFailureReason,
+    quota::QuotaExceeded,
+    root::{PrivateDir, RootError},
+};
 
 /// File name prefix of every offload file.
 pub const FILE_PREFIX: &str = "atlatl-";
@@ -200,6 +210,13 @@ pub enum WriteError {
     /// The request was cancelled while writing.
     #[error("offload write cancelled")]
     Cancelled,
+    /// The offload directory cannot be used: it could not be opened, or
+    /// another user owns it.
+    #[error(transparent)]
+    Root(#[from] RootError),
+    /// The write would pass a quota.
+    #[error(transparent)]
+    Quota(#[from] QuotaExceeded),
 }
 
 impl WriteError {
@@ -211,6 +228,12 @@ impl WriteError {
             | WriteError::Write { source, .. }
             | WriteError::Rename { source, .. } => source,
             WriteError::BadRecord { .. } => return WriteFailureReason::BadRecord,
+            WriteError::Quota(_) => return WriteFailureReason::Quota,
+            WriteError::Root(RootError::NotOwned { .. }) => return WriteFailureReason::NotOwned,
+            WriteError::Root(err) => match err.io() {
+                Some(source) => source,
+                None => return WriteFailureReason::Io,
+            },
             // A cancelled write is not reported as a failure; should one be
             // counted anyway, it is an I/O interruption.
             WriteError::Cancelled => return WriteFailureReason::Io,
@@ -250,20 +273,12 @@ pub fn ensure_dir(dir: &Path) -> io::Result<()> {
     Ok(())
 }
 
-fn create_private(path: &Path) -> io::Result<File> {
-    let mut opts = OpenOptions::new();
-    opts.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        opts.mode(0o600);
-    }
-    opts.open(path)
-}
-
 /// Writes `header` and `records` (each a single line of JSON) atomically to
 /// `dir/name`. `cancelled` is polled between records; when it returns true the
 /// temp file is removed and [`WriteError::Cancelled`] returned.
+///
+/// `dir` is opened as a [`PrivateDir`] (created 0700, ours, private) and the
+/// file is made relative to that handle: see [`write_in`].
 ///
 /// The file is not fsynced: offload files are ephemeral and re-creatable, and
 /// the rename alone guarantees readers never see a partial file.
@@ -274,17 +289,27 @@ pub fn write_atomic<R: AsRef<str>>(
     records: &[R],
     cancelled: &dyn Fn() -> bool,
 ) -> Result<WrittenFile, WriteError> {
-    ensure_dir(dir).map_err(|source| WriteError::CreateDir {
-        path: dir.to_owned(),
-        source,
-    })?;
-    let dir = dir.canonicalize().map_err(|source| WriteError::CreateDir {
-        path: dir.to_owned(),
-        source,
-    })?;
-    let temp = dir.join(name.temp_name());
-    let path = dir.join(name.to_string());
-    let file = create_private(&temp).map_err(|source| WriteError::Create {
+    let dir = PrivateDir::open(dir)?;
+    write_in(&dir, name, header, records, cancelled)
+}
+
+/// [`write_atomic`] into a directory already open. The temp file is created
+/// (`O_CREAT|O_EXCL`, 0600), renamed and, on failure, removed relative to the
+/// directory handle, never by path: a symlink swapped anywhere inside or
+/// above it cannot move the write elsewhere.
+pub fn write_in<R: AsRef<str>>(
+    dir: &PrivateDir,
+    name: &OffloadFileName,
+    header: &OffloadHeader,
+    records: &[R],
+    cancelled: &dyn Fn() -> bool,
+) -> Result<WrittenFile, WriteError> {
+    let handle = dir.dir();
+    let temp_name = name.temp_name();
+    let final_name = name.to_string();
+    let temp = dir.path().join(&temp_name);
+    let path = dir.path().join(&final_name);
+    let file = create_private(handle, &temp_name).map_err(|source| WriteError::Create {
         path: temp.clone(),
         source,
     })?;
@@ -301,20 +326,42 @@ pub fn write_atomic<R: AsRef<str>>(
             if cancelled() {
                 return Err(WriteError::Cancelled);
             }
-            fs::rename(&temp, &path).map_err(|source| WriteError::Rename {
-                path: path.clone(),
-                source,
-            })?;
+            handle
+                .rename(&temp_name, handle, &final_name)
+                .map_err(|source| WriteError::Rename {
+                    path: path.clone(),
+                    source,
+                })?;
             Ok(bytes)
         });
     match result {
         Ok(bytes) => Ok(WrittenFile { path, bytes }),
         Err(err) => {
             // Best effort: the temp file may not exist if creation itself failed.
-            let _ = fs::remove_file(&temp);
+            let _ = handle.remove_file(&temp_name);
             Err(err)
         }
     }
+}
+
+fn create_private(dir: &Dir, name: &str) -> io::Result<File> {
+    let mut opts = cap_std::fs::OpenOptions::new();
+    opts.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use cap_std::fs::OpenOptionsExt as _;
+        opts.mode(0o600);
+    }
+    Ok(dir.open_with(name, &opts)?.into_std())
+}
+
+/// The bytes [`write_atomic`] writes for `header` and `records`: what a
+/// quota is checked against before writing.
+pub fn encoded_len<R: AsRef<str>>(header: &OffloadHeader, records: &[R]) -> u64 {
+    let header = serde_json::to_string(header).map_or(0, |h| h.len() as u64);
+    records
+        .iter()
+        .fold(header + 1, |n, r| n + r.as_ref().len() as u64 + 1)
 }
 
 enum BodyError {
@@ -503,7 +550,7 @@ mod tests {
             &|| false,
         )
         .unwrap_err();
-        assert!(matches!(err, WriteError::CreateDir { .. }), "{err}");
+        assert!(matches!(err, WriteError::Root(_)), "{err}");
         assert_eq!(err.reason(), WriteFailureReason::NotADirectory);
     }
 

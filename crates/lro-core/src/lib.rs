@@ -21,6 +21,8 @@
 //! | [`event`] | observability events and sinks |
 //! | [`metric`] | the metric catalogue and its typed label values (a leaf) |
 //! | [`principal`] | who is calling: the owner of a result |
+//! | [`root`] | the offload directory as a private handle; the per-user default |
+//! | [`quota`] | per-principal and total byte quotas, a ledger checked at write time |
 //! | [`wire`] | names on the MCP wire: the proxy flag |
 //!
 //! ```
@@ -47,8 +49,10 @@ pub mod file;
 pub mod metric;
 pub mod offload;
 pub mod principal;
+pub mod quota;
 pub mod recipes;
 pub mod records;
+pub mod root;
 pub mod schema;
 pub mod tokens;
 pub mod wire;

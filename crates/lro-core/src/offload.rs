@@ -18,6 +18,7 @@
 
 use std::{
     path::{Path, PathBuf},
+    sync::{Arc, Mutex},
     time::{Duration, Instant},
 };
 
@@ -30,10 +31,12 @@ use crate::{
         Detail, GuidanceInput, GuidanceStyle, MinimalOffloadResponse, OffloadHeader,
         OffloadResponse, OffloadSummary, OffloadedResult, native_guidance, shell_guidance,
     },
-    file::{OffloadFileName, WriteError, write_atomic},
-    principal::Principal,
+    file::{OffloadFileName, WriteError, WrittenFile, encoded_len, write_in},
+    principal::{PRINCIPAL_DIR_PREFIX, Principal},
+    quota::{Ledger, Quota, measure},
     recipes::{RecipeSet, SAMPLE_SIZE, is_memory_sample},
     records::RecordSet,
+    root::{PrivateDir, default_output_dir},
     schema::{DESCRIPTOR_SCHEMA_CHARS, descriptor_line_schema},
     tokens::TokenEstimator,
 };
@@ -138,6 +141,10 @@ pub struct OffloadOutput {
 }
 
 /// Writes offload files and builds descriptors.
+///
+/// The output directory is opened once, on the first write, as a
+/// [`PrivateDir`] (and again only if it was removed meanwhile); clones
+/// share the handle and the quota [`Ledger`].
 #[derive(Debug, Clone)]
 pub struct Offloader {
     dir: PathBuf,
@@ -145,6 +152,24 @@ pub struct Offloader {
     profile: DescriptorProfile,
     native_extract: bool,
     guidance: GuidanceStyle,
+    quota: Quota,
+    root: Arc<Mutex<Option<Arc<OpenRoot>>>>,
+}
+
+/// One file to write, as [`Offloader::offload`] hands it on.
+struct WriteJob<'a> {
+    principal: &'a Principal,
+    name: &'a OffloadFileName,
+    header: &'a OffloadHeader,
+    records: &'a RecordSet<'a>,
+    cancelled: &'a dyn Fn() -> bool,
+}
+
+/// The output directory, open, and its ledger.
+#[derive(Debug)]
+struct OpenRoot {
+    dir: PrivateDir,
+    ledger: Arc<Ledger>,
 }
 
 impl Offloader {
@@ -157,7 +182,18 @@ impl Offloader {
             profile: DescriptorProfile::Full,
             native_extract: false,
             guidance: GuidanceStyle::Spec,
+            quota: Quota::new(),
+            root: Arc::default(),
         }
+    }
+
+    /// Sets the byte quotas checked before each write; a write over one
+    /// fails with [`WriteError::Quota`]. Defaults to none (the layer sets
+    /// the configuration's, 256 MiB per principal and 1 GiB in total).
+    #[must_use]
+    pub fn quota(mut self, quota: Quota) -> Self {
+        self.quota = quota;
+        self
     }
 
     /// Sets the TTL recorded in results. Defaults to 3600 s.
@@ -194,6 +230,79 @@ impl Offloader {
         &self.dir
     }
 
+    /// The output directory, opened on first use: the default one without
+    /// following a symlink in its place (see [`PrivateDir::open_nofollow`]).
+    fn open_root(&self, fresh: bool) -> Result<Arc<OpenRoot>, WriteError> {
+        let mut cached = self.root.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(root) = cached.as_ref().filter(|_| !fresh) {
+            return Ok(root.clone());
+        }
+        let dir = if self.dir == default_output_dir() {
+            PrivateDir::open_nofollow(&self.dir)?
+        } else {
+            PrivateDir::open(&self.dir)?
+        };
+        let ledger = Ledger::for_root(dir.path());
+        let root = Arc::new(OpenRoot { dir, ledger });
+        *cached = Some(root.clone());
+        Ok(root)
+    }
+
+    /// Writes into the principal's folder, within the quota. A directory
+    /// removed since it was opened (a temp cleaner) is opened once more.
+    fn write(&self, job: &WriteJob<'_>) -> Result<WrittenFile, WriteError> {
+        let root = self.open_root(false)?;
+        match self.write_under(&root, job) {
+            Err(WriteError::Create { source, .. } | WriteError::CreateDir { source, .. })
+                if source.kind() == std::io::ErrorKind::NotFound =>
+            {
+                let root = self.open_root(true)?;
+                self.write_under(&root, job)
+            }
+            other => other,
+        }
+    }
+
+    fn write_under(&self, root: &OpenRoot, job: &WriteJob<'_>) -> Result<WrittenFile, WriteError> {
+        let WriteJob {
+            principal,
+            name,
+            header,
+            records,
+            cancelled,
+        } = *job;
+        let (key, sub) = if principal.is_anonymous() {
+            (String::new(), None)
+        } else {
+            let key = format!("{PRINCIPAL_DIR_PREFIX}{}", principal.digest());
+            let sub = root
+                .dir
+                .subdir(&key)
+                .map_err(|source| WriteError::CreateDir {
+                    path: principal.dir(root.dir.path()),
+                    source,
+                })?;
+            (key, Some(sub))
+        };
+        let reservation = if self.quota.is_limited() {
+            let bytes = encoded_len(header, &records.records);
+            Some(
+                root.ledger
+                    .reserve(&self.quota, &key, bytes, || measure(root.dir.dir()))?,
+            )
+        } else {
+            None
+        };
+        let dir = sub.as_ref().unwrap_or(&root.dir);
+        let written = write_in(dir, name, header, &records.records, cancelled);
+        if written.is_err()
+            && let Some(r) = reservation
+        {
+            r.release();
+        }
+        written
+    }
+
     /// Writes the file and builds the descriptor. `cancelled` is polled during
     /// the write; a cancelled write leaves no file.
     pub fn offload(
@@ -215,8 +324,14 @@ impl Offloader {
         );
         let name = OffloadFileName::new(input.operation);
         let started = Instant::now();
-        let dir = input.principal.dir(&self.dir);
-        let written = write_atomic(&dir, &name, &header, &input.records.records, cancelled)?;
+        let job = WriteJob {
+            principal: &input.principal,
+            name: &name,
+            header: &header,
+            records: input.records,
+            cancelled,
+        };
+        let written = self.write(&job)?;
         let write_duration = started.elapsed();
         let file_path = written.path.to_string_lossy().into_owned();
 

@@ -100,7 +100,9 @@ fn check_full(text: &str, path: &str, detail: Detail, native: bool, records: &[V
 #[test]
 fn descriptors_stay_under_their_ceilings() {
     let corpus = Corpus::default_corpus();
-    // "lro-" and seven random characters are as long as "lro-offload".
+    // "lro-" and seven random characters are as long as "lro-offload". The
+    // default directory is now the per-user `/tmp/lro-{uid}`, no longer
+    // than this for any uid below 10^7: the figures hold for it too.
     let dir = tempfile::Builder::new()
         .prefix("lro-")
         .rand_bytes(7)

@@ -107,6 +107,10 @@ label_values! {
         NotADirectory => "not_a_directory",
         /// A record was not a single line of JSON.
         BadRecord => "bad_record",
+        /// The write would pass the per-principal or the total offload quota.
+        Quota => "quota",
+        /// The offload directory belongs to another user: refused.
+        NotOwned => "not_owned",
         /// Any other I/O error.
         Io => "io",
     }

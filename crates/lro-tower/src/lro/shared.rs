@@ -33,7 +33,8 @@ impl Shared {
             .ttl(std::time::Duration::from_secs(cfg.ttl_seconds))
             .profile(cfg.profile)
             .native_extract(cfg.extract)
-            .guidance(cfg.guidance);
+            .guidance(cfg.guidance)
+            .quota(cfg.quota());
         let estimator = cfg.token_estimator();
         let extractor = cfg
             .extract
