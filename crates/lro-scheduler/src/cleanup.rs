@@ -12,6 +12,10 @@
 //!   form `.atlatl-{operation}-{ulid}.jsonl.tmp`) are considered;
 //! - only regular files, per `symlink_metadata`: a symlink, even one named
 //!   like an offload file, is never followed and never removed;
+//! - the directory itself and each principal's `p-*` folder in it (one
+//!   level) are walked; a folder is opened without following a symlink and
+//!   every file is stat-ed and removed relative to its folder's open handle,
+//!   so a folder swapped for a symlink cannot lead outside;
 //! - a file's age comes from the ULID in its name, not from its mtime, which
 //!   copies and backups rewrite;
 //! - a file that vanishes while the pass runs (another cleaner, `lro gc`, an
@@ -40,15 +44,20 @@
 //! ```
 
 use std::{
-    fs, io,
+    io,
     path::{Path, PathBuf},
+    sync::Arc,
     time::{Duration, Instant, SystemTime},
 };
 
+use cap_fs_ext::DirExt as _;
+use cap_std::{ambient_authority, fs::Dir};
 use lro_core::{
     config::OffloadConfig,
     event::{CleanupCompleted, EventSink, ExpiryReason, LroEvent, OffloadFileExpired, emit},
     file::OffloadFileName,
+    principal::{PRINCIPAL_DIR_PREFIX, short_digest},
+    quota::{Ledger, measure},
 };
 
 /// Default grace period before an orphaned temp file is considered stale.
@@ -140,12 +149,35 @@ pub struct Entry {
     pub bytes: u64,
     /// Modification time when scanned, if the platform reports one.
     pub modified: Option<SystemTime>,
+    /// The folder it was found in, open: removal is relative to it.
+    folder: Folder,
 }
+
+/// An open folder of the offload directory, shared by its entries.
+#[derive(Debug, Clone)]
+struct Folder(Arc<Dir>);
+
+/// Entries are compared by what they name, not by handle identity.
+impl PartialEq for Folder {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for Folder {}
 
 impl Entry {
     /// When the file was created, from the ULID in its name.
     pub fn created_at(&self) -> SystemTime {
         self.name.created_at()
+    }
+
+    /// The file's name in its folder.
+    fn file_name(&self) -> String {
+        match self.kind {
+            EntryKind::Offload => self.name.to_string(),
+            EntryKind::Temp => self.name.temp_name(),
+        }
     }
 
     /// Age at `now`; zero for a file from the future (clock skew), so such a
@@ -165,26 +197,44 @@ pub struct Scan {
     pub errors: usize,
 }
 
-/// Lists the offload and temp files in `dir` (not recursive). A missing
-/// directory is an empty scan; names that do not match the pattern, symlinks,
-/// directories and files that vanish while being stat-ed are skipped.
+/// Lists the offload and temp files in `dir` and in each principal's
+/// `p-*` folder in it (one level). A missing directory is an empty scan;
+/// names that do not match the pattern, symlinks (to files or to folders),
+/// other directories and files that vanish while being stat-ed are skipped.
+/// Every folder is opened relative to its parent's handle without following
+/// a symlink, and every entry keeps its folder's handle for
+/// [`remove_entry`]: a folder swapped for a symlink cannot lead cleanup
+/// outside the directory.
 pub fn scan(dir: &Path) -> Scan {
     let mut out = Scan::default();
-    let read = match fs::read_dir(dir) {
-        Ok(read) => read,
+    let root = match Dir::open_ambient_dir(dir, ambient_authority()) {
+        Ok(root) => root,
         // No directory yet means nothing was ever offloaded: nothing to clean.
         Err(err) if err.kind() == io::ErrorKind::NotFound => return out,
         Err(err) => {
-            tracing::warn!(dir = %dir.display(), error = %err, "cannot read offload directory");
+            tracing::warn!(error = %err, "cannot read offload directory");
             out.errors += 1;
             return out;
+        }
+    };
+    scan_folder(&Folder(Arc::new(root)), dir, true, &mut out);
+    out
+}
+
+fn scan_folder(folder: &Folder, path: &Path, top: bool, out: &mut Scan) {
+    let read = match folder.0.entries() {
+        Ok(read) => read,
+        Err(err) => {
+            tracing::warn!(error = %err, "cannot read offload directory");
+            out.errors += 1;
+            return;
         }
     };
     for item in read {
         let item = match item {
             Ok(item) => item,
             Err(err) => {
-                tracing::warn!(dir = %dir.display(), error = %err, "cannot read offload directory entry");
+                tracing::warn!(error = %err, "cannot read offload directory entry");
                 out.errors += 1;
                 continue;
             }
@@ -194,6 +244,18 @@ pub fn scan(dir: &Path) -> Scan {
         let Some(file_name) = file_name.to_str() else {
             continue;
         };
+        // `file_type` and `metadata` of an entry never follow a symlink.
+        if top
+            && file_name.starts_with(PRINCIPAL_DIR_PREFIX)
+            && item.file_type().is_ok_and(|t| t.is_dir())
+        {
+            match folder.0.open_dir_nofollow(file_name) {
+                Ok(sub) => scan_folder(&Folder(Arc::new(sub)), &path.join(file_name), false, out),
+                // Swapped for a symlink or removed since it was listed.
+                Err(_) => continue,
+            }
+            continue;
+        }
         let (name, kind) = if let Some(name) = OffloadFileName::parse(file_name) {
             (name, EntryKind::Offload)
         } else if let Some(name) = OffloadFileName::parse_temp(file_name) {
@@ -201,14 +263,11 @@ pub fn scan(dir: &Path) -> Scan {
         } else {
             continue;
         };
-        let path = item.path();
-        // `symlink_metadata`, not `metadata`: a symlink must be judged as the
-        // link itself, never as whatever it points at.
-        let meta = match fs::symlink_metadata(&path) {
+        let meta = match item.metadata() {
             Ok(meta) => meta,
             Err(err) if err.kind() == io::ErrorKind::NotFound => continue,
             Err(err) => {
-                tracing::warn!(path = %path.display(), error = %err, "cannot stat offload file");
+                tracing::warn!(file = %short_digest(file_name), error = %err, "cannot stat offload file");
                 out.errors += 1;
                 continue;
             }
@@ -217,14 +276,14 @@ pub fn scan(dir: &Path) -> Scan {
             continue;
         }
         out.entries.push(Entry {
-            path,
+            path: path.join(file_name),
             name,
             kind,
             bytes: meta.len(),
-            modified: meta.modified().ok(),
+            modified: meta.modified().ok().map(|t| t.into_std()),
+            folder: folder.clone(),
         });
     }
-    out
 }
 
 /// What [`remove_entry`] did.
@@ -246,7 +305,9 @@ pub enum Removal {
 /// file: the scan may be seconds old, and a path swapped for a symlink in the
 /// meantime must not be touched.
 pub fn remove_entry(entry: &Entry) -> Removal {
-    let meta = match fs::symlink_metadata(&entry.path) {
+    let file = entry.file_name();
+    let dir = &entry.folder.0;
+    let meta = match dir.symlink_metadata(&file) {
         Ok(meta) => meta,
         Err(err) if err.kind() == io::ErrorKind::NotFound => return Removal::Vanished,
         Err(err) => return Removal::Failed(err),
@@ -254,7 +315,7 @@ pub fn remove_entry(entry: &Entry) -> Removal {
     if !meta.file_type().is_file() {
         return Removal::Vanished;
     }
-    match fs::remove_file(&entry.path) {
+    match dir.remove_file(&file) {
         Ok(()) => Removal::Removed { bytes: meta.len() },
         Err(err) if err.kind() == io::ErrorKind::NotFound => Removal::Vanished,
         Err(err) => Removal::Failed(err),
@@ -277,6 +338,8 @@ pub fn run_once(
     sink: &dyn EventSink,
 ) -> CleanupCompleted {
     let started = Instant::now();
+    let ledger = Ledger::for_root(dir);
+    let mark = ledger.begin_pass();
     let Scan { entries, errors } = scan(dir);
     let mut report = CleanupCompleted::default();
     report.errors = errors;
@@ -330,6 +393,12 @@ pub fn run_once(
 
     report.files_remaining = remaining.len();
     report.bytes_remaining = remaining.iter().map(|e| e.bytes).sum();
+    // The writers' quota ledger never sees a deletion: this pass corrects it.
+    if let Ok(root) = Dir::open_ambient_dir(dir, ambient_authority())
+        && let Ok(usage) = measure(&root)
+    {
+        ledger.correct(mark, usage);
+    }
     report.duration = started.elapsed();
     emit(sink, LroEvent::CleanupCompleted(report.clone()));
     report
@@ -360,7 +429,7 @@ fn expire(
         // Someone else deleted it: neither ours to report nor on disk.
         Removal::Vanished => None,
         Removal::Failed(err) => {
-            tracing::warn!(path = %entry.path.display(), error = %err, "cannot delete offload file");
+            tracing::warn!(file = %short_digest(&entry.file_name()), error = %err, "cannot delete offload file");
             report.errors += 1;
             Some(entry)
         }
@@ -381,12 +450,12 @@ fn is_stale_temp(entry: &Entry, now: SystemTime, grace: Duration) -> bool {
 fn remove_temp(entry: &Entry, report: &mut CleanupCompleted) {
     match remove_entry(entry) {
         Removal::Removed { .. } => {
-            tracing::debug!(path = %entry.path.display(), "removed stale offload temp file");
+            tracing::debug!(file = %short_digest(&entry.file_name()), "removed stale offload temp file");
             report.temp_removed += 1;
         }
         Removal::Vanished => {}
         Removal::Failed(err) => {
-            tracing::warn!(path = %entry.path.display(), error = %err, "cannot remove offload temp file");
+            tracing::warn!(file = %short_digest(&entry.file_name()), error = %err, "cannot remove offload temp file");
             report.errors += 1;
         }
     }
@@ -398,6 +467,24 @@ mod tests {
     use lro_core::event::MemorySink;
     use ulid::Ulid;
 
+    #[test]
+    fn removal_errors_other_than_not_found_are_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        let name = OffloadFileName::new("list");
+        std::fs::write(dir.path().join(name.to_string()), "x").unwrap();
+        let mut entry = scan(dir.path()).entries.remove(0);
+        // A "folder" handle that is a regular file: every lookup in it fails
+        // with ENOTDIR, even for root.
+        let blocker = dir.path().join("blocker");
+        std::fs::write(&blocker, "x").unwrap();
+        let file = std::fs::File::open(&blocker).unwrap();
+        entry.folder = Folder(Arc::new(Dir::from_std_file(file)));
+        match remove_entry(&entry) {
+            Removal::Failed(err) => assert_eq!(err.kind(), io::ErrorKind::NotADirectory),
+            other => panic!("expected a failure, got {other:?}"),
+        }
+    }
+
     fn at(ms: u64) -> SystemTime {
         SystemTime::UNIX_EPOCH + Duration::from_millis(ms)
     }
@@ -405,7 +492,7 @@ mod tests {
     fn file(dir: &Path, ms: u64, bytes: usize) -> PathBuf {
         let name = OffloadFileName::with_ulid("t", Ulid::from_parts(ms, 1));
         let path = dir.join(name.to_string());
-        fs::write(&path, vec![b'x'; bytes]).unwrap();
+        std::fs::write(&path, vec![b'x'; bytes]).unwrap();
         path
     }
 

@@ -318,20 +318,6 @@ fn a_file_swapped_for_a_symlink_after_the_scan_is_left_alone() {
 }
 
 #[test]
-fn removal_errors_other_than_not_found_are_reported() {
-    let dir = tempfile::tempdir().unwrap();
-    offload_file(dir.path(), 2 * HOUR, 10, 1);
-    let mut entry = scan(dir.path()).entries.remove(0);
-    // A path through a regular file fails with ENOTDIR, even for root.
-    let blocker = other_file(dir.path(), "blocker");
-    entry.path = blocker.join(entry.path.file_name().unwrap());
-    match remove_entry(&entry) {
-        Removal::Failed(err) => assert_eq!(err.kind(), std::io::ErrorKind::NotADirectory),
-        other => panic!("expected a failure, got {other:?}"),
-    }
-}
-
-#[test]
 fn an_unreadable_directory_counts_as_an_error_run() {
     let dir = tempfile::tempdir().unwrap();
     let not_a_dir = other_file(dir.path(), "file");
@@ -359,4 +345,49 @@ fn a_missing_directory_is_nothing_to_clean() {
     assert_eq!((done.scanned, done.files_remaining), (0, 0));
     assert_eq!(completed(&sink.events()).len(), 1);
     assert_eq!(names(dir.path()), Vec::<String>::new());
+}
+
+#[test]
+fn principal_folders_are_walked_one_level_and_never_through_a_symlink() {
+    let dir = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("p-0123456789abcdef");
+    fs::create_dir(&folder).unwrap();
+    let theirs = offload_file(&folder, 2 * HOUR, 100, 1);
+    let kept = offload_file(&folder, 10 * MIN, 30, 2);
+    // Deeper than one level: not an offload folder, never walked.
+    let deeper = folder.join("p-deeper");
+    fs::create_dir(&deeper).unwrap();
+    let deep = offload_file(&deeper, 2 * HOUR, 10, 3);
+    // A principal folder that is a symlink to a directory outside: skipped.
+    let precious = offload_file(outside.path(), 2 * HOUR, 10, 4);
+    std::os::unix::fs::symlink(outside.path(), dir.path().join("p-fedcba9876543210")).unwrap();
+
+    let done = run_once(dir.path(), &policy(), now(), &MemorySink::new());
+    assert_eq!((done.deleted, done.files_remaining), (1, 1));
+    assert!(!theirs.exists() && kept.exists());
+    assert!(deep.exists(), "one level only");
+    assert!(
+        precious.exists(),
+        "nothing outside through a symlinked folder"
+    );
+}
+
+#[test]
+fn a_folder_swapped_for_a_symlink_after_the_scan_leads_nowhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("p-0123456789abcdef");
+    fs::create_dir(&folder).unwrap();
+    let file = offload_file(&folder, 2 * HOUR, 100, 1);
+    let entries = scan(dir.path()).entries;
+    assert_eq!(entries.len(), 1);
+    // The same name outside, and the folder now a symlink to it.
+    let twin = outside.path().join(file.file_name().unwrap());
+    fs::write(&twin, "precious").unwrap();
+    fs::rename(&folder, dir.path().join("moved")).unwrap();
+    std::os::unix::fs::symlink(outside.path(), &folder).unwrap();
+    // The handle still names the folder that was scanned (now `moved`).
+    assert!(matches!(remove_entry(&entries[0]), Removal::Removed { .. }));
+    assert!(twin.exists(), "the file outside is untouched");
 }
