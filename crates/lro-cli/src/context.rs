@@ -180,7 +180,11 @@ pub fn context(
                 .map_err(|e| CliError::Usage(format!("cannot read stdin: {e}")))?;
             // The ReMe shape by default, as the HTTP service answers.
             let out = ContextOffloader::from_env()
-                .offload_request(a.request(&input)?, FileContents::Included)
+                .offload_request(
+                    &lro_core::principal::Principal::anonymous(),
+                    a.request(&input)?,
+                    FileContents::Included,
+                )
                 .map_err(|e| CliError::Usage(e.to_string()))?;
             let text = serde_json::to_string_pretty(&out).unwrap_or_default();
             writeln!(stdout, "{text}").map_err(CliError::Output)

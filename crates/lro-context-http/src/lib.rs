@@ -29,7 +29,7 @@
 use std::{net::SocketAddr, sync::Arc};
 
 use axum::{
-    Json, Router,
+    Extension, Json, Router,
     extract::{DefaultBodyLimit, Request, State, rejection::JsonRejection},
     http::{HeaderMap, StatusCode, header},
     middleware::{self, Next},
@@ -37,6 +37,7 @@ use axum::{
     routing::post,
 };
 use lro_context::{ContextError, ContextOffloader, FileContents};
+use lro_core::principal::Principal;
 use serde_json::{Value, json};
 
 /// Largest request body: histories of millions of tokens are the point.
@@ -220,9 +221,13 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 async fn run<T: Send + 'static>(
     service: Service,
     payload: Result<Json<Value>, JsonRejection>,
-    op: fn(&ContextOffloader, Value) -> Result<T, ContextError>,
+    principal: Option<Extension<Principal>>,
+    op: fn(&ContextOffloader, &Principal, Value) -> Result<T, ContextError>,
     ok: fn(T) -> Response,
 ) -> Response {
+    // Anonymous unless an authenticating layer put a principal in the
+    // request's extensions.
+    let principal = principal.map(|Extension(p)| p).unwrap_or_default();
     let Json(args) = match payload {
         Ok(body) => body,
         Err(e) => {
@@ -232,7 +237,7 @@ async fn run<T: Send + 'static>(
             );
         }
     };
-    match tokio::task::spawn_blocking(move || op(&service.offloader, args)).await {
+    match tokio::task::spawn_blocking(move || op(&service.offloader, &principal, args)).await {
         Ok(Ok(out)) => ok(out),
         Ok(Err(e)) => error_reply(&e),
         Err(e) => refuse(
@@ -248,13 +253,15 @@ fn answer(text: String) -> Response {
 
 async fn context_offload(
     State(service): State<Service>,
+    principal: Option<Extension<Principal>>,
     payload: Result<Json<Value>, JsonRejection>,
 ) -> Response {
     // ReMe's clients read the files' contents from the answer.
     run(
         service,
         payload,
-        |o, args| o.offload_json(args, FileContents::Included),
+        principal,
+        |o, p, args| o.offload_json(p, args, FileContents::Included),
         |v| (StatusCode::OK, Json(v)).into_response(),
     )
     .await
@@ -262,16 +269,32 @@ async fn context_offload(
 
 async fn grep_files(
     State(service): State<Service>,
+    principal: Option<Extension<Principal>>,
     payload: Result<Json<Value>, JsonRejection>,
 ) -> Response {
-    run(service, payload, ContextOffloader::grep_json, answer).await
+    run(
+        service,
+        payload,
+        principal,
+        ContextOffloader::grep_json,
+        answer,
+    )
+    .await
 }
 
 async fn read(
     State(service): State<Service>,
+    principal: Option<Extension<Principal>>,
     payload: Result<Json<Value>, JsonRejection>,
 ) -> Response {
-    run(service, payload, ContextOffloader::read_file_json, answer).await
+    run(
+        service,
+        payload,
+        principal,
+        ContextOffloader::read_file_json,
+        answer,
+    )
+    .await
 }
 
 #[cfg(test)]

@@ -61,7 +61,11 @@ fn main() {
             .keep_recent_count(0);
         let started = Instant::now();
         let out = ContextOffloader::new()
-            .offload(history.clone(), &params)
+            .offload(
+                &lro_core::principal::Principal::anonymous(),
+                history.clone(),
+                &params,
+            )
             .unwrap();
         compact.push(started.elapsed());
         assert_eq!(out.stats.compacted, MESSAGES / 2);

@@ -7,7 +7,12 @@ use std::path::PathBuf;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::{ContextError, ContextOffloader, FileContents, OffloadRequest, grep, read_file};
+use lro_core::principal::Principal;
+
+use crate::{
+    ContextError, ContextOffloader, FileContents, OffloadRequest,
+    store::{grep_placed, read_placed},
+};
 
 #[derive(Deserialize)]
 struct GrepArgs {
@@ -33,8 +38,13 @@ impl ContextOffloader {
     /// # Errors
     ///
     /// [`ContextError`] naming the bad field; nothing is written then.
-    pub fn offload_json(&self, args: Value, contents: FileContents) -> Result<Value, ContextError> {
-        self.offload_request(OffloadRequest::from_value(args)?, contents)
+    pub fn offload_json(
+        &self,
+        principal: &Principal,
+        args: Value,
+        contents: FileContents,
+    ) -> Result<Value, ContextError> {
+        self.offload_request(principal, OffloadRequest::from_value(args)?, contents)
     }
 
     /// [`offload_json`](Self::offload_json) on a request already read, as
@@ -45,28 +55,34 @@ impl ContextOffloader {
     /// [`ContextError`] naming the bad field; nothing is written then.
     pub fn offload_request(
         &self,
+        principal: &Principal,
         request: OffloadRequest,
         contents: FileContents,
     ) -> Result<Value, ContextError> {
         let contents = request.file_contents(contents);
         let (messages, params) = request.check()?;
-        Ok(self.offload(messages, &params)?.to_response(contents))
+        Ok(self
+            .offload(principal, messages, &params)?
+            .to_response(contents))
     }
 
     /// `/grep`: `pattern` (required), `path` (a directory in the roots,
-    /// default the first root), `glob`, `limit`.
+    /// default the caller's folder in the first root), `glob`, `limit`.
+    /// Only `principal`'s own files are searched.
     ///
     /// # Errors
     ///
     /// [`ContextError`] naming the bad field or a path outside the roots.
-    pub fn grep_json(&self, args: Value) -> Result<String, ContextError> {
+    pub fn grep_json(&self, principal: &Principal, args: Value) -> Result<String, ContextError> {
         let a: GrepArgs = crate::error::parse(args)?;
         let pattern = a
             .pattern
             .ok_or_else(|| ContextError::field("pattern", "is required"))?;
         let shown = a.path.unwrap_or_else(|| ".".to_owned());
-        let dir = self.store_roots().resolve("path", &PathBuf::from(&shown))?;
-        grep(&pattern, &dir, &shown, a.glob.as_deref(), a.limit)
+        let place = self
+            .store_roots()
+            .place(principal, "path", &PathBuf::from(&shown))?;
+        grep_placed(&pattern, place, &shown, a.glob.as_deref(), a.limit)
     }
 
     /// `/read_file`: `absolute_path` (required, in the roots), `offset`
@@ -75,15 +91,20 @@ impl ContextOffloader {
     /// # Errors
     ///
     /// [`ContextError`] naming the bad field, a path outside the roots, or a
-    /// file that does not exist (or expired).
-    pub fn read_file_json(&self, args: Value) -> Result<String, ContextError> {
+    /// file that does not exist (or expired); another principal's file is
+    /// answered exactly as one that does not exist.
+    pub fn read_file_json(
+        &self,
+        principal: &Principal,
+        args: Value,
+    ) -> Result<String, ContextError> {
         let a: ReadArgs = crate::error::parse(args)?;
         let path = a
             .absolute_path
             .ok_or_else(|| ContextError::field("absolute_path", "is required"))?;
-        let file = self
+        let place = self
             .store_roots()
-            .resolve("absolute_path", &PathBuf::from(path))?;
-        read_file(&file, a.offset, a.limit)
+            .place(principal, "absolute_path", &PathBuf::from(path))?;
+        read_placed(place, a.offset, a.limit)
     }
 }

@@ -50,6 +50,15 @@ pub enum ContextError {
         /// Whether retention deleted it.
         expired: bool,
     },
+    /// A path to read names a directory, a FIFO or another thing that is
+    /// not a regular file.
+    #[error("{} {reason}", path.display())]
+    NotAFile {
+        /// The path.
+        path: PathBuf,
+        /// What it is instead.
+        reason: String,
+    },
     /// The store cannot be read.
     #[error("{}: {source}", path.display())]
     Io {

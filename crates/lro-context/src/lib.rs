@@ -28,7 +28,9 @@
 //!     "store_dir": dir.path(),
 //! });
 //! let (messages, params) = serde_json::from_value::<OffloadRequest>(body).unwrap().check().unwrap();
-//! let out = ContextOffloader::new().offload(messages, &params).unwrap();
+//! let out = ContextOffloader::new()
+//!     .offload(&lro_core::principal::Principal::anonymous(), messages, &params)
+//!     .unwrap();
 //! assert_eq!(out.files.len(), 1);
 //! assert_eq!(out.files[0].content, "line\n".repeat(4_000));
 //! assert!(out.answer().starts_with("Successfully created and wrote to new file: "));
@@ -43,6 +45,7 @@ mod llm;
 mod message;
 mod offload;
 mod params;
+mod scope;
 mod store;
 mod summary;
 mod telemetry;

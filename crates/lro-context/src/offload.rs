@@ -8,16 +8,23 @@
 
 use std::{
     collections::{BTreeMap, HashSet},
-    path::{Path, PathBuf},
+    path::PathBuf,
     sync::{Arc, LazyLock},
 };
 
 use regex::Regex;
 use serde_json::{Map, Value};
 
+use lro_core::{
+    config::{DEFAULT_MAX_PRINCIPAL_BYTES, DEFAULT_MAX_TOTAL_BYTES},
+    principal::Principal,
+    quota::Quota,
+};
+
 use crate::{
     ContextError, FileContents, Message, Mode, Params, PreviewFormat, Roots,
     params::{KEEP_RECENT_COMPACT, KEEP_RECENT_COMPRESS},
+    scope::{Located, Place},
     store::{self, Written},
     summary::{Extractive, Summariser},
     tokens::{self, CharsPerToken, TokenCounter},
@@ -176,6 +183,7 @@ impl Offloaded {
 ///
 /// ```
 /// use lro_context::{ContextOffloader, Message, Mode, Params};
+/// use lro_core::principal::Principal;
 ///
 /// let dir = tempfile::tempdir().unwrap();
 /// let call = serde_json::json!({"role": "assistant", "content": null,
@@ -188,7 +196,7 @@ impl Offloaded {
 ///     {"role": "assistant", "content": "Done."},
 /// ])).unwrap();
 /// let params = Params::new(dir.path()).mode(Mode::Compact).max_total_tokens(1_000);
-/// let out = ContextOffloader::new().offload(history, &params).unwrap();
+/// let out = ContextOffloader::new().offload(&Principal::anonymous(), history, &params).unwrap();
 /// assert_eq!(out.stats.compacted, 1);
 /// assert!(out.messages[3].text().contains("(detailed result is stored in "));
 /// ```
@@ -197,6 +205,7 @@ pub struct ContextOffloader {
     counter: Arc<dyn TokenCounter>,
     summariser: Arc<dyn Summariser>,
     roots: Roots,
+    quota: Quota,
 }
 
 impl std::fmt::Debug for ContextOffloader {
@@ -214,6 +223,9 @@ impl Default for ContextOffloader {
             counter: Arc::new(CharsPerToken),
             summariser: Arc::new(Extractive),
             roots: Roots::any(),
+            quota: Quota::new()
+                .per_principal(Some(DEFAULT_MAX_PRINCIPAL_BYTES))
+                .total(Some(DEFAULT_MAX_TOTAL_BYTES)),
         }
     }
 }
@@ -262,24 +274,47 @@ impl ContextOffloader {
         self
     }
 
+    /// Sets the byte quotas of the store, per principal and per root; a
+    /// write past one is a failed write (the message stays whole, with a
+    /// warning). Defaults to 256 MiB per principal and 1 GiB per root.
+    #[must_use]
+    pub fn quota(mut self, quota: Quota) -> Self {
+        self.quota = quota;
+        self
+    }
+
     /// The roots.
     pub fn store_roots(&self) -> &Roots {
         &self.roots
     }
 
-    /// Processes `messages` as `params` say.
+    /// Processes `messages` as `params` say, storing files in `principal`'s
+    /// own area of the roots (a relative `store_dir` is taken from it).
     ///
     /// # Errors
     ///
-    /// [`ContextError::OutsideRoots`] when `store_dir` is outside the roots.
+    /// [`ContextError::OutsideRoots`] when `store_dir` is outside the roots
+    /// or in another principal's area.
     /// A failed write is not an error: the message stays whole and a
     /// warning says so.
     pub fn offload(
         &self,
+        principal: &Principal,
         messages: Vec<Message>,
         params: &Params,
     ) -> Result<Offloaded, ContextError> {
-        let dir = self.roots.resolve("store_dir", &params.store_dir)?;
+        let dir = match self
+            .roots
+            .place(principal, "store_dir", &params.store_dir)?
+        {
+            Place::Own(at) => at,
+            Place::Foreign(path) => {
+                return Err(ContextError::OutsideRoots {
+                    field: "store_dir",
+                    path,
+                });
+            }
+        };
         let span = tracing::info_span!(
             "context_offload",
             mode = params.mode.as_str(),
@@ -295,6 +330,7 @@ impl ContextOffloader {
             summariser: &*self.summariser,
             params,
             dir: &dir,
+            quota: &self.quota,
             out: Offloaded {
                 messages,
                 ..Offloaded::default()
@@ -338,7 +374,8 @@ struct Run<'a> {
     counter: &'a dyn TokenCounter,
     summariser: &'a dyn Summariser,
     params: &'a Params,
-    dir: &'a Path,
+    dir: &'a Located,
+    quota: &'a Quota,
     out: Offloaded,
 }
 
@@ -402,7 +439,7 @@ impl Run<'_> {
             }
             let content = m.stored_content();
             let name = store::tool_file_name(&id, content.as_bytes());
-            match store::write(self.dir, &name, content.as_bytes()) {
+            match store::write(self.dir, &name, content.as_bytes(), self.quota) {
                 Ok((path, written)) => {
                     let preview: String = m
                         .text()
@@ -435,11 +472,11 @@ impl Run<'_> {
                 }
                 Err(e) => {
                     self.out.stats.write_failures += 1;
-                    tracing::warn!(event = "context_write_failed", tool_call_id = %id, dir = %self.dir.display(), error = %e,
+                    tracing::warn!(event = "context_write_failed", tool_call_id = %id, dir = %self.dir.full.display(), error = %e,
                         "cannot store a tool result; the message was kept whole");
                     self.out.warnings.push(format!(
                         "cannot store the result of tool call {id} in {}: {e}; the message was kept whole",
-                        self.dir.display()
+                        self.dir.full.display()
                     ));
                 }
             }
@@ -475,15 +512,20 @@ impl Run<'_> {
             let json = Value::Array(msgs.iter().cloned().map(Message::into_json).collect());
             let content = serde_json::to_string_pretty(&json).unwrap_or_default();
             let name = store::group_file_name(&self.params.chat_id, idx, content.as_bytes());
-            let (path, written) = match store::write(self.dir, &name, content.as_bytes()) {
+            let (path, written) = match store::write(
+                self.dir,
+                &name,
+                content.as_bytes(),
+                self.quota,
+            ) {
                 Ok(ok) => ok,
                 Err(e) => {
                     self.out.stats.write_failures += 1;
-                    tracing::warn!(event = "context_write_failed", group = idx, dir = %self.dir.display(), error = %e,
+                    tracing::warn!(event = "context_write_failed", group = idx, dir = %self.dir.full.display(), error = %e,
                         "cannot store a compressed group; its messages were kept whole");
                     self.out.warnings.push(format!(
                         "cannot store compressed group {idx} in {}: {e}; its {} messages were kept whole",
-                        self.dir.display(),
+                        self.dir.full.display(),
                         group.len()
                     ));
                     continue;

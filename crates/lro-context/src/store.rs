@@ -1,19 +1,30 @@
 //! Where offloaded content lives: names made here (never by the caller),
 //! atomic 0600 writes in 0700 directories, and reads (`grep`, `read_file`)
-//! confined to the configured roots.
+//! confined to the configured roots and to the caller's own area in them
+//! (see `scope.rs`), every file reached relative to an open directory.
 
 use std::{
     fmt::Write as _,
     fs,
-    io::{self, Write as _},
-    os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _},
+    io::{self, Read as _, Write as _},
+    os::unix::fs::DirBuilderExt as _,
     path::{Component, Path, PathBuf},
+    sync::Arc,
     time::{Duration, Instant},
 };
 
+use cap_fs_ext::DirExt as _;
+use cap_std::fs::{Dir, OpenOptionsExt as _};
+use lro_core::{
+    principal::{PRINCIPAL_DIR_PREFIX, Principal},
+    quota::{Ledger, Quota, Usage},
+};
 use sha2::{Digest as _, Sha256};
 
-use crate::ContextError;
+use crate::{
+    ContextError,
+    scope::{Located, Place},
+};
 
 /// Longest part of a caller's id kept in a file name; the content hash that
 /// follows keeps names unique whatever was cut.
@@ -68,35 +79,72 @@ pub(crate) enum Written {
     Existing,
 }
 
-/// Writes `content` to `dir/name` atomically (a temp file renamed into
-/// place), mode 0600, creating `dir` with mode 0700. A file already there
-/// with the same content is left alone. Like the LRO offload writer it does
-/// not fsync: readers never see half a file, and the history keeps the
-/// preview if a crash loses one.
-pub(crate) fn write(dir: &Path, name: &str, content: &[u8]) -> io::Result<(PathBuf, Written)> {
-    fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)?;
-    let path = dir.join(name);
-    if fs::read(&path).is_ok_and(|old| old == content) {
+/// Writes `content` to `name` in the directory `at` names, atomically (a
+/// temp file renamed into place), mode 0600, creating the directory with
+/// mode 0700. Every step is taken relative to the caller's open area, so a
+/// symlink swapped inside it cannot move the write outside. A file already
+/// there with the same content is left alone; a new one must fit `quota`.
+/// Like the LRO offload writer it does not fsync: readers never see half a
+/// file, and the history keeps the preview if a crash loses one.
+pub(crate) fn write(
+    at: &Located,
+    name: &str,
+    content: &[u8],
+    quota: &Quota,
+) -> io::Result<(PathBuf, Written)> {
+    let dir = at.open_dir(true)?;
+    let path = at.full.join(name);
+    if read_regular(&dir, name).is_ok_and(|old| old == content) {
         return Ok((path, Written::Existing));
     }
-    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    let reservation = at
+        .reserve(quota, content.len() as u64)
+        .map_err(io::Error::other)?;
+    let tmp = format!(".{name}.{}.tmp", std::process::id());
     let result = (|| {
-        let mut f = fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&tmp)?;
+        let mut opts = cap_std::fs::OpenOptions::new();
+        opts.write(true).create(true).truncate(true).mode(0o600);
+        let mut f = dir.open_with(&tmp, &opts)?;
         f.write_all(content)?;
-        fs::rename(&tmp, &path)
+        dir.rename(&tmp, &dir, name)
     })();
     if result.is_err() {
-        let _ = fs::remove_file(&tmp);
+        let _ = dir.remove_file(&tmp);
+        if let Some(r) = reservation {
+            r.release();
+        }
     }
     result.map(|()| (path, Written::New))
+}
+
+/// Opens `name` in `dir` for reading without blocking (a FIFO planted in
+/// the store must not hang a worker thread) and checks, on the open handle,
+/// that it is a regular file.
+pub(crate) fn open_regular(dir: &Dir, name: &str) -> io::Result<cap_std::fs::File> {
+    let mut opts = cap_std::fs::OpenOptions::new();
+    opts.read(true)
+        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32);
+    let file = dir.open_with(name, &opts)?;
+    let meta = file.metadata()?;
+    if meta.is_dir() {
+        return Err(io::Error::new(
+            io::ErrorKind::IsADirectory,
+            "is a directory, not a file",
+        ));
+    }
+    if !meta.is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "is not a regular file",
+        ));
+    }
+    Ok(file)
+}
+
+fn read_regular(dir: &Dir, name: &str) -> io::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    open_regular(dir, name)?.read_to_end(&mut bytes)?;
+    Ok(bytes)
 }
 
 /// The directories reads and writes are confined to.
@@ -205,28 +253,39 @@ pub struct Expired {
 /// `retention` before `now`. Only names the store makes are touched; a
 /// symlink is never followed.
 pub fn expire(dir: &Path, retention: Duration, now: std::time::SystemTime) -> Expired {
-    let mut files = Vec::new();
-    collect_files(dir, &mut files);
     let mut out = Expired::default();
-    for f in files {
-        let named = f
-            .file_name()
-            .and_then(|n| n.to_str())
-            .is_some_and(is_store_name);
-        let Ok(meta) = fs::symlink_metadata(&f) else {
+    let Ok(root) = Dir::open_ambient_dir(dir, cap_std::ambient_authority()) else {
+        return out;
+    };
+    let ledger = Ledger::for_root(dir);
+    let mark = ledger.begin_pass();
+    let root = Arc::new(root);
+    let mut files = Vec::new();
+    collect_files(&root, Path::new(""), false, 0, &mut files);
+    for (path, folder, _) in files {
+        let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+            continue;
+        };
+        // Stat and remove relative to the folder's handle: no symlink on
+        // the way is followed.
+        let Ok(meta) = folder.symlink_metadata(name) else {
             continue;
         };
         let old = meta
             .modified()
             .ok()
-            .and_then(|m| now.duration_since(m).ok())
+            .and_then(|m| now.duration_since(m.into_std()).ok())
             .is_some_and(|age| age > retention);
-        if named && meta.is_file() && old {
-            match fs::remove_file(&f) {
+        if is_store_name(name) && meta.is_file() && old {
+            match folder.remove_file(name) {
                 Ok(()) => out.deleted += 1,
                 Err(_) => out.errors += 1,
             }
         }
+    }
+    // The writers' ledger never sees a deletion: this pass corrects it.
+    if let Ok(usage) = measure_tree(&root) {
+        ledger.correct(mark, usage);
     }
     out
 }
@@ -255,20 +314,46 @@ pub fn read_file(
     offset: Option<usize>,
     limit: Option<usize>,
 ) -> Result<String, ContextError> {
-    let bytes = fs::read(path).map_err(|source| match source.kind() {
+    read_placed(
+        Roots::any().place(&Principal::anonymous(), "absolute_path", path)?,
+        offset,
+        limit,
+    )
+}
+
+/// [`read_file`] of a path already placed: another principal's file is
+/// answered exactly as a missing one.
+pub(crate) fn read_placed(
+    place: Place,
+    offset: Option<usize>,
+    limit: Option<usize>,
+) -> Result<String, ContextError> {
+    let not_found = |path: &Path| ContextError::NotFound {
+        path: path.to_owned(),
         // A name only the store makes, gone: retention deleted it.
-        io::ErrorKind::NotFound => ContextError::NotFound {
-            path: path.to_owned(),
-            expired: path
-                .file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(is_store_name),
-        },
-        _ => ContextError::Io {
-            path: path.to_owned(),
-            source,
-        },
-    })?;
+        expired: path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(is_store_name),
+    };
+    let at = match place {
+        Place::Own(at) => at,
+        Place::Foreign(path) => return Err(not_found(&path)),
+    };
+    let bytes = at
+        .open_parent()
+        .and_then(|(dir, name)| read_regular(&dir, &name))
+        .map_err(|source| match source.kind() {
+            io::ErrorKind::NotFound => not_found(&at.full),
+            io::ErrorKind::IsADirectory | io::ErrorKind::InvalidInput => ContextError::NotAFile {
+                path: at.full.clone(),
+                reason: source.to_string(),
+            },
+            _ => ContextError::Io {
+                path: at.full.clone(),
+                source,
+            },
+        })?;
     let text = String::from_utf8_lossy(&bytes);
     let start = offset.unwrap_or(0);
     let lines = text.split_inclusive('\n').skip(start);
@@ -323,6 +408,19 @@ pub fn grep(
     glob: Option<&str>,
     limit: Option<usize>,
 ) -> Result<String, ContextError> {
+    let place = Roots::any().place(&Principal::anonymous(), "path", dir)?;
+    grep_placed(pattern, place, shown_dir, glob, limit)
+}
+
+/// [`grep`] in a directory already placed: only the caller's own files are
+/// searched; another principal's folder is searched as an empty one.
+pub(crate) fn grep_placed(
+    pattern: &str,
+    place: Place,
+    shown_dir: &str,
+    glob: Option<&str>,
+    limit: Option<usize>,
+) -> Result<String, ContextError> {
     let re = regex::Regex::new(pattern).map_err(|e| ContextError::invalid("pattern", e))?;
     let matcher = match glob {
         Some(g) => Some(
@@ -335,23 +433,38 @@ pub fn grep(
     let limit = limit.unwrap_or(GREP_MAX_MATCHES).min(GREP_MAX_MATCHES);
     let started = Instant::now();
     let mut files = Vec::new();
-    collect_files(dir, &mut files);
-    files.sort();
+    if let Place::Own(at) = &place
+        && let Ok(dir) = at.open_dir(false)
+    {
+        collect_files(
+            &Arc::new(dir),
+            Path::new(""),
+            at.anonymous_root,
+            0,
+            &mut files,
+        );
+    }
+    files.sort_by(|a, b| a.0.cmp(&b.0));
     let mut found = 0;
     let mut body = String::new();
     let mut stopped = None;
-    'files: for file in files {
-        let name = file.strip_prefix(dir).unwrap_or(&file);
+    'files: for (name, folder, len) in files {
         if matcher
             .as_ref()
             .is_some_and(|m| !m.is_match(name.file_name().unwrap_or_default()))
         {
             continue;
         }
-        if fs::metadata(&file).is_ok_and(|m| m.len() > GREP_FILE_CAP) {
+        if len > GREP_FILE_CAP {
             continue;
         }
-        let Ok(bytes) = fs::read(&file) else { continue };
+        let file_name = name
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default();
+        let Ok(bytes) = read_regular(&folder, file_name) else {
+            continue;
+        };
         let text = String::from_utf8_lossy(&bytes);
         let mut header = false;
         for (n, line) in text.lines().enumerate() {
@@ -390,19 +503,74 @@ pub fn grep(
     Ok(answer)
 }
 
-/// Regular files under `dir`, never following a symlink.
-fn collect_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = fs::read_dir(dir) else {
+/// Deepest folder level `grep` walks.
+const GREP_DEPTH: usize = 16;
+
+/// A file `grep` may read: its path under the searched directory, its
+/// folder (open) and its size when listed.
+type Listed = (PathBuf, Arc<Dir>, u64);
+
+/// Regular files under `dir`, never following a symlink, each with its
+/// folder's handle; in the anonymous principal's root, the `p-*` folders of
+/// the others are skipped.
+fn collect_files(
+    dir: &Arc<Dir>,
+    at: &Path,
+    skip_principals: bool,
+    depth: usize,
+    out: &mut Vec<Listed>,
+) {
+    let Ok(entries) = dir.entries() else {
         return;
     };
     for e in entries.flatten() {
         let Ok(ty) = e.file_type() else { continue };
+        let name = e.file_name();
         if ty.is_dir() {
-            collect_files(&e.path(), out);
+            let is_principal = name
+                .to_str()
+                .is_some_and(|n| n.starts_with(PRINCIPAL_DIR_PREFIX));
+            if depth < GREP_DEPTH
+                && !(skip_principals && is_principal)
+                && let Ok(sub) = dir.open_dir_nofollow(&name)
+            {
+                collect_files(&Arc::new(sub), &at.join(&name), false, depth + 1, out);
+            }
         } else if ty.is_file() {
-            out.push(e.path());
+            let len = e.metadata().map_or(0, |m| m.len());
+            out.push((at.join(&name), dir.clone(), len));
         }
     }
+}
+
+/// Bytes of every regular file under `root`, per area: `""` for the
+/// anonymous principal's, `p-{digest}` for each other's (the whole tree,
+/// never through a symlink). What the store's quota ledger starts from.
+pub(crate) fn measure_tree(root: &Dir) -> io::Result<Usage> {
+    let mut files = Vec::new();
+    collect_files(
+        &Arc::new(root.try_clone()?),
+        Path::new(""),
+        false,
+        0,
+        &mut files,
+    );
+    let mut usage = Usage::new();
+    usage.insert(String::new(), 0);
+    for (path, _, len) in files {
+        let first = path
+            .components()
+            .next()
+            .and_then(|c| c.as_os_str().to_str())
+            .unwrap_or_default();
+        let key = if path.components().count() > 1 && first.starts_with(PRINCIPAL_DIR_PREFIX) {
+            first.to_owned()
+        } else {
+            String::new()
+        };
+        *usage.entry(key).or_default() += len;
+    }
+    Ok(usage)
 }
 
 #[cfg(test)]
@@ -431,7 +599,14 @@ mod tests {
     fn writes_are_private_atomic_and_idempotent() {
         let dir = tempfile::tempdir().unwrap();
         let store = dir.path().join("store");
-        let (p, w) = write(&store, "a.txt", b"hello\n").unwrap();
+        let roots = Roots::new([dir.path()]).unwrap();
+        let Place::Own(at) = roots
+            .place(&Principal::anonymous(), "store_dir", &store)
+            .unwrap()
+        else {
+            panic!("the anonymous principal's own root")
+        };
+        let (p, w) = write(&at, "a.txt", b"hello\n", &Quota::new()).unwrap();
         assert_eq!(w, Written::New);
         assert_eq!(
             fs::metadata(&p).unwrap().permissions().mode() & 0o777,
@@ -442,7 +617,7 @@ mod tests {
             0o700
         );
         assert_eq!(
-            write(&store, "a.txt", b"hello\n").unwrap().1,
+            write(&at, "a.txt", b"hello\n", &Quota::new()).unwrap().1,
             Written::Existing
         );
         assert_eq!(

@@ -23,7 +23,11 @@ fn compacting_a_research_session_keeps_every_invariant_and_is_idempotent() {
         .mode(Mode::Compact)
         .chat_id("research");
     let out = ContextOffloader::new()
-        .offload(history.clone(), &params)
+        .offload(
+            &lro_core::principal::Principal::anonymous(),
+            history.clone(),
+            &params,
+        )
         .unwrap();
     let tool_messages = history.iter().filter(|m| m.role() == "tool").count();
     // The last message is an assistant's: every tool result is outside it.
@@ -44,12 +48,20 @@ fn compacting_a_research_session_keeps_every_invariant_and_is_idempotent() {
     // The same history again, original or compacted: nothing new, same messages.
     let written = files_in(dir.path());
     let again = ContextOffloader::new()
-        .offload(history.clone(), &params)
+        .offload(
+            &lro_core::principal::Principal::anonymous(),
+            history.clone(),
+            &params,
+        )
         .unwrap();
     assert_eq!(again.messages, out.messages);
     assert!(again.files.iter().all(|f| !f.new));
     let compacted_again = ContextOffloader::new()
-        .offload(out.messages.clone(), &params)
+        .offload(
+            &lro_core::principal::Principal::anonymous(),
+            out.messages.clone(),
+            &params,
+        )
         .unwrap();
     assert_eq!(compacted_again.messages, out.messages);
     assert!(compacted_again.files.is_empty());
@@ -69,7 +81,11 @@ fn compressing_never_orphans_a_parallel_tool_result() {
             .keep_recent_count(keep)
             .group_token_threshold(3_000);
         let out = ContextOffloader::new()
-            .offload(history.clone(), &params)
+            .offload(
+                &lro_core::principal::Principal::anonymous(),
+                history.clone(),
+                &params,
+            )
             .unwrap();
         assert_no_orphans(&out.messages);
         assert_kept(&history, &out.messages, keep.min(history.len() - 1));
@@ -86,7 +102,11 @@ fn compressing_a_research_session_in_groups() {
         .group_token_threshold(20_000)
         .chat_id("r1");
     let out = ContextOffloader::new()
-        .offload(history.clone(), &params)
+        .offload(
+            &lro_core::principal::Principal::anonymous(),
+            history.clone(),
+            &params,
+        )
         .unwrap();
     assert!(out.stats.groups > 3, "{:?}", out.stats);
     // The 2 recent ones begin with a tool result: its call stays with it.
@@ -123,7 +143,11 @@ fn auto_compacts_then_compresses_only_when_compaction_kept_too_much() {
     let history = research_session();
     let compact_enough = Params::new(dir.path()).mode(Mode::Auto);
     let out = ContextOffloader::new()
-        .offload(history.clone(), &compact_enough)
+        .offload(
+            &lro_core::principal::Principal::anonymous(),
+            history.clone(),
+            &compact_enough,
+        )
         .unwrap();
     assert!(
         out.stats.compacted > 0 && out.stats.groups == 0,
@@ -142,7 +166,11 @@ fn auto_compacts_then_compresses_only_when_compaction_kept_too_much() {
     }
     chatty.insert(2, lro_context::Message::new("user", text(77, 30_000)));
     let out = ContextOffloader::new()
-        .offload(chatty.clone(), &compact_enough)
+        .offload(
+            &lro_core::principal::Principal::anonymous(),
+            chatty.clone(),
+            &compact_enough,
+        )
         .unwrap();
     assert_eq!(out.stats.compacted, 0);
     assert!(out.stats.groups == 1, "{:?}\n{}", out.stats, out.answer());
@@ -158,7 +186,11 @@ fn long_and_odd_ids_make_safe_distinct_files() {
         .mode(Mode::Compact)
         .max_total_tokens(0);
     let out = ContextOffloader::new()
-        .offload(history.clone(), &params)
+        .offload(
+            &lro_core::principal::Principal::anonymous(),
+            history.clone(),
+            &params,
+        )
         .unwrap();
     assert_eq!(out.stats.compacted, 4);
     assert_eq!(files_in(dir.path()), 4);
@@ -178,7 +210,11 @@ fn a_failed_write_keeps_the_message_whole() {
     let history = research_session();
     let params = Params::new(blocker.join("store")).mode(Mode::Compact);
     let out = ContextOffloader::new()
-        .offload(history.clone(), &params)
+        .offload(
+            &lro_core::principal::Principal::anonymous(),
+            history.clone(),
+            &params,
+        )
         .unwrap();
     assert_eq!(out.messages, history);
     assert!(out.files.is_empty());
@@ -198,7 +234,11 @@ fn excluded_tools_are_never_compacted() {
         .mode(Mode::Compact)
         .exclude_tools(["read_webpage"]);
     let out = ContextOffloader::new()
-        .offload(history.clone(), &params)
+        .offload(
+            &lro_core::principal::Principal::anonymous(),
+            history.clone(),
+            &params,
+        )
         .unwrap();
     let searches = history
         .iter()

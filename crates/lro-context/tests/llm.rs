@@ -90,7 +90,11 @@ fn compress_with(reply: Reply) -> (lro_context::Offloaded, String) {
         .max_total_tokens(100);
     let out = ContextOffloader::new()
         .summariser(llm)
-        .offload(support::research_session(), &params)
+        .offload(
+            &lro_core::principal::Principal::anonymous(),
+            support::research_session(),
+            &params,
+        )
         .unwrap();
     let request = requests.recv_timeout(Duration::from_secs(10)).unwrap();
     (out, request)

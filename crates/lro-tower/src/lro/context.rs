@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use lro_context::{ContextOffloader, FileContents};
+use lro_core::principal::Principal;
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool};
 use serde_json::{Value, json};
 
@@ -69,22 +70,25 @@ pub(crate) fn tools() -> Vec<Tool> {
     ]
 }
 
-/// Runs one call of tool `name`. Bad input is a tool error naming the field,
-/// never a protocol error.
+/// Runs one call of tool `name` for `principal`, who sees only its own
+/// entries. Bad input is a tool error naming the field, never a protocol
+/// error.
 pub(crate) async fn call(
     offloader: &ContextOffloader,
+    principal: &Principal,
     name: &str,
     arguments: Option<JsonObject>,
 ) -> CallToolResult {
     let args = Value::Object(arguments.unwrap_or_default());
     let offloader = offloader.clone();
     let name = name.to_owned();
+    let principal = principal.clone();
     let done = tokio::task::spawn_blocking(move || match name.as_str() {
         "context_offload" => offloader
-            .offload_json(args, FileContents::Omitted)
+            .offload_json(&principal, args, FileContents::Omitted)
             .map(|v| v.to_string()),
-        "context_grep" => offloader.grep_json(args),
-        _ => offloader.read_file_json(args),
+        "context_grep" => offloader.grep_json(&principal, args),
+        _ => offloader.read_file_json(&principal, args),
     })
     .await;
     match done {
