@@ -49,6 +49,7 @@ use lro_core::{
     config::OffloadConfig,
     event::{CleanupCompleted, EventSink, ExpiryReason, LroEvent, OffloadFileExpired, emit},
     file::OffloadFileName,
+    principal::short_digest,
 };
 
 /// Default grace period before an orphaned temp file is considered stale.
@@ -208,7 +209,7 @@ pub fn scan(dir: &Path) -> Scan {
             Ok(meta) => meta,
             Err(err) if err.kind() == io::ErrorKind::NotFound => continue,
             Err(err) => {
-                tracing::warn!(path = %path.display(), error = %err, "cannot stat offload file");
+                tracing::warn!(result = %short_digest(&name.to_string()), error = %err, "cannot stat offload file");
                 out.errors += 1;
                 continue;
             }
@@ -360,7 +361,7 @@ fn expire(
         // Someone else deleted it: neither ours to report nor on disk.
         Removal::Vanished => None,
         Removal::Failed(err) => {
-            tracing::warn!(path = %entry.path.display(), error = %err, "cannot delete offload file");
+            tracing::warn!(result = %short_digest(&entry.name.to_string()), error = %err, "cannot delete offload file");
             report.errors += 1;
             Some(entry)
         }
@@ -386,7 +387,7 @@ fn remove_temp(entry: &Entry, report: &mut CleanupCompleted) {
         }
         Removal::Vanished => {}
         Removal::Failed(err) => {
-            tracing::warn!(path = %entry.path.display(), error = %err, "cannot remove offload temp file");
+            tracing::warn!(result = %short_digest(&entry.name.to_string()), error = %err, "cannot remove offload temp file");
             report.errors += 1;
         }
     }
