@@ -453,6 +453,16 @@ pub fn emit(sink: &dyn EventSink, event: LroEvent) {
     sink.on_event(&event);
 }
 
+/// How a result appears in logs and spans: a short digest of its file name.
+/// The name is the capability to read it, so it is never logged; an operator
+/// correlates by computing `short_digest` of a name on disk.
+fn result_digest(path: &std::path::Path) -> String {
+    let name = path.file_name().map(|n| n.to_string_lossy());
+    crate::principal::short_digest(name.as_deref().unwrap_or_default())
+}
+
+// Result names and paths stay out of these (see `result_digest`): an INFO
+// event inside a span is also exported as a span event.
 fn trace(event: &LroEvent) {
     match event {
         // One per tool call: the span carries the same facts, so keep it quiet.
@@ -468,7 +478,7 @@ fn trace(event: &LroEvent) {
             event = "offloaded",
             tool = %e.tool,
             operation = %e.operation,
-            path = %e.path.display(),
+            result = %result_digest(&e.path),
             records = e.records,
             bytes = e.bytes,
             estimated_tokens = e.estimated_tokens,
@@ -489,7 +499,7 @@ fn trace(event: &LroEvent) {
         ),
         LroEvent::OffloadFileExpired(e) => tracing::info!(
             event = "offload_file_expired",
-            path = %e.path.display(),
+            result = %result_digest(&e.path),
             age_s = e.age.as_secs(),
             ttl_s = e.ttl.as_secs(),
             bytes = e.bytes,
@@ -512,7 +522,7 @@ fn trace(event: &LroEvent) {
             event = "extracted",
             mode = e.mode.as_str(),
             outcome = e.outcome.as_str(),
-            path = %e.path.display(),
+            result = %result_digest(&e.path),
             results = e.results,
             duration_ms = e.duration.as_secs_f64() * 1e3,
             "extraction ran"

@@ -61,6 +61,16 @@ impl Extractor {
         self
     }
 
+    /// Sets the directory files are read from, in place of the configured
+    /// one: the layer reads each caller's results from that caller's own
+    /// folder (see [`access`](crate::access)). Defaults to
+    /// [`ExtractConfig::root_dir`].
+    #[must_use]
+    pub fn root_dir(mut self, root: impl Into<std::path::PathBuf>) -> Self {
+        self.cfg.root_dir = root.into();
+        self
+    }
+
     /// The configuration.
     pub fn config(&self) -> &ExtractConfig {
         &self.cfg

@@ -4,14 +4,17 @@
 //! ServiceBuilder::new().layer(LroLayer::new(cfg)).service(handler)
 //! ```
 //!
-//! See [`lro`](crate::lro) for what the layer does and [`scope`] for how a
-//! tool hands its untrimmed result set to the layer.
+//! See [`lro`](crate::lro) for what the layer does, [`principal`] for how it
+//! learns who is calling, and [`scope`] for how a tool hands its untrimmed
+//! result set to the layer.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod lro;
+pub mod principal;
 pub mod scope;
 
 pub use lro::{CONTEXT_TOOLS, EXTRACT_TOOL, Error, JSONL_MIME, Lro, LroLayer, PROXY_EXTENSION};
+pub use principal::{FromHttpRequest, PrincipalSource};
 pub use scope::{LroScope, ScopeHints};

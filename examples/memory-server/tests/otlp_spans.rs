@@ -177,3 +177,96 @@ async fn a_failed_extraction_exports_an_error_span() {
     assert_eq!(str_attr(&span.attributes, "error.type"), Some("tool_error"));
     assert_eq!(span.status.map(|s| s.code), Some(StatusCode::Error as i32));
 }
+
+/// A result's name is the capability to read it: at the default log level it
+/// reaches neither the server's log nor its exported spans, only its digest.
+#[tokio::test]
+async fn no_result_name_reaches_the_log_or_the_exported_spans() {
+    use tokio::io::AsyncReadExt;
+
+    let dir = tempfile::tempdir().unwrap();
+    let (endpoint, mut rx) = receiver().await;
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_memory-server"));
+    cmd.env("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint)
+        .env("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
+        .env("ATLATL_PROMPT__OFFLOAD__OUTPUT_DIR", dir.path())
+        .env_remove("RUST_LOG");
+    let (transport, stderr) = TokioChildProcess::builder(cmd)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = stderr.expect("stderr piped");
+    let client = ClientConfig::default().serve(transport).await.unwrap();
+    let call = |tool: &'static str, args: Json| {
+        let params =
+            CallToolRequestParams::new(tool).with_arguments(args.as_object().unwrap().clone());
+        client.call_tool(params)
+    };
+    let offloaded = call("list_memories", json!({"detail": "full"}))
+        .await
+        .unwrap();
+    let path = offloaded.structured_content.unwrap()["file_path"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let name = Path::new(&path)
+        .file_name()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let ulid = name
+        .trim_end_matches(".jsonl")
+        .rsplit('-')
+        .next()
+        .unwrap()
+        .to_owned();
+    let extracted = call(
+        "lro_extract",
+        json!({"file_path": path, "query": ".id", "limit": 2}),
+    )
+    .await
+    .unwrap();
+    assert_ne!(extracted.is_error, Some(true));
+    client.cancel().await.unwrap();
+
+    // The server exits on end of input, flushing its log and its spans.
+    let mut log = String::new();
+    tokio::time::timeout(PATIENCE, stderr.read_to_string(&mut log))
+        .await
+        .expect("the server exits")
+        .unwrap();
+    let mut exported = Vec::new();
+    while let Ok(request) = rx.try_recv() {
+        exported.extend(
+            request
+                .resource_spans
+                .into_iter()
+                .flat_map(|rs| rs.scope_spans)
+                .flat_map(|ss| ss.spans),
+        );
+    }
+    for tool in ["list_memories", "lro_extract"] {
+        let span = format!("tools/call {tool}");
+        assert!(exported.iter().any(|s| s.name == span), "{span} exported");
+    }
+    // The facts are there, under the digest.
+    let digest = lro_core::principal::short_digest(&name);
+    assert!(log.contains("result offloaded"), "{log}");
+    assert!(log.contains(&digest), "{log}");
+    let spans = format!("{exported:?}");
+    assert!(
+        spans.contains(&digest),
+        "the offload event carries the digest"
+    );
+    for secret in [&name, &ulid] {
+        assert!(
+            !log.contains(secret.as_str()),
+            "{secret} in the log:\n{log}"
+        );
+        assert!(
+            !spans.contains(secret.as_str()),
+            "{secret} in exported spans"
+        );
+    }
+}

@@ -2,7 +2,7 @@
 
 use std::{sync::Arc, time::Instant};
 
-use lro_core::{event, metric::label::ExtractOutcome};
+use lro_core::{event, metric::label::ExtractOutcome, principal::Principal};
 use lro_extract::ExtractRequest;
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool};
 use tracing::Span;
@@ -23,20 +23,34 @@ output of recipe, query and the structured form: the results, or for slurp (and 
 the elements of the one array returned. Output over the limit is cut between results, never inside \
 one, and the notice gives the exact arguments for the next part.";
 
-/// The tool definition, with an input schema generated from the request type.
-pub(crate) fn tool() -> Tool {
+/// The tool definition, with an input schema generated from the request type
+/// and the results' lifetime in the description.
+pub(crate) fn tool(shared: &Shared) -> Tool {
     let schema =
         serde_json::to_value(schemars::schema_for!(ExtractRequest)).expect("schemas serialize");
     let schema: JsonObject = match schema {
         serde_json::Value::Object(map) => map,
         _ => JsonObject::new(),
     };
-    Tool::new(EXTRACT_TOOL, DESCRIPTION, Arc::new(schema))
+    let description = match shared.access.lifetime() {
+        Some(ttl) => format!(
+            "{DESCRIPTION} Results expire after {}; after that, call the original tool again for a \
+             new one.",
+            lro_extract::access::lifetime(ttl)
+        ),
+        None => DESCRIPTION.to_owned(),
+    };
+    Tool::new(EXTRACT_TOOL, description, Arc::new(schema))
 }
 
-/// Runs one `lro_extract` call. Never a protocol error: bad input and failed
-/// queries come back as tool errors the model can read and correct.
-pub(crate) async fn call(shared: &Arc<Shared>, arguments: Option<JsonObject>) -> CallToolResult {
+/// Runs one `lro_extract` call for `principal`, on its own results only.
+/// Never a protocol error: bad input and failed queries come back as tool
+/// errors the model can read and correct.
+pub(crate) async fn call(
+    shared: &Arc<Shared>,
+    principal: &Principal,
+    arguments: Option<JsonObject>,
+) -> CallToolResult {
     let Some(extractor) = shared.extractor.clone() else {
         return CallToolResult::error(vec![ContentBlock::text("lro_extract is disabled")]);
     };
@@ -50,6 +64,16 @@ pub(crate) async fn call(shared: &Arc<Shared>, arguments: Option<JsonObject>) ->
             ))]);
         }
     };
+    // Expiry and the caller's folder are decided from the name alone, before
+    // any lookup.
+    let grant = match shared.access.check(principal, &request.file_path) {
+        Ok(grant) => grant,
+        Err(denied) => {
+            trace::on_failure(&Span::current(), trace::TOOL_ERROR);
+            return CallToolResult::error(vec![ContentBlock::text(denied.to_string())]);
+        }
+    };
+    let extractor = extractor.root_dir(grant.root());
     let started = Instant::now();
     let req = request.clone();
     let ex = extractor.clone();
@@ -80,7 +104,11 @@ pub(crate) async fn call(shared: &Arc<Shared>, arguments: Option<JsonObject>) ->
                 _ => trace::TOOL_ERROR,
             };
             trace::on_failure(&Span::current(), error_type);
-            CallToolResult::error(vec![ContentBlock::text(e.to_string())])
+            // Another principal's result reads exactly like a missing one.
+            let text = grant
+                .conceal(&e)
+                .map_or_else(|| e.to_string(), |denied| denied.to_string());
+            CallToolResult::error(vec![ContentBlock::text(text)])
         }
     }
 }

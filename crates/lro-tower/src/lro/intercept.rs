@@ -14,6 +14,7 @@ use lro_core::{
     event::{self, LroEvent, OffloadWriteFailed, Offloaded, ToolOutcome, ToolResult},
     file::WriteError,
     offload::{OffloadInput, OffloadOutput, records_within_budget, truncation_warning},
+    principal::Principal,
     records::RecordKind,
 };
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Resource, ResourceContents};
@@ -123,19 +124,22 @@ impl Shared {
         Processed::unchanged(result, ToolOutcome::Bypassed, tokens)
     }
 
-    /// Decides and, when over the threshold, offloads. Never fails: a write
-    /// problem becomes a truncated inline result with a warning.
-    /// `shadowed` says the inner server has a tool named `lro_extract`, so
-    /// the guidance points at the jq recipes instead of ours.
+    /// Decides and, when over the threshold, offloads into the caller's own
+    /// folder. Never fails: a write problem becomes a truncated inline result
+    /// with a warning.
     pub(crate) async fn process(
         self: &Arc<Self>,
         tool: &str,
         arguments: Option<&JsonObject>,
         result: CallToolResult,
         hints: ScopeHints,
-        ct: &CancellationToken,
-        shadowed: bool,
+        call: Call<'_>,
     ) -> Processed {
+        let Call {
+            principal,
+            ct,
+            shadowed,
+        } = call;
         if result.is_error == Some(true) {
             // Errors are for the model to read in full; they are never offloaded.
             return Processed::unchanged(result, ToolOutcome::Inline, 0);
@@ -198,6 +202,7 @@ impl Shared {
             estimated_tokens,
             threshold,
             payload,
+            principal: principal.clone(),
         };
 
         let cancel = Arc::new(AtomicBool::new(false));
@@ -302,7 +307,8 @@ impl Shared {
         let input = OffloadInput::new(&job.tool, &job.operation, &records, job.estimated_tokens)
             .query(job.query.clone())
             .detail(job.detail)
-            .score_range(job.score_range);
+            .score_range(job.score_range)
+            .principal(job.principal.clone());
         let shell;
         let offloader = if job.shadowed {
             shell = self.offloader.clone().native_extract(false);
@@ -333,6 +339,18 @@ impl Shared {
     }
 }
 
+/// Who made the call and how it stands: what [`Shared::process`] needs
+/// besides the result.
+pub(crate) struct Call<'a> {
+    /// Whose folder an offload goes to.
+    pub(crate) principal: &'a Principal,
+    /// Cancelled when the client cancels the request.
+    pub(crate) ct: &'a CancellationToken,
+    /// The inner server has a tool named `lro_extract`, so the guidance
+    /// points at the jq recipes instead of ours.
+    pub(crate) shadowed: bool,
+}
+
 enum Payload {
     Structured(Value),
     Text(String),
@@ -348,6 +366,7 @@ struct Job {
     estimated_tokens: usize,
     threshold: usize,
     payload: Payload,
+    principal: Principal,
 }
 
 enum JobOutcome {
@@ -496,7 +515,17 @@ mod tests {
         let ct = CancellationToken::new();
         ct.cancel();
         let p = shared(dir.path())
-            .process("t", None, big_result(), ScopeHints::default(), &ct, false)
+            .process(
+                "t",
+                None,
+                big_result(),
+                ScopeHints::default(),
+                Call {
+                    principal: &Principal::anonymous(),
+                    ct: &ct,
+                    shadowed: false,
+                },
+            )
             .await;
         assert_eq!(p.decision, ToolOutcome::Inline);
         assert_eq!(
@@ -526,8 +555,11 @@ mod tests {
                 None,
                 small,
                 hints,
-                &CancellationToken::new(),
-                false,
+                Call {
+                    principal: &Principal::anonymous(),
+                    ct: &CancellationToken::new(),
+                    shadowed: false,
+                },
             )
             .await;
         assert_eq!(p.decision, ToolOutcome::Offloaded);

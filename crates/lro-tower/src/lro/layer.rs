@@ -7,6 +7,7 @@ use lro_extract::ExtractConfig;
 use tower_layer::Layer;
 
 use super::{Lro, error::Error, shared::Shared};
+use crate::principal::PrincipalSource;
 
 /// A tower layer that wraps a server handler with Large Result Offloading.
 ///
@@ -70,6 +71,18 @@ impl LroLayer {
     #[must_use]
     pub fn context_tools(self, offloader: lro_context::ContextOffloader) -> Self {
         self.map(|s| s.context = Some(offloader))
+    }
+
+    /// Sets where the caller's [`Principal`](lro_core::principal::Principal)
+    /// comes from: each offload goes to that principal's own folder, and
+    /// `lro_extract` reads only from it. Defaults to
+    /// [`FromHttpRequest`](crate::principal::FromHttpRequest) (the principal
+    /// the HTTP face's authentication put into the request, anonymous when
+    /// none); `()` makes every caller anonymous. See
+    /// [`principal`](crate::principal).
+    #[must_use]
+    pub fn principal(self, source: impl PrincipalSource) -> Self {
+        self.map(|s| s.principal = Arc::new(source))
     }
 
     /// Sets the sink that receives every event after tracing and metrics.

@@ -17,7 +17,10 @@ use rmcp::{
 };
 use tracing::Instrument;
 
-use super::{LroLayer, context, extract, shared::Shared, trace};
+use lro_core::principal::Principal;
+use tokio_util::sync::CancellationToken;
+
+use super::{LroLayer, context, extract, intercept::Call, shared::Shared, trace};
 use crate::scope::LroScope;
 
 /// Key of the client capability extension that marks an LRO proxy. A client
@@ -228,9 +231,11 @@ impl<H: ServerHandler> Lro<H> {
     ) -> Result<CallToolResponse, McpError> {
         let tool = request.name.to_string();
         let span = trace::make_span(&tool, &cx);
+        // Never the session: a client that reconnects is the same caller.
+        let principal = self.shared.principal.principal(&cx);
         self.learn_shadow(&cx).await;
         if tool == extract::EXTRACT_TOOL && self.extracts() {
-            let result = extract::call(&self.shared, request.arguments)
+            let result = extract::call(&self.shared, &principal, request.arguments)
                 .instrument(span)
                 .await;
             return Ok(CallToolResponse::Complete(result));
@@ -284,8 +289,7 @@ impl<H: ServerHandler> Lro<H> {
                         arguments.as_ref(),
                         result,
                         scope.take(),
-                        &ct,
-                        self.is_shadowed(),
+                        self.call(&principal, &ct),
                     )
                     .await
             };
@@ -304,6 +308,7 @@ impl<H: ServerHandler> Lro<H> {
     ) -> Result<GetTaskResult, McpError> {
         let ct = cx.ct.clone();
         let proxy = is_proxy(&cx);
+        let principal = self.shared.principal.principal(&cx);
         let mut got = self.inner.get_task(request, cx).await?;
         if proxy {
             return Ok(got);
@@ -339,8 +344,7 @@ impl<H: ServerHandler> Lro<H> {
                 None,
                 call_result,
                 Default::default(),
-                &ct,
-                self.is_shadowed(),
+                self.call(&principal, &ct),
             )
             .await;
         self.shared.report(&tool, &processed);
@@ -398,6 +402,15 @@ impl<H: ServerHandler> Lro<H> {
         self.shadowed.is_on()
     }
 
+    /// What [`Shared::process`] needs to know of a call by `principal`.
+    fn call<'a>(&self, principal: &'a Principal, ct: &'a CancellationToken) -> Call<'a> {
+        Call {
+            principal,
+            ct,
+            shadowed: self.is_shadowed(),
+        }
+    }
+
     /// Adds the layer's tools to the inner handler's listing, unless it has
     /// its own of the same names. `first_page` says the request had no cursor.
     fn patch_tools(&self, mut list: ListToolsResult, first_page: bool) -> ListToolsResult {
@@ -429,7 +442,7 @@ impl<H: ServerHandler> Lro<H> {
         if last_page {
             self.listed.store(true, Ordering::Relaxed);
             if self.extracts() {
-                list.tools.push(extract::tool());
+                list.tools.push(extract::tool(&self.shared));
             }
             if self.shared.context.is_some() && !self.context_shadowed.is_on() {
                 list.tools.extend(context::tools());
@@ -594,7 +607,7 @@ impl<H: ServerHandler> ServerHandler for Lro<H> {
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
         if name == extract::EXTRACT_TOOL && self.extracts() {
-            return Some(extract::tool());
+            return Some(extract::tool(&self.shared));
         }
         if self.context_tool(name).is_some()
             && let Some(tool) = context::tools().into_iter().find(|t| t.name == name)

@@ -8,7 +8,9 @@
 use std::sync::Arc;
 
 use lro_core::{EventSink, OffloadConfig, Offloader, TokenEstimator};
-use lro_extract::{ExtractConfig, Extractor};
+use lro_extract::{ExtractConfig, Extractor, access::Access};
+
+use crate::principal::{FromHttpRequest, PrincipalSource};
 
 /// State shared by every clone of one layer.
 #[derive(Clone)]
@@ -17,8 +19,12 @@ pub(crate) struct Shared {
     pub(crate) offloader: Offloader,
     pub(crate) estimator: Arc<dyn TokenEstimator>,
     pub(crate) sink: Arc<dyn EventSink>,
+    /// Who is calling, read from each request.
+    pub(crate) principal: Arc<dyn PrincipalSource>,
     /// The `lro_extract` engine, when the tool is on.
     pub(crate) extractor: Option<Extractor>,
+    /// Whose results `lro_extract` may read, and until when.
+    pub(crate) access: Access,
     /// The context-offload tools' engine, when they are on.
     pub(crate) context: Option<lro_context::ContextOffloader>,
 }
@@ -29,8 +35,10 @@ impl Shared {
     /// sink and no context tools.
     pub(crate) fn new(cfg: OffloadConfig) -> Self {
         let dir = cfg.resolved_output_dir();
+        let ttl = std::time::Duration::from_secs(cfg.ttl_seconds);
+        let access = Access::new(&dir).ttl(ttl);
         let offloader = Offloader::new(&dir)
-            .ttl(std::time::Duration::from_secs(cfg.ttl_seconds))
+            .ttl(ttl)
             .profile(cfg.profile)
             .native_extract(cfg.extract)
             .guidance(cfg.guidance)
@@ -44,7 +52,9 @@ impl Shared {
             offloader,
             estimator,
             sink: Arc::new(()),
+            principal: Arc::new(FromHttpRequest),
             extractor,
+            access,
             context: None,
         }
     }
