@@ -18,6 +18,14 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
 pub const DEFAULT_MAX_OUTPUT_BYTES: usize = 256 * 1024;
 /// Default [`ExtractConfig::max_output_values`].
 pub const DEFAULT_MAX_OUTPUT_VALUES: usize = 10_000;
+/// Default [`ExtractConfig::memory_budget`]: 512 MiB.
+pub const DEFAULT_MEMORY_BUDGET: usize = 512 * 1024 * 1024;
+/// Default [`ExtractConfig::max_concurrent`].
+pub const DEFAULT_MAX_CONCURRENT: usize = 4;
+/// Default [`ExtractConfig::max_per_principal`].
+pub const DEFAULT_MAX_PER_PRINCIPAL: usize = 2;
+/// Default [`ExtractConfig::queue_timeout`].
+pub const DEFAULT_QUEUE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Configuration of an [`crate::Extractor`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,6 +47,19 @@ pub struct ExtractConfig {
     /// fields a filter reads are parsed. They give the same bytes as the
     /// plain jaq path, only faster; off, every record goes through jaq.
     pub fast_paths: bool,
+    /// Most memory one extraction may use beyond its worker's start-up
+    /// size; over it the query is stopped with a tool error. Enforced by
+    /// the worker pool ([`crate::WorkerPool`]); the in-process isolation
+    /// `()` cannot bound memory.
+    pub memory_budget: usize,
+    /// Most extractions running at once, over every caller.
+    pub max_concurrent: usize,
+    /// Most extractions running at once for one principal; the rest wait
+    /// their turn, so one caller cannot take every slot.
+    pub max_per_principal: usize,
+    /// How long an extraction waits for a slot before it gets a "busy, try
+    /// again" error.
+    pub queue_timeout: Duration,
 }
 
 impl Default for ExtractConfig {
@@ -50,6 +71,10 @@ impl Default for ExtractConfig {
             max_output_values: DEFAULT_MAX_OUTPUT_VALUES,
             max_output_tokens: None,
             fast_paths: true,
+            memory_budget: DEFAULT_MEMORY_BUDGET,
+            max_concurrent: DEFAULT_MAX_CONCURRENT,
+            max_per_principal: DEFAULT_MAX_PER_PRINCIPAL,
+            queue_timeout: DEFAULT_QUEUE_TIMEOUT,
         }
     }
 }
@@ -107,6 +132,37 @@ impl ExtractConfig {
         self.fast_paths = on;
         self
     }
+
+    /// Sets the memory one extraction may use (see
+    /// [`ExtractConfig::memory_budget`]). Defaults to 512 MiB.
+    #[must_use]
+    pub fn memory_budget(mut self, bytes: usize) -> Self {
+        self.memory_budget = bytes;
+        self
+    }
+
+    /// Sets the most extractions running at once, over every caller (at
+    /// least 1). Defaults to 4.
+    #[must_use]
+    pub fn max_concurrent(mut self, n: usize) -> Self {
+        self.max_concurrent = n.max(1);
+        self
+    }
+
+    /// Sets the most extractions running at once for one principal (at
+    /// least 1). Defaults to 2.
+    #[must_use]
+    pub fn max_per_principal(mut self, n: usize) -> Self {
+        self.max_per_principal = n.max(1);
+        self
+    }
+
+    /// Sets how long an extraction waits for a slot. Defaults to 30 s.
+    #[must_use]
+    pub fn queue_timeout(mut self, wait: Duration) -> Self {
+        self.queue_timeout = wait;
+        self
+    }
 }
 
 #[cfg(test)]
@@ -121,5 +177,8 @@ mod tests {
         let cfg = cfg.root_dir("/x").max_output_bytes(10).max_output_values(2);
         assert_eq!(cfg.root_dir, PathBuf::from("/x"));
         assert_eq!((cfg.max_output_bytes, cfg.max_output_values), (10, 2));
+        assert_eq!(cfg.memory_budget, 512 * 1024 * 1024);
+        let cfg = cfg.max_concurrent(0).max_per_principal(0);
+        assert_eq!((cfg.max_concurrent, cfg.max_per_principal), (1, 1));
     }
 }

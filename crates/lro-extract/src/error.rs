@@ -118,6 +118,34 @@ pub enum ExtractError {
         /// The bytes of output still available when the result came.
         limit: usize,
     },
+    /// The query needed more memory than its budget; its worker process was
+    /// stopped (and replaced), nothing else was affected.
+    #[error(
+        "the query needed more than {} MiB and was stopped ({how}); narrow it: select the records and fields you need first (select(...), {{id, title}}, limit(n; ...), or the structured form), and avoid building large values such as big strings or slurped copies",
+        .budget / (1024 * 1024)
+    )]
+    MemoryLimit {
+        /// The memory budget in bytes.
+        budget: usize,
+        /// How the worker ended, e.g. `its worker ended with SIGABRT`.
+        how: String,
+    },
+    /// Every extraction slot stayed taken for the whole queue timeout.
+    #[error(
+        "lro_extract is busy: {reason}, and no slot freed up in {}s; try again in a moment",
+        .waited.as_secs()
+    )]
+    Busy {
+        /// Which limit was full (per caller or in total).
+        reason: String,
+        /// How long the call waited.
+        waited: Duration,
+    },
+    /// The isolation could not run the query at all: the worker program
+    /// did not start, did not answer the handshake, or broke the protocol.
+    /// The query was not run in-process instead.
+    #[error("lro_extract cannot run the query in a worker process: {0}")]
+    Isolation(String),
 }
 
 impl ExtractError {

@@ -13,26 +13,32 @@ use lro_core::{
     ScriptAware, TokenEstimator,
     event::{Extracted, LroEvent},
     metric::label::{ExtractMode, ExtractOutcome},
+    principal::Principal,
 };
 
 use crate::{
-    ExtractConfig, ExtractError, ExtractOutput, ExtractRequest, ResolvedFile,
+    ExtractConfig, ExtractError, ExtractOutput, ExtractRequest, Isolation, Job, ResolvedFile,
     execute::execute,
+    gate::Gate,
     guard,
     output::{Collector, Limits},
     plan::Plan,
-    worker,
+    thread,
 };
 
 /// Runs extraction requests against the offload files of one directory.
 ///
 /// Cheap to share: wrap it in an `Arc` and call [`Extractor::run`] from
-/// several threads at once; every call gets its own worker thread.
+/// several threads at once. Clones share one admission queue: at most
+/// [`ExtractConfig::max_concurrent`] calls run at once, at most
+/// [`ExtractConfig::max_per_principal`] for one principal.
 #[derive(Clone)]
 pub struct Extractor {
     cfg: ExtractConfig,
     estimator: Arc<dyn TokenEstimator>,
     active: Arc<AtomicUsize>,
+    isolation: Arc<dyn Isolation>,
+    gate: Arc<Gate>,
 }
 
 impl std::fmt::Debug for Extractor {
@@ -50,7 +56,23 @@ impl Extractor {
             cfg,
             estimator: Arc::new(ScriptAware),
             active: Arc::new(AtomicUsize::new(0)),
+            isolation: Arc::new(()),
+            gate: Arc::default(),
         }
+    }
+
+    /// Sets where queries run (see [`Isolation`]). Defaults to `()`: in
+    /// this process, bounded in time and output but not in memory; give a
+    /// [`crate::WorkerPool`] to bound memory too.
+    #[must_use]
+    pub fn isolation(mut self, isolation: impl Isolation) -> Self {
+        self.isolation = Arc::new(isolation);
+        self
+    }
+
+    /// The estimator output is measured with.
+    pub fn token_estimator(&self) -> &Arc<dyn TokenEstimator> {
+        &self.estimator
     }
 
     /// Sets the estimator that measures output against
@@ -89,24 +111,58 @@ impl Extractor {
         guard::resolve(&self.cfg.root_dir, file_path)
     }
 
-    /// Runs `req` and collects its output within the configured limits.
-    /// Blocks the calling thread up to about the configured timeout; call
-    /// it from a blocking-capable thread (e.g. `spawn_blocking`).
+    /// Runs `req` for the anonymous principal: [`Extractor::run_as`].
     pub fn run(&self, req: &ExtractRequest) -> Result<ExtractOutput, ExtractError> {
-        let collector = Collector::buffer(self.limits());
-        self.run_with(req, collector)
+        self.run_as(&Principal::anonymous(), req)
     }
 
-    /// Runs `req`, streaming result lines to `out` instead of keeping them
-    /// (the returned output has empty `values` and `text`). The configured
-    /// limits still apply; raise them for unbounded output.
+    /// Runs `req` for `principal` and collects its output within the
+    /// configured limits: checks the request, resolves its file, waits for
+    /// a slot (at most [`ExtractConfig::queue_timeout`], then
+    /// [`ExtractError::Busy`]) and runs it through the isolation.
+    /// Blocks the calling thread up to about the queue timeout plus the
+    /// configured timeout; call it from a blocking-capable thread (e.g.
+    /// `spawn_blocking`).
+    pub fn run_as(
+        &self,
+        principal: &Principal,
+        req: &ExtractRequest,
+    ) -> Result<ExtractOutput, ExtractError> {
+        Plan::new(req)?;
+        let file = self.resolve(&req.file_path)?;
+        let _slot = self.gate.enter(principal, &self.cfg)?;
+        self.isolation.run(Job {
+            extractor: self,
+            request: req,
+            file,
+            principal,
+        })
+    }
+
+    /// Runs `req` over `file` in this process (what the isolation `()`
+    /// does), bounded in time and output, not in memory.
+    pub(crate) fn run_resolved(
+        &self,
+        req: &ExtractRequest,
+        file: ResolvedFile,
+    ) -> Result<ExtractOutput, ExtractError> {
+        let collector = Collector::buffer(self.limits());
+        self.run_file(req, file, collector)
+    }
+
+    /// Runs `req` in this process, streaming result lines to `out` instead
+    /// of keeping them (the returned output has empty `values` and `text`);
+    /// no isolation and no admission queue, as for a one-shot command. The
+    /// configured limits still apply; raise them for unbounded output.
     pub fn run_to_writer(
         &self,
         req: &ExtractRequest,
         out: Box<dyn Write + Send>,
     ) -> Result<ExtractOutput, ExtractError> {
         let collector = Collector::writer(out, self.limits());
-        self.run_with(req, collector)
+        Plan::new(req)?;
+        let file = self.resolve(&req.file_path)?;
+        self.run_file(req, file, collector)
     }
 
     fn limits(&self) -> Limits {
@@ -120,16 +176,16 @@ impl Extractor {
         }
     }
 
-    fn run_with(
+    fn run_file(
         &self,
         req: &ExtractRequest,
+        file: ResolvedFile,
         collector: Collector,
     ) -> Result<ExtractOutput, ExtractError> {
         let (mode, plan) = Plan::new(req)?;
-        let file = self.resolve(&req.file_path)?;
         let req = req.clone();
         let fast_paths = self.cfg.fast_paths;
-        worker::bounded(self.cfg.timeout, &self.active, move |guard| {
+        thread::bounded(self.cfg.timeout, &self.active, move |guard| {
             execute(&req, mode, plan, file, guard, collector, fast_paths)
         })
     }

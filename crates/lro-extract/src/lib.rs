@@ -50,25 +50,35 @@ mod error;
 mod execute;
 mod extractor;
 mod fast;
+mod frame;
+mod gate;
 mod guard;
+mod isolation;
 mod jq;
 mod output;
 mod plan;
+mod pool;
 mod project;
 mod render;
 mod request;
 mod scan;
 mod structured;
 mod text;
-mod worker;
+mod thread;
+mod wire;
+pub mod worker;
 
 pub use config::{
-    DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_MAX_OUTPUT_VALUES, DEFAULT_TIMEOUT, ExtractConfig,
+    DEFAULT_MAX_CONCURRENT, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_MAX_OUTPUT_VALUES,
+    DEFAULT_MAX_PER_PRINCIPAL, DEFAULT_MEMORY_BUDGET, DEFAULT_QUEUE_TIMEOUT, DEFAULT_TIMEOUT,
+    ExtractConfig,
 };
 pub use error::ExtractError;
 pub use extractor::Extractor;
 pub use guard::{ResolvedFile, resolve};
+pub use isolation::{Isolation, Job};
 pub use output::ExtractOutput;
+pub use pool::{DEFAULT_HANDSHAKE_TIMEOUT, WorkerPool};
 pub use request::{
     Condition, DEFAULT_LINE_LIMIT, DEFAULT_MAX_CHARS, DEFAULT_MAX_MATCHES, ExtractRequest, Grep,
     LineWindow, MAX_CONTEXT, Match, Op,

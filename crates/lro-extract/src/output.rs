@@ -44,7 +44,7 @@ pub struct ExtractOutput {
     /// one; `# no results` when nothing matched.
     pub text: String,
     #[serde(skip)]
-    results_len: usize,
+    pub(crate) results_len: usize,
 }
 
 impl ExtractOutput {

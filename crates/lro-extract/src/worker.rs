@@ -1,129 +1,201 @@
-//! The worker thread of one call: started with a stack sized for the
-//! timeout, waited for at most the timeout, cancelled and given a short
-//! grace to end, its unwinds turned into errors.
+//! The worker process: the other end of [`crate::WorkerPool`].
+//!
+//! The pool starts its program (by default the current executable) with
+//! [`WORKER_ENV`] set. A host program calls [`run_if_worker`] first thing
+//! in `main`: in a worker it serves jobs and exits, never returning; in the
+//! host itself it returns at once.
+//!
+//! ```no_run
+//! // The first line of `main`:
+//! lro_extract::worker::run_if_worker();
+//! // … the server as usual
+//! ```
+//!
+//! A worker first limits its own address space (`setrlimit(RLIMIT_AS)`) to
+//! what it uses at start-up plus the memory budget and the job thread's
+//! stack, and says so in its handshake answer; then it runs one job per
+//! line of standard input, answering each on standard output (see the
+//! framing in `frame.rs`), and exits when standard input ends, which it
+//! does when the host exits, however it exits. A query that allocates past
+//! the limit aborts the worker, not the host.
 
-use std::{
-    panic::{AssertUnwindSafe, catch_unwind},
-    sync::{
-        Arc,
-        atomic::{AtomicBool, AtomicUsize, Ordering},
-        mpsc,
-    },
-    thread,
-    time::{Duration, Instant},
-};
+use std::io::{self, BufRead, Write};
+
+use lro_core::OffloadConfig;
 
 use crate::{
-    ExtractError, ExtractOutput,
-    jq::{self, Guard, Stop},
+    Extractor,
+    frame::{self, HELLO},
+    guard,
+    wire::{self, Answer, Message, Spec},
 };
 
-/// How long a timed-out call waits for its worker to confirm it stopped.
-const STOP_GRACE: Duration = Duration::from_millis(500);
+/// The environment variable that makes a process a worker; its value is
+/// ignored.
+pub const WORKER_ENV: &str = "LRO_EXTRACT_WORKER";
 
-/// Runs `job` on a worker thread, waiting at most `timeout`; `active`
-/// counts the worker while it lives.
-pub(crate) fn bounded<F>(
-    timeout: Duration,
-    active: &Arc<AtomicUsize>,
-    job: F,
-) -> Result<ExtractOutput, ExtractError>
-where
-    F: FnOnce(&Guard) -> Result<ExtractOutput, ExtractError> + Send + 'static,
-{
-    let cancel = Arc::new(AtomicBool::new(false));
-    let (tx, rx) = mpsc::sync_channel(1);
-    let live = Live::new(active.clone());
-    let worker_cancel = cancel.clone();
-    let worker = move || {
-        // Dropped before `tx` (a captured variable), so a caller that
-        // sees the channel close knows the count went down.
-        let _live = live;
-        let guard = Guard::new(worker_cancel);
-        let result = catch_unwind(AssertUnwindSafe(|| job(&guard)))
-            .unwrap_or_else(|payload| Err(unwound(payload)));
-        let _ = tx.send(result);
-    };
-    spawn_worker(jq::worker_stack(timeout), worker).map_err(|e| ExtractError::Runtime {
-        line: None,
-        message: format!("cannot start an extraction worker: {e}"),
-    })?;
-    let result = match rx.recv_timeout(timeout) {
-        Ok(result) => result,
-        Err(mpsc::RecvTimeoutError::Disconnected) => Err(ExtractError::Runtime {
-            line: None,
-            message: "the extraction worker ended without a result".into(),
-        }),
-        Err(mpsc::RecvTimeoutError::Timeout) => {
-            cancel.store(true, Ordering::SeqCst);
-            Err(ExtractError::Timeout { limit: timeout })
-        }
-    };
-    // Wait for the worker to end (it stops at its next step once
-    // cancelled), so no thread outlives the call in the normal case.
-    let deadline = Instant::now() + STOP_GRACE;
-    while let Ok(late) = rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
-        drop(late);
-    }
-    match result {
-        Err(ExtractError::Timeout { .. }) => Err(ExtractError::Timeout { limit: timeout }),
-        other => other,
+/// Serves extraction jobs and exits when this process is a worker (when
+/// [`WORKER_ENV`] is set); returns at once otherwise. Call it first thing
+/// in `main`, before any other start-up work, in every program that uses a
+/// [`crate::WorkerPool`] with its default program (`LroLayer` does).
+pub fn run_if_worker() {
+    if std::env::var_os(WORKER_ENV).is_some() {
+        let code = serve(io::stdin().lock(), io::stdout().lock());
+        std::process::exit(code);
     }
 }
 
-/// Spawns `f` on a thread with `stack` bytes of stack, retrying with the
-/// smallest stack where the system refuses a large reservation.
-fn spawn_worker(stack: usize, f: impl FnOnce() + Send + 'static) -> std::io::Result<()> {
-    let f = std::sync::Mutex::new(Some(f));
-    let f = Arc::new(f);
-    let mut last_err = None;
-    for size in [stack, jq::WORKER_STACK] {
-        let f = f.clone();
-        let spawned = thread::Builder::new()
-            .name("lro-extract".into())
-            .stack_size(size)
-            .spawn(move || {
-                let job = f.lock().ok().and_then(|mut slot| slot.take());
-                if let Some(job) = job {
-                    job();
-                }
-            });
-        match spawned {
-            Ok(_) => return Ok(()),
-            Err(e) => last_err = Some(e),
+/// Serves one worker's life on `input` and `output`; the exit status.
+fn serve(mut input: impl BufRead, output: impl Write) -> i32 {
+    let mut output = io::BufWriter::with_capacity(frame::MAX_CHUNK + 5, output);
+    let mut line = String::new();
+    let Ok(Message::Hello(spec)) = read_message(&mut input, &mut line) else {
+        return 2;
+    };
+    let limit = if spec.version == wire::VERSION {
+        limit_memory(spec)
+    } else {
+        Err(format!(
+            "the worker speaks protocol {}, the pool {}",
+            wire::VERSION,
+            spec.version
+        ))
+    };
+    let refused = limit.is_err();
+    let hello = wire::Hello {
+        magic: wire::MAGIC.into(),
+        version: wire::VERSION,
+        limit,
+    };
+    let hello = serde_json::to_vec(&hello).unwrap_or_default();
+    if frame::write_frame(&mut output, HELLO, &hello)
+        .and_then(|()| output.flush())
+        .is_err()
+        || refused
+    {
+        // Never run a job without the bound.
+        return 2;
+    }
+    loop {
+        let job = match read_message(&mut input, &mut line) {
+            Ok(Message::Job(job)) => job,
+            Ok(Message::Hello(_)) | Err(Read::Bad) => return 2,
+            Err(Read::Eof) => return 0,
+        };
+        let answer = run(&job);
+        let retire = answer.retire;
+        let mut out = frame::Answer::new(&mut output);
+        let sent = serde_json::to_writer(&mut out, &answer)
+            .map_err(io::Error::from)
+            .and_then(|()| out.finish().map(drop));
+        if sent.is_err() {
+            return 1;
+        }
+        if retire {
+            return 0;
         }
     }
-    Err(last_err.expect("at least one attempt"))
 }
 
-/// Counts a live worker.
-struct Live(Arc<AtomicUsize>);
+enum Read {
+    Eof,
+    Bad,
+}
 
-impl Live {
-    fn new(count: Arc<AtomicUsize>) -> Self {
-        count.fetch_add(1, Ordering::SeqCst);
-        Self(count)
+fn read_message(input: &mut impl BufRead, line: &mut String) -> Result<Message, Read> {
+    line.clear();
+    match input.read_line(line) {
+        Ok(0) => Err(Read::Eof),
+        Ok(_) => serde_json::from_str(line).map_err(|_| Read::Bad),
+        Err(_) => Err(Read::Bad),
     }
 }
 
-impl Drop for Live {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
+/// Runs one job in this (bounded) process.
+fn run(job: &wire::Job) -> Answer {
+    let estimator = OffloadConfig::default()
+        .estimator(job.estimator)
+        .exact_band(job.exact_band)
+        .token_estimator();
+    let cfg = job.config();
+    let extractor = Extractor::new(cfg.clone()).estimator(estimator);
+    let name = job
+        .file
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_default();
+    // The parent resolved and authorized the file; checking it again here,
+    // inside its own directory, costs a few stats and keeps the worker from
+    // reading anything that is not an offload file.
+    let result = guard::resolve(&cfg.root_dir, name)
+        .and_then(|file| extractor.run_resolved(&job.request, file));
+    Answer {
+        retire: extractor.active_workers() > 0,
+        result: result.map(Into::into).map_err(Into::into),
     }
 }
 
-fn unwound(payload: Box<dyn std::any::Any + Send>) -> ExtractError {
-    match payload.downcast_ref::<Stop>() {
-        Some(Stop::Cancelled) => ExtractError::Timeout {
-            limit: Duration::ZERO,
-        },
-        Some(Stop::TooDeep) => ExtractError::Runtime {
-            line: None,
-            message: "query recursion too deep (stack limit reached)".into(),
-        },
-        None => ExtractError::Runtime {
-            line: None,
-            message: "internal error: the query engine panicked".into(),
-        },
+/// Limits this process's address space to what it maps now plus the job
+/// stack and the budget; the limit set, in bytes.
+fn limit_memory(spec: Spec) -> Result<u64, String> {
+    use nix::sys::resource::{Resource, setrlimit};
+
+    // Room for what a job needs besides its data: the code paths it pages
+    // in, its thread's bookkeeping, the allocator's own structures.
+    const SLACK: u64 = 64 * 1024 * 1024;
+    let baseline = mapped_bytes().map_err(|e| format!("cannot read /proc/self/status: {e}"))?;
+    let limit = baseline
+        .saturating_add(spec.stack as u64)
+        .saturating_add(spec.memory_budget as u64)
+        .saturating_add(SLACK);
+    setrlimit(Resource::RLIMIT_AS, limit, limit)
+        .map_err(|e| format!("setrlimit(RLIMIT_AS) failed: {e}"))?;
+    Ok(limit)
+}
+
+/// The address space mapped now (`VmSize`), in bytes.
+fn mapped_bytes() -> io::Result<u64> {
+    let status = std::fs::read_to_string("/proc/self/status")?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmSize:"))
+        .and_then(|v| v.trim().strip_suffix("kB"))
+        .and_then(|kb| kb.trim().parse::<u64>().ok())
+        .map(|kb| kb * 1024)
+        .ok_or_else(|| io::Error::other("no VmSize line"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_address_space_is_readable() {
+        assert!(mapped_bytes().unwrap() > 1024 * 1024);
+    }
+
+    #[test]
+    fn a_first_line_that_is_no_handshake_ends_the_worker() {
+        let mut out = Vec::new();
+        assert_eq!(serve(&b"{\"job\":{}}\n"[..], &mut out), 2);
+        assert!(out.is_empty());
+        assert_eq!(serve(&b""[..], &mut out), 2);
+    }
+
+    #[test]
+    fn a_handshake_of_another_version_is_refused_before_any_job() {
+        let hello = Message::Hello(Spec {
+            version: wire::VERSION + 1,
+            memory_budget: 1,
+            stack: 1,
+        });
+        let input = format!("{}\n", serde_json::to_string(&hello).unwrap());
+        let mut out = Vec::new();
+        assert_eq!(serve(input.as_bytes(), &mut out), 2);
+        let frame::Frame::Hello(json) = frame::read_frame(&mut &out[..], 1 << 20).unwrap() else {
+            panic!("no hello")
+        };
+        let hello: wire::Hello = serde_json::from_slice(&json).unwrap();
+        assert!(hello.limit.unwrap_err().contains("protocol"));
     }
 }

@@ -1,0 +1,205 @@
+//! Admission of extractions: at most `max_concurrent` at once, at most
+//! `max_per_principal` of them for one principal, the rest waiting in one
+//! first-come queue for at most `queue_timeout`.
+//!
+//! The queue is fair between principals: the next slot goes to the oldest
+//! waiter whose principal is under its own limit, so a principal at its
+//! limit never holds up the others (no head-of-line blocking), and one that
+//! floods the queue still runs at most `max_per_principal` at once while
+//! the others take their turns. It is per-principal counting plus one
+//! fair global queue, kept under one mutex because both are decided
+//! together.
+
+use std::{
+    collections::{HashMap, VecDeque},
+    sync::{Condvar, Mutex, MutexGuard, PoisonError},
+    time::Instant,
+};
+
+use lro_core::principal::Principal;
+
+use crate::{ExtractConfig, ExtractError};
+
+/// The admission state one extractor and its clones share.
+#[derive(Debug, Default)]
+pub(crate) struct Gate {
+    state: Mutex<State>,
+    turn: Condvar,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    running: usize,
+    per: HashMap<Principal, usize>,
+    queue: VecDeque<(u64, Principal)>,
+    next: u64,
+}
+
+impl State {
+    /// Whether `ticket` may run now.
+    fn admits(&self, ticket: u64, total: usize, per: usize) -> bool {
+        self.running < total
+            && self
+                .queue
+                .iter()
+                .find(|(_, p)| self.per.get(p).copied().unwrap_or(0) < per)
+                .is_some_and(|(t, _)| *t == ticket)
+    }
+
+    fn leave(&mut self, ticket: u64) {
+        self.queue.retain(|(t, _)| *t != ticket);
+    }
+}
+
+/// A running extraction's slot, given back when dropped.
+#[derive(Debug)]
+pub(crate) struct Permit<'a> {
+    gate: &'a Gate,
+    principal: Principal,
+}
+
+impl Gate {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Waits for a slot for `principal`, at most `cfg.queue_timeout`.
+    pub(crate) fn enter(
+        &self,
+        principal: &Principal,
+        cfg: &ExtractConfig,
+    ) -> Result<Permit<'_>, ExtractError> {
+        let (total, per) = (cfg.max_concurrent.max(1), cfg.max_per_principal.max(1));
+        let started = Instant::now();
+        let deadline = started + cfg.queue_timeout;
+        let mut state = self.lock();
+        let ticket = state.next;
+        state.next += 1;
+        state.queue.push_back((ticket, principal.clone()));
+        loop {
+            if state.admits(ticket, total, per) {
+                state.leave(ticket);
+                state.running += 1;
+                *state.per.entry(principal.clone()).or_default() += 1;
+                return Ok(Permit {
+                    gate: self,
+                    principal: principal.clone(),
+                });
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                state.leave(ticket);
+                let own = state.per.get(principal).copied().unwrap_or(0);
+                let reason = if own >= per {
+                    format!("this caller already runs {own} extractions (at most {per} at once)")
+                } else {
+                    format!(
+                        "{} extractions already run (at most {total} at once)",
+                        state.running
+                    )
+                };
+                drop(state);
+                // Who is first may have changed.
+                self.turn.notify_all();
+                return Err(ExtractError::Busy {
+                    reason,
+                    waited: started.elapsed(),
+                });
+            }
+            state = self
+                .turn
+                .wait_timeout(state, deadline - now)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+    }
+
+    /// Extractions running now.
+    #[cfg(test)]
+    pub(crate) fn running(&self) -> usize {
+        self.lock().running
+    }
+}
+
+impl Drop for Permit<'_> {
+    fn drop(&mut self) {
+        let mut state = self.gate.lock();
+        state.running -= 1;
+        if let Some(n) = state.per.get_mut(&self.principal) {
+            *n -= 1;
+            if *n == 0 {
+                state.per.remove(&self.principal);
+            }
+        }
+        drop(state);
+        self.gate.turn.notify_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::{
+        sync::{Arc, mpsc},
+        thread,
+        time::Duration,
+    };
+
+    use super::*;
+
+    fn cfg(total: usize, per: usize, wait_ms: u64) -> ExtractConfig {
+        ExtractConfig::default()
+            .max_concurrent(total)
+            .max_per_principal(per)
+            .queue_timeout(Duration::from_millis(wait_ms))
+    }
+
+    #[test]
+    fn per_principal_limit_then_busy_with_the_reason() {
+        let gate = Gate::default();
+        let a = Principal::new("a");
+        let c = cfg(4, 2, 50);
+        let _one = gate.enter(&a, &c).unwrap();
+        let _two = gate.enter(&a, &c).unwrap();
+        let e = gate.enter(&a, &c).unwrap_err().to_string();
+        assert!(e.contains("busy") && e.contains("at most 2 at once"), "{e}");
+        // Another principal still gets in.
+        let _b = gate.enter(&Principal::new("b"), &c).unwrap();
+        assert_eq!(gate.running(), 3);
+    }
+
+    #[test]
+    fn a_slot_given_back_lets_the_next_in() {
+        let gate = Arc::new(Gate::default());
+        let c = cfg(1, 1, 10_000);
+        let held = gate.enter(&Principal::anonymous(), &c).unwrap();
+        let (tx, rx) = mpsc::channel();
+        let waiter = {
+            let gate = gate.clone();
+            let c = c.clone();
+            thread::spawn(move || {
+                let p = gate.enter(&Principal::anonymous(), &c).map(|_| ());
+                tx.send(p.is_ok()).unwrap();
+            })
+        };
+        assert!(rx.recv_timeout(Duration::from_millis(100)).is_err());
+        drop(held);
+        assert!(rx.recv_timeout(Duration::from_secs(10)).unwrap());
+        waiter.join().unwrap();
+        assert_eq!(gate.running(), 0);
+    }
+
+    #[test]
+    fn a_principal_at_its_limit_does_not_block_the_queue() {
+        let gate = Gate::default();
+        let c = cfg(2, 1, 10_000);
+        let (a, b) = (Principal::new("a"), Principal::new("b"));
+        let _a1 = gate.enter(&a, &c).unwrap();
+        // An older waiter of `a` is queued (it cannot run: `a` is at its
+        // limit); `b`, queued after it, is admitted at once.
+        let mut state = gate.lock();
+        state.queue.push_back((99, a.clone()));
+        drop(state);
+        let got = gate.enter(&b, &cfg(2, 1, 0).queue_timeout(Duration::from_millis(10)));
+        assert!(got.is_ok());
+    }
+}

@@ -1,0 +1,412 @@
+//! [`WorkerPool`]: the default [`Isolation`] of `LroLayer`, long-lived
+//! worker processes each bounded in memory.
+//!
+//! Rust cannot recover from a failed allocation in its own process, and a
+//! jq filter can ask for any amount (`reduce range(40) as $i ("x"; . + .)`
+//! doubles a string to 1 TiB). So a query runs in a worker process whose
+//! address space is limited; past the limit the worker aborts, the pool
+//! reaps and replaces it, and the call gets
+//! [`ExtractError::MemoryLimit`]. Workers start lazily, each runs one job
+//! at a time and is reused (a process per call would cost more than the
+//! query), one past its time limit is killed and replaced, and all of them
+//! exit when the host does (their standard input ends).
+//!
+//! ```no_run
+//! use lro_extract::{ExtractConfig, Extractor, WorkerPool};
+//!
+//! // First thing in `main`: in a worker, this serves jobs and exits.
+//! lro_extract::worker::run_if_worker();
+//! let cfg = ExtractConfig::new("/tmp/lro").memory_budget(256 * 1024 * 1024);
+//! let extractor = Extractor::new(cfg).isolation(WorkerPool::new());
+//! # let _ = extractor;
+//! ```
+
+use std::{
+    fmt,
+    io::{BufReader, Write},
+    path::{Path, PathBuf},
+    process::{Child, ChildStdin, Command, ExitStatus, Stdio},
+    sync::{
+        Arc, Mutex, PoisonError,
+        atomic::{AtomicUsize, Ordering},
+        mpsc::{self, Receiver, RecvTimeoutError, TryRecvError},
+    },
+    thread,
+    time::{Duration, Instant},
+};
+
+use lro_core::Estimator;
+
+use crate::{
+    ExtractError, ExtractOutput, Isolation, Job,
+    frame::{self, Frame, FrameError},
+    jq,
+    wire::{self, Message, Spec},
+    worker::WORKER_ENV,
+};
+
+/// Default [`WorkerPool::handshake_timeout`].
+pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long past the timeout a worker may take to answer before it is
+/// killed (it stops its own query at the timeout, within about 0.5 s).
+const KILL_GRACE: Duration = Duration::from_secs(2);
+/// How long a dead worker's exit status is waited for.
+const REAP_WAIT: Duration = Duration::from_secs(2);
+
+/// A pool of extraction worker processes (see the module docs).
+///
+/// Clones share their workers.
+#[derive(Clone)]
+pub struct WorkerPool {
+    program: Option<PathBuf>,
+    handshake_timeout: Duration,
+    estimator: Estimator,
+    exact_band: f64,
+    idle: Arc<Mutex<Vec<Worker>>>,
+}
+
+impl fmt::Debug for WorkerPool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WorkerPool")
+            .field("program", &self.program)
+            .field("handshake_timeout", &self.handshake_timeout)
+            .field("estimator", &self.estimator)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for WorkerPool {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl WorkerPool {
+    /// A pool running the current executable as its workers; that
+    /// program must call [`crate::worker::run_if_worker`] first thing in
+    /// `main`. No worker starts before the first job.
+    pub fn new() -> Self {
+        Self {
+            program: None,
+            handshake_timeout: DEFAULT_HANDSHAKE_TIMEOUT,
+            estimator: Estimator::Chars,
+            exact_band: lro_core::tokens::DEFAULT_EXACT_BAND,
+            idle: Arc::default(),
+        }
+    }
+
+    /// Sets the worker program: any executable that calls
+    /// [`crate::worker::run_if_worker`] first thing (such as `lro`).
+    /// Defaults to the current executable.
+    #[must_use]
+    pub fn program(mut self, program: impl Into<PathBuf>) -> Self {
+        self.program = Some(program.into());
+        self
+    }
+
+    /// Sets how long a new worker has to answer the handshake. Defaults to
+    /// 10 s.
+    #[must_use]
+    pub fn handshake_timeout(mut self, wait: Duration) -> Self {
+        self.handshake_timeout = wait;
+        self
+    }
+
+    /// Sets the named estimator workers measure output tokens with (a
+    /// process cannot receive an estimator object), and its exact band.
+    /// Defaults to characters (`Estimator::Chars`); `LroLayer` passes its
+    /// configured one.
+    #[must_use]
+    pub fn estimator(mut self, estimator: Estimator, exact_band: f64) -> Self {
+        self.estimator = estimator;
+        self.exact_band = exact_band;
+        self
+    }
+
+    /// Workers started and idle now.
+    pub fn idle_workers(&self) -> usize {
+        self.lock().len()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Worker>> {
+        self.idle.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn program_path(&self) -> Result<PathBuf, ExtractError> {
+        match &self.program {
+            Some(p) => Ok(p.clone()),
+            None => std::env::current_exe().map_err(|e| {
+                ExtractError::Isolation(format!("cannot find the current executable: {e}"))
+            }),
+        }
+    }
+
+    /// An idle worker started for `spec`, or a new one.
+    fn take(&self, spec: Spec) -> Result<Worker, ExtractError> {
+        let mut stale = Vec::new();
+        let found = {
+            let mut idle = self.lock();
+            let mut found = None;
+            while let Some(mut w) = idle.pop() {
+                if w.spec == spec && w.is_alive() {
+                    found = Some(w);
+                    break;
+                }
+                stale.push(w);
+            }
+            found
+        };
+        // Ended outside the lock: killing and reaping takes a moment.
+        drop(stale);
+        match found {
+            Some(w) => Ok(w),
+            None => Worker::start(&self.program_path()?, spec, self.handshake_timeout),
+        }
+    }
+
+    fn give_back(&self, worker: Worker, keep: usize) {
+        let mut idle = self.lock();
+        if idle.len() < keep {
+            idle.push(worker);
+        }
+    }
+}
+
+impl Isolation for WorkerPool {
+    fn run(&self, job: Job<'_>) -> Result<ExtractOutput, ExtractError> {
+        let cfg = job.extractor.config();
+        let spec = Spec {
+            version: wire::VERSION,
+            memory_budget: cfg.memory_budget,
+            stack: jq::worker_stack(cfg.timeout),
+        };
+        let mut worker = self.take(spec)?;
+        let wire_job = wire::Job {
+            request: job.request.clone(),
+            file: job.file.path.clone(),
+            timeout_ms: u64::try_from(cfg.timeout.as_millis()).unwrap_or(u64::MAX),
+            max_output_bytes: cfg.max_output_bytes,
+            max_output_values: cfg.max_output_values,
+            max_output_tokens: cfg.max_output_tokens,
+            fast_paths: cfg.fast_paths,
+            estimator: self.estimator,
+            exact_band: self.exact_band,
+        };
+        // The output is bounded by `max_output_bytes`; its JSON (values and
+        // text, escaped) stays well within eight times that.
+        let cap = cfg
+            .max_output_bytes
+            .saturating_mul(8)
+            .saturating_add(1 << 20);
+        match worker.ask(wire_job, cap, cfg.timeout + KILL_GRACE) {
+            Ok(answer) => {
+                if !answer.retire {
+                    self.give_back(worker, cfg.max_concurrent.max(1));
+                }
+                answer
+                    .result
+                    .map_err(ExtractError::from)
+                    .and_then(wire::Output::into_output)
+            }
+            Err(Failure::TimedOut) => Err(ExtractError::Timeout { limit: cfg.timeout }),
+            Err(Failure::Died(detail)) => Err(died(worker.reap(), cfg.memory_budget, &detail)),
+            Err(Failure::Protocol(detail)) => Err(ExtractError::Isolation(format!(
+                "the worker broke the protocol ({detail}); it was stopped"
+            ))),
+        }
+    }
+}
+
+/// The error of a job whose worker died.
+fn died(status: Option<ExitStatus>, budget: usize, detail: &str) -> ExtractError {
+    use std::os::unix::process::ExitStatusExt;
+
+    use nix::sys::signal::Signal;
+
+    let signal = status
+        .and_then(|s| s.signal())
+        .and_then(|s| Signal::try_from(s).ok());
+    match (signal, status) {
+        // A failed allocation aborts; the kernel's OOM killer kills; a
+        // failed stack or heap mapping can fault.
+        (Some(sig @ (Signal::SIGABRT | Signal::SIGKILL | Signal::SIGSEGV | Signal::SIGBUS)), _) => {
+            ExtractError::MemoryLimit {
+                budget,
+                how: format!("its worker process ended with {sig}"),
+            }
+        }
+        (Some(sig), _) => ExtractError::Isolation(format!(
+            "the worker process ended with {sig} during the query ({detail})"
+        )),
+        (None, Some(s)) => ExtractError::Isolation(format!(
+            "the worker process exited during the query ({s}; {detail})"
+        )),
+        (None, None) => ExtractError::Isolation(format!(
+            "the worker process stopped answering during the query ({detail})"
+        )),
+    }
+}
+
+/// Why a job got no answer.
+enum Failure {
+    /// No answer within the time limit; the worker was killed.
+    TimedOut,
+    /// The worker's output ended.
+    Died(String),
+    /// The worker wrote something that is no answer.
+    Protocol(String),
+}
+
+/// One worker process and the thread reading its frames.
+struct Worker {
+    child: Child,
+    stdin: ChildStdin,
+    frames: Receiver<Result<Frame, FrameError>>,
+    cap: Arc<AtomicUsize>,
+    spec: Spec,
+}
+
+impl Worker {
+    fn start(program: &Path, spec: Spec, handshake: Duration) -> Result<Worker, ExtractError> {
+        let mut child = Command::new(program)
+            .env(WORKER_ENV, "1")
+            // One malloc arena: a worker runs one job at a time, and every
+            // extra arena would reserve 64 MiB of the limited address space.
+            .env("MALLOC_ARENA_MAX", "1")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|e| {
+                ExtractError::Isolation(format!(
+                    "cannot start the worker program {}: {e}",
+                    program.display()
+                ))
+            })?;
+        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(ExtractError::Isolation("the worker has no pipes".into()));
+        };
+        let cap = Arc::new(AtomicUsize::new(frame::MAX_CHUNK));
+        let (tx, frames) = mpsc::channel();
+        let reader_cap = cap.clone();
+        let reader = move || {
+            let mut out = BufReader::with_capacity(frame::MAX_CHUNK + 5, stdout);
+            loop {
+                let got = frame::read_frame(&mut out, reader_cap.load(Ordering::SeqCst));
+                let end = got.is_err();
+                if tx.send(got).is_err() || end {
+                    break;
+                }
+            }
+        };
+        let mut worker = Worker {
+            child,
+            stdin,
+            frames,
+            cap,
+            spec,
+        };
+        if let Err(e) = thread::Builder::new()
+            .name("lro-extract-pipe".into())
+            .spawn(reader)
+        {
+            return Err(ExtractError::Isolation(format!(
+                "cannot start a reader thread: {e}"
+            )));
+        }
+        let no_handshake = |detail: String| {
+            ExtractError::Isolation(format!(
+                "the worker program {} did not answer the handshake ({detail}); a program \
+                 whose LroLayer or WorkerPool runs extractions must call \
+                 lro_extract::worker::run_if_worker() first thing in main (or name a program \
+                 that does with WorkerPool::program); the query was not run",
+                program.display()
+            ))
+        };
+        if let Err(e) = worker.send(&Message::Hello(spec)) {
+            return Err(no_handshake(format!("it did not read its input: {e}")));
+        }
+        let hello = match worker.frames.recv_timeout(handshake) {
+            Ok(Ok(Frame::Hello(json))) => serde_json::from_slice::<wire::Hello>(&json)
+                .map_err(|e| no_handshake(format!("bad handshake: {e}")))?,
+            Ok(Ok(Frame::Answer(_))) => return Err(no_handshake("an answer before it".into())),
+            Ok(Err(e)) => return Err(no_handshake(e.to_string())),
+            Err(RecvTimeoutError::Timeout) => {
+                return Err(no_handshake(format!("no answer in {handshake:?}")));
+            }
+            Err(RecvTimeoutError::Disconnected) => {
+                return Err(no_handshake("its output closed".into()));
+            }
+        };
+        if hello.magic != wire::MAGIC || hello.version != wire::VERSION {
+            return Err(no_handshake(format!(
+                "it speaks {} version {}",
+                hello.magic, hello.version
+            )));
+        }
+        match hello.limit {
+            Ok(_) => Ok(worker),
+            Err(why) => Err(ExtractError::Isolation(format!(
+                "the worker cannot bound its memory ({why}); the query was not run"
+            ))),
+        }
+    }
+
+    fn send(&mut self, message: &Message) -> std::io::Result<()> {
+        let mut line = serde_json::to_vec(message)?;
+        line.push(b'\n');
+        self.stdin.write_all(&line)?;
+        self.stdin.flush()
+    }
+
+    /// Whether the idle worker can take a job: it said nothing since its
+    /// last answer and has not exited.
+    fn is_alive(&mut self) -> bool {
+        matches!(self.frames.try_recv(), Err(TryRecvError::Empty))
+            && matches!(self.child.try_wait(), Ok(None))
+    }
+
+    fn ask(&mut self, job: wire::Job, cap: usize, wait: Duration) -> Result<wire::Answer, Failure> {
+        self.cap.store(cap, Ordering::SeqCst);
+        if let Err(e) = self.send(&Message::Job(Box::new(job))) {
+            return Err(Failure::Died(format!("it did not read the job: {e}")));
+        }
+        match self.frames.recv_timeout(wait) {
+            Ok(Ok(Frame::Answer(json))) => serde_json::from_slice(&json)
+                .map_err(|e| Failure::Protocol(format!("bad answer: {e}"))),
+            Ok(Ok(Frame::Hello(_))) => Err(Failure::Protocol("a second handshake".into())),
+            Ok(Err(e @ (FrameError::Eof | FrameError::Partial { .. }))) => {
+                Err(Failure::Died(e.to_string()))
+            }
+            Ok(Err(e)) => Err(Failure::Protocol(e.to_string())),
+            Err(RecvTimeoutError::Disconnected) => Err(Failure::Died("output closed".into())),
+            Err(RecvTimeoutError::Timeout) => Err(Failure::TimedOut),
+        }
+    }
+
+    /// The exit status of a worker whose output ended, waited for a moment
+    /// (then it is killed).
+    fn reap(mut self) -> Option<ExitStatus> {
+        let deadline = Instant::now() + REAP_WAIT;
+        loop {
+            match self.child.try_wait() {
+                Ok(Some(status)) => return Some(status),
+                Ok(None) if Instant::now() < deadline => {
+                    thread::sleep(Duration::from_millis(5));
+                }
+                _ => return None,
+            }
+        }
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        // Killed rather than asked: an idle worker has nothing to lose, and
+        // a busy one is being given up on.
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -1,0 +1,122 @@
+//! The worker pool with real worker processes: the same answers as
+//! in-process, a query over its memory budget stopped with a clear error
+//! while the caller goes on, and a program without the worker hook refused
+//! loudly instead of run unbounded.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use lro_core::descriptor::Detail;
+use lro_extract::{ExtractConfig, ExtractError, ExtractRequest, Extractor, LineWindow, WorkerPool};
+use serde_json::Value;
+use support::*;
+
+const DOUBLING: &str = r#"reduce range(40) as $i ("x"; . + .) | length"#;
+
+fn pool() -> WorkerPool {
+    WorkerPool::new().program(env!("CARGO_BIN_EXE_lro-extract-worker"))
+}
+
+fn setup(
+    cfg: impl Fn(ExtractConfig) -> ExtractConfig,
+) -> (tempfile::TempDir, String, ExtractConfig) {
+    let dir = tempfile::tempdir().unwrap();
+    let records: Vec<Value> = corpus(60, 7)
+        .iter()
+        .map(|m| at_detail(m, Detail::Light))
+        .collect();
+    let file = offload(dir.path(), "list", &records, Detail::Light);
+    let path = file.path.to_string_lossy().into_owned();
+    let cfg = cfg(ExtractConfig::new(dir.path()));
+    (dir, path, cfg)
+}
+
+#[test]
+fn the_pool_answers_exactly_as_in_process() {
+    let (_dir, path, cfg) = setup(|c| c.max_output_bytes(2000));
+    let local = Extractor::new(cfg.clone());
+    let pooled = Extractor::new(cfg).isolation(pool());
+    let requests = [
+        ExtractRequest::new(&path).recipe(1),
+        ExtractRequest::new(&path).recipe(6),
+        ExtractRequest::new(&path).query("select(.id != null) | {id, title}"),
+        ExtractRequest::new(&path).lines(LineWindow::default()),
+        ExtractRequest::new(&path).query("error(\"boom\")"),
+        ExtractRequest::new(&path).query("[ ."),
+        ExtractRequest::new("atlatl-list-01ARZ3NDEKTSV4RRFFQ69G5FAV.jsonl").recipe(1),
+    ];
+    for req in &requests {
+        let (a, b) = (local.run(req), pooled.run(req));
+        match (a, b) {
+            (Ok(a), Ok(b)) => {
+                assert_eq!(a, b, "{req:?}");
+                assert_eq!(a.results(), b.results());
+            }
+            (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string(), "{req:?}"),
+            (a, b) => panic!("{req:?}: in-process {a:?}, pooled {b:?}"),
+        }
+    }
+}
+
+#[test]
+fn a_query_over_its_budget_is_stopped_and_the_next_one_runs() {
+    let budget = 64 * 1024 * 1024;
+    let (_dir, path, cfg) = setup(|c| c.memory_budget(budget).timeout(Duration::from_secs(20)));
+    let pool = pool();
+    let ex = Extractor::new(cfg).isolation(pool.clone());
+    let normal = ExtractRequest::new(&path).query(".id");
+    assert_eq!(ex.run(&normal).unwrap().count, 60);
+    assert_eq!(pool.idle_workers(), 1);
+
+    let started = Instant::now();
+    let err = ex
+        .run(&ExtractRequest::new(&path).query(DOUBLING))
+        .unwrap_err();
+    assert!(matches!(err, ExtractError::MemoryLimit { .. }), "{err}");
+    let text = err.to_string();
+    assert!(text.contains("needed more than 64 MiB"), "{text}");
+    assert!(text.contains("narrow it"), "{text}");
+    // Stopped by the limit, long before the 20 s timeout.
+    assert!(started.elapsed() < Duration::from_secs(15));
+
+    // The dead worker was not kept; a new one answers.
+    assert_eq!(pool.idle_workers(), 0);
+    assert_eq!(ex.run(&normal).unwrap().count, 60);
+    assert_eq!(pool.idle_workers(), 1);
+}
+
+#[test]
+fn a_program_without_the_worker_hook_is_refused_loudly() {
+    let (_dir, path, cfg) = setup(|c| c);
+    // `cat` echoes the handshake line back: text, not a frame.
+    let ex = Extractor::new(cfg.clone()).isolation(WorkerPool::new().program("cat"));
+    let err = ex.run(&ExtractRequest::new(&path).recipe(1)).unwrap_err();
+    assert!(matches!(err, ExtractError::Isolation(_)), "{err}");
+    let text = err.to_string();
+    assert!(text.contains("run_if_worker()"), "{text}");
+    assert!(text.contains("not run"), "{text}");
+    // `true` exits at once; a missing program cannot start.
+    for program in ["true", "/definitely/not/a/program"] {
+        let ex = Extractor::new(cfg.clone()).isolation(WorkerPool::new().program(program));
+        let err = ex.run(&ExtractRequest::new(&path).recipe(1)).unwrap_err();
+        assert!(
+            matches!(err, ExtractError::Isolation(_)),
+            "{program}: {err}"
+        );
+    }
+}
+
+#[test]
+fn a_timed_out_query_gets_the_timeout_error_through_the_pool() {
+    let (_dir, path, cfg) = setup(|c| c.timeout(Duration::from_millis(300)));
+    let ex = Extractor::new(cfg).isolation(pool());
+    let err = ex
+        .run(&ExtractRequest::new(&path).query("last(range(infinite))"))
+        .unwrap_err();
+    assert!(matches!(err, ExtractError::Timeout { .. }), "{err}");
+    assert_eq!(
+        ex.run(&ExtractRequest::new(&path).recipe(6)).unwrap().count,
+        1
+    );
+}
