@@ -25,11 +25,11 @@ use rmcp::transport::streamable_http_server::{
     StreamableHttpServerConfig, StreamableHttpService,
     session::local::{LocalSessionManager, SessionConfig},
 };
-use rmcp::{ServerHandler, ServiceExt as _, transport::async_rw::AsyncRwTransport};
+use rmcp::{ServerHandler, ServiceExt as _};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_util::sync::CancellationToken;
 
-use crate::{ProxyError, ProxyShared};
+use crate::{ProxyError, ProxyShared, stdio::ClientStdio};
 
 /// Path the streamable HTTP face serves.
 pub const MCP_PATH: &str = "/mcp";
@@ -65,7 +65,7 @@ pub async fn stdio<H: ServerHandler>(
     shutdown: impl Future<Output = ()>,
 ) -> Result<Stopped, ProxyError> {
     let (read, write) = stdio_pipes();
-    let transport = AsyncRwTransport::new(read, write).with_max_line_length(MAX_CLIENT_LINE);
+    let transport = ClientStdio::new(read, write, MAX_CLIENT_LINE);
     // Polled from the start, so a signal during the handshake is handled too.
     tokio::pin!(shutdown);
     let running = tokio::select! {
@@ -90,7 +90,8 @@ pub async fn stdio<H: ServerHandler>(
 }
 
 /// The largest message accepted from the client on stdio (a tool call's
-/// arguments, a sampling answer): rmcp's default.
+/// arguments, a sampling answer): rmcp's default. A longer line gets a
+/// JSON-RPC error naming it (see [`crate::stdio`]).
 const MAX_CLIENT_LINE: usize = 16 << 20;
 
 /// Reader and writer of the process's stdin and stdout. When they are pipes

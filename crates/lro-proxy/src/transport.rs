@@ -16,15 +16,15 @@ use std::sync::Arc;
 use rmcp::{
     RoleClient,
     model::{
-        CallToolResult, ClientJsonRpcMessage, ContentBlock, RequestId, ServerJsonRpcMessage,
-        ServerResult,
+        CallToolResult, ClientJsonRpcMessage, ContentBlock, ErrorData, RequestId,
+        ServerJsonRpcMessage, ServerResult,
     },
     transport::Transport,
 };
 use serde_json::{Map, Value};
 use tokio::sync::watch;
 use tokio::{
-    io::{AsyncBufRead, AsyncBufReadExt, AsyncWriteExt, BufReader},
+    io::{AsyncWriteExt, BufReader},
     process::{ChildStdin, ChildStdout},
     sync::Mutex,
 };
@@ -33,6 +33,7 @@ use tokio_util::task::TaskTracker;
 use crate::{
     exit::{ChildExit, GRACE},
     flag,
+    line::{Head, Lines, Next, head_of, trimmed, write_line},
 };
 
 /// Lines longer than this take the direct path when they hold a tool result.
@@ -45,14 +46,10 @@ const KEEP_BUFFER_BYTES: usize = 1 << 20;
 /// MCP over a child's stdin and stdout.
 pub(crate) struct ChildTransport {
     /// Taken on drop, to drain (see `Drop`).
-    read: Option<BufReader<ChildStdout>>,
+    read: Option<Lines<BufReader<ChildStdout>>>,
     tasks: TaskTracker,
     /// The child's exit, which bounds the drain.
     exit: watch::Receiver<Option<ChildExit>>,
-    line: Vec<u8>,
-    max_line: usize,
-    /// Dropping the rest of a line that was over `max_line`.
-    discarding: bool,
     write: Arc<Mutex<Option<ChildStdin>>>,
 }
 
@@ -65,59 +62,12 @@ impl ChildTransport {
         exit: watch::Receiver<Option<ChildExit>>,
     ) -> Self {
         Self {
-            read: Some(BufReader::new(stdout)),
+            read: Some(Lines::new(BufReader::new(stdout), max_line)),
             tasks,
             exit,
-            line: Vec::new(),
-            max_line,
-            discarding: false,
             write: Arc::new(Mutex::new(Some(stdin))),
         }
     }
-}
-
-/// Reads one line into `line` (without its newline), dropping lines over
-/// `max`. Cancel-safe: the state lives in the arguments, so a line read
-/// halfway when `select!` drops the future is finished by the next call.
-/// `Ok(false)` at end of stream.
-async fn read_line<R: AsyncBufRead + Unpin>(
-    read: &mut R,
-    line: &mut Vec<u8>,
-    discarding: &mut bool,
-    max: usize,
-) -> std::io::Result<bool> {
-    loop {
-        let available = read.fill_buf().await?;
-        if available.is_empty() {
-            // A last message without its newline is still a message.
-            return Ok(!std::mem::take(discarding) && !line.is_empty());
-        }
-        let (chunk, done) = match newline_at(available) {
-            Some(at) => (&available[..at], Some(at + 1)),
-            None => (available, None),
-        };
-        if !*discarding {
-            if line.len() + chunk.len() > max {
-                tracing::warn!(max, "upstream message over the size limit dropped");
-                *discarding = true;
-                line.clear();
-            } else {
-                line.extend_from_slice(chunk);
-            }
-        }
-        let used = done.unwrap_or(available.len());
-        read.consume(used);
-        if done.is_some() {
-            if std::mem::take(discarding) {
-                continue;
-            }
-            return Ok(true);
-        }
-    }
-}
-
-fn newline_at(bytes: &[u8]) -> Option<usize> {
-    bytes.iter().position(|b| *b == b'\n')
 }
 
 impl Transport<RoleClient> for ChildTransport {
@@ -129,38 +79,42 @@ impl Transport<RoleClient> for ChildTransport {
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
         let write = self.write.clone();
         async move {
-            let mut bytes = serde_json::to_vec(&flag::mark_message(item))?;
-            bytes.push(b'\n');
-            let mut guard = write.lock().await;
-            let stdin = guard.as_mut().ok_or_else(|| {
-                std::io::Error::new(std::io::ErrorKind::NotConnected, "upstream stdin is closed")
-            })?;
-            stdin.write_all(&bytes).await?;
-            stdin.flush().await
+            let bytes = serde_json::to_vec(&flag::mark_message(item))?;
+            write_line(&write, bytes, "upstream stdin").await
         }
     }
 
     async fn receive(&mut self) -> Option<ServerJsonRpcMessage> {
         loop {
-            let read = self.read.as_mut()?;
-            match read_line(read, &mut self.line, &mut self.discarding, self.max_line).await {
-                Ok(true) => {}
-                Ok(false) => return None,
+            let lines = self.read.as_mut()?;
+            match lines.next().await {
+                Ok(Next::Line) => {}
+                Ok(Next::TooLong) => {
+                    let max = lines.max();
+                    tracing::warn!(max, "upstream message over the size limit dropped");
+                    let why = format!(
+                        "the upstream's answer is over the proxy's message cap of {max} bytes ({} MiB) and was dropped",
+                        max >> 20
+                    );
+                    match fail_pending(head_of(trimmed(&lines.head)), why) {
+                        Some(error) => return Some(error),
+                        None => continue,
+                    }
+                }
+                Ok(Next::End) => return None,
                 Err(err) => {
                     tracing::warn!(%err, "cannot read from the upstream");
                     return None;
                 }
             }
-            let line = std::mem::take(&mut self.line);
+            let line = std::mem::take(&mut lines.line);
             let parsed = parse(&line);
             if line.capacity() <= KEEP_BUFFER_BYTES {
-                self.line = line;
-                self.line.clear();
+                lines.line = line;
+                lines.line.clear();
             }
-            match parsed {
-                Some(message) => return Some(message),
-                // Blank lines and lines that are not JSON-RPC are skipped.
-                None => continue,
+            if let Some(message) = parsed {
+                return Some(message);
             }
         }
     }
@@ -179,9 +133,10 @@ impl Transport<RoleClient> for ChildTransport {
 /// child finishing a message does not die of a broken pipe.
 impl Drop for ChildTransport {
     fn drop(&mut self) {
-        if let Some(mut read) = self.read.take()
+        if let Some(lines) = self.read.take()
             && tokio::runtime::Handle::try_current().is_ok()
         {
+            let mut read = lines.into_inner();
             let mut exit = self.exit.clone();
             self.tasks.spawn(async move {
                 // A process that left the child's group may hold the pipe
@@ -200,10 +155,12 @@ impl Drop for ChildTransport {
     }
 }
 
+/// The message of one line; for a line that is not an MCP message, the
+/// error that fails the pending call it answers. `None` for a blank line, and
+/// for a line that is not JSON-RPC and names no call (a server's stray log
+/// line): both are skipped.
 fn parse(line: &[u8]) -> Option<ServerJsonRpcMessage> {
-    let line = line.strip_suffix(b"\r").unwrap_or(line);
-    // Some servers (.NET's console) start their output with a UTF-8 BOM.
-    let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
+    let line = trimmed(line);
     if line.iter().all(u8::is_ascii_whitespace) {
         return None;
     }
@@ -216,8 +173,27 @@ fn parse(line: &[u8]) -> Option<ServerJsonRpcMessage> {
         Ok(message) => Some(message),
         Err(err) => {
             tracing::warn!(%err, bytes = line.len(), "the upstream sent a line that is not an MCP message");
-            None
+            fail_pending(
+                head_of(line),
+                format!("the upstream's answer is not an MCP message: {err}"),
+            )
         }
+    }
+}
+
+/// The error that fails the call a bad line answers, when the line's start
+/// names one: an `id` and no `method` (a request of the upstream's own has
+/// an id of the upstream's numbering, which names no call of ours).
+fn fail_pending(head: Head, why: String) -> Option<ServerJsonRpcMessage> {
+    match head {
+        Head {
+            id: Some(id),
+            method: false,
+        } => Some(ServerJsonRpcMessage::error(
+            ErrorData::internal_error(why, None),
+            Some(id),
+        )),
+        _ => None,
     }
 }
 
@@ -411,22 +387,25 @@ mod tests {
         }
     }
 
-    #[tokio::test]
-    async fn lines_over_the_limit_are_dropped_and_reading_goes_on() {
-        let input: &[u8] = b"short\nthis line is far too long\nnext\nlast";
-        let mut read = BufReader::with_capacity(4, input);
-        let (mut line, mut discarding) = (Vec::new(), false);
-        let mut lines = Vec::new();
-        while read_line(&mut read, &mut line, &mut discarding, 8)
-            .await
-            .unwrap()
-        {
-            lines.push(String::from_utf8(std::mem::take(&mut line)).unwrap());
-        }
+    #[test]
+    fn a_bad_answer_fails_its_call_when_its_id_can_be_read() {
+        let failed = |line: &[u8]| match parse(line) {
+            Some(ServerJsonRpcMessage::Error(e)) => e.id,
+            _ => None,
+        };
         assert_eq!(
-            lines,
-            ["short", "next", "last"],
-            "an unterminated last line counts"
+            failed(br#"{"jsonrpc":"2.0","id":5,"result":"#),
+            Some(RequestId::Number(5))
+        );
+        assert_eq!(
+            failed(br#"{"jsonrpc":"2.0","id":6,"result":{"content":7}}"#),
+            None,
+            "rmcp reads any result"
+        );
+        assert!(parse(b"a log line").is_none(), "no call to fail");
+        assert!(
+            parse(br#"{"jsonrpc":"2.0","id":5,"method":"#).is_none(),
+            "the upstream's own request numbers no call of ours"
         );
     }
 }

@@ -5,6 +5,7 @@ a client that goes away, SIGTERM, an unreachable HTTP upstream. Exit status
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sys
@@ -143,4 +144,45 @@ async def test_sigterm_ends_child_then_proxy(tmp_path, fixture_env, pid_file, ou
             # The client still holds the proxy's stdin, as a supervisor would.
             code = await proc.wait_exit(why="after SIGTERM")
     assert code == 0, proc.stderr()
+    no_panic(proc.stderr())
+
+
+@pytest.mark.anyio
+async def test_bad_lines_on_stdio_get_json_rpc_errors_and_the_next_request_is_answered(tmp_path, fixture_env, out_dir):
+    """A garbage line gets -32700 with id null; a 20 MB line (over the 16 MiB
+    cap) gets an error naming the cap, with its id; the proxy serves on."""
+    init = {
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}},
+    }
+    huge = {
+        "jsonrpc": "2.0", "id": "huge", "method": "tools/call",
+        "params": {"name": "short", "arguments": {"pad": "x" * (20 * 1000 * 1000)}},
+    }
+
+    async with proxied_process(tmp_path, fixture_env, out_dir) as proc:
+        async def send(message: dict | bytes) -> None:
+            line = message if isinstance(message, bytes) else json.dumps(message).encode()
+            await proc.process.stdin.send(line + b"\n")
+
+        async def answer(pick) -> dict:
+            return await await_until(
+                lambda: next((m for m in proc.received if ("result" in m or "error" in m) and pick(m)), None),
+                what="an answer",
+            )
+
+        await send(init)
+        await answer(lambda m: m.get("id") == 1)
+        await send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        await send(b"this is not json {")
+        garbage = await answer(lambda m: "id" in m and m["id"] is None)
+        assert garbage["error"]["code"] == -32700, garbage
+        await send(huge)
+        too_long = await answer(lambda m: m.get("id") == "huge")
+        assert too_long["error"]["code"] == -32600, too_long
+        assert str(16 << 20) in too_long["error"]["message"], too_long
+        await send({"jsonrpc": "2.0", "id": 3, "method": "tools/list"})
+        tools = await answer(lambda m: m.get("id") == 3)
+        assert any(t["name"] == "short" for t in tools["result"]["tools"]), tools
+        assert proc.returncode is None
     no_panic(proc.stderr())

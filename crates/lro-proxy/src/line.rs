@@ -1,0 +1,330 @@
+//! Newline-delimited JSON-RPC, read with a cap: [`Lines`] reads one line at a
+//! time without ever holding more than the cap, and keeps the start of a line
+//! that went over it, so that [`head_of`] can read the request's `id` there.
+//! Both stdio faces use it: the client's ([`crate::stdio`]) and the
+//! child's ([`crate::transport`]).
+
+use rmcp::model::{NumberOrString, RequestId};
+use tokio::{
+    io::{AsyncBufRead, AsyncBufReadExt as _, AsyncWrite, AsyncWriteExt as _},
+    sync::Mutex,
+};
+
+/// How much of an over-long line is kept to find its `id`.
+const HEAD_BYTES: usize = 4096;
+
+/// What [`Lines::next`] read.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Next {
+    /// A line, in [`Lines::line`] (without its newline).
+    Line,
+    /// A line over the cap, dropped; its first bytes are in [`Lines::head`].
+    TooLong,
+    /// The end of the stream.
+    End,
+}
+
+/// Lines of `read`, each at most `max` bytes.
+pub(crate) struct Lines<R> {
+    read: R,
+    /// The line read, once [`Next::Line`] says so.
+    pub(crate) line: Vec<u8>,
+    /// The start of the line that was over the cap.
+    pub(crate) head: Vec<u8>,
+    max: usize,
+    /// Dropping the rest of a line over `max`.
+    discarding: bool,
+}
+
+impl<R: AsyncBufRead + Unpin> Lines<R> {
+    pub(crate) fn new(read: R, max: usize) -> Self {
+        Self {
+            read,
+            line: Vec::new(),
+            head: Vec::new(),
+            max,
+            discarding: false,
+        }
+    }
+
+    /// The reader, to drain what is left.
+    pub(crate) fn into_inner(self) -> R {
+        self.read
+    }
+
+    /// The cap.
+    pub(crate) fn max(&self) -> usize {
+        self.max
+    }
+
+    /// Reads the next line. Cancel-safe: the state lives in `self`, so a line
+    /// read halfway when `select!` drops the future is finished by the next
+    /// call. The caller clears [`Lines::line`] when it is done with it.
+    pub(crate) async fn next(&mut self) -> std::io::Result<Next> {
+        loop {
+            let available = self.read.fill_buf().await?;
+            if available.is_empty() {
+                // A last message without its newline is still a message.
+                return Ok(if std::mem::take(&mut self.discarding) {
+                    Next::TooLong
+                } else if self.line.is_empty() {
+                    Next::End
+                } else {
+                    Next::Line
+                });
+            }
+            let (chunk, done) = match available.iter().position(|b| *b == b'\n') {
+                Some(at) => (&available[..at], Some(at + 1)),
+                None => (available, None),
+            };
+            if !self.discarding {
+                if self.line.len() + chunk.len() > self.max {
+                    self.discarding = true;
+                    self.head.clear();
+                    let keep = HEAD_BYTES.min(self.line.len());
+                    self.head.extend_from_slice(&self.line[..keep]);
+                    let more = (HEAD_BYTES - keep).min(chunk.len());
+                    self.head.extend_from_slice(&chunk[..more]);
+                    self.line = Vec::new();
+                } else {
+                    self.line.extend_from_slice(chunk);
+                }
+            }
+            let used = done.unwrap_or(available.len());
+            self.read.consume(used);
+            if done.is_some() {
+                return Ok(if std::mem::take(&mut self.discarding) {
+                    Next::TooLong
+                } else {
+                    Next::Line
+                });
+            }
+        }
+    }
+}
+
+/// Writes one message's bytes and its newline to the writer in `write`,
+/// which is shared by every task that sends; `None` once closed (`what`
+/// names it in the error).
+pub(crate) async fn write_line<W: AsyncWrite + Unpin>(
+    write: &Mutex<Option<W>>,
+    mut bytes: Vec<u8>,
+    what: &'static str,
+) -> std::io::Result<()> {
+    bytes.push(b'\n');
+    let mut guard = write.lock().await;
+    let write = guard.as_mut().ok_or_else(|| {
+        std::io::Error::new(
+            std::io::ErrorKind::NotConnected,
+            format!("{what} is closed"),
+        )
+    })?;
+    write.write_all(&bytes).await?;
+    write.flush().await
+}
+
+/// A line without its `\r` and a leading UTF-8 BOM (.NET's console writes
+/// one), as rmcp reads it.
+pub(crate) fn trimmed(line: &[u8]) -> &[u8] {
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line)
+}
+
+/// What the start of a JSON-RPC message says about it.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct Head {
+    /// Its top-level `id`, when it comes before the end of the bytes given.
+    pub(crate) id: Option<RequestId>,
+    /// It has a top-level `method` there (a request or a notification).
+    pub(crate) method: bool,
+}
+
+/// Reads the top-level `id` and whether there is a `method` from the start
+/// of a JSON object, which may be cut anywhere. Values are skipped without
+/// being parsed, so this costs nothing on a large head.
+pub(crate) fn head_of(bytes: &[u8]) -> Head {
+    let mut head = Head::default();
+    let mut s = Scan { bytes, at: 0 };
+    s.ws();
+    if !s.eat(b'{') {
+        return head;
+    }
+    loop {
+        s.ws();
+        let Some(key) = s.string() else {
+            return head;
+        };
+        s.ws();
+        if !s.eat(b':') {
+            return head;
+        }
+        s.ws();
+        match key {
+            b"\"id\"" => match s.id() {
+                Some(id) => head.id = Some(id),
+                None => return head,
+            },
+            other => {
+                head.method |= other == b"\"method\"";
+                if !s.skip_value() {
+                    return head;
+                }
+            }
+        }
+        s.ws();
+        if !s.eat(b',') {
+            return head;
+        }
+    }
+}
+
+struct Scan<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Scan<'a> {
+    fn peek(&self) -> Option<u8> {
+        self.bytes.get(self.at).copied()
+    }
+
+    fn ws(&mut self) {
+        while self.peek().is_some_and(|b| b.is_ascii_whitespace()) {
+            self.at += 1;
+        }
+    }
+
+    fn eat(&mut self, b: u8) -> bool {
+        let ate = self.peek() == Some(b);
+        self.at += usize::from(ate);
+        ate
+    }
+
+    /// A whole string, quotes included; `None` when it is cut off.
+    fn string(&mut self) -> Option<&'a [u8]> {
+        let start = self.at;
+        if !self.eat(b'"') {
+            return None;
+        }
+        while let Some(b) = self.peek() {
+            self.at += 1;
+            match b {
+                b'\\' => self.at += 1,
+                b'"' => return self.bytes.get(start..self.at),
+                _ => {}
+            }
+        }
+        None
+    }
+
+    /// A JSON-RPC id: a string or an integer, followed by what ends it.
+    fn id(&mut self) -> Option<RequestId> {
+        if self.peek() == Some(b'"') {
+            let text: String = serde_json::from_slice(self.string()?).ok()?;
+            return Some(NumberOrString::String(text.into()));
+        }
+        let start = self.at;
+        while self.peek().is_some_and(|b| b == b'-' || b.is_ascii_digit()) {
+            self.at += 1;
+        }
+        // Cut off inside the number, or not an integer.
+        let end = self.peek()?;
+        if !(end.is_ascii_whitespace() || end == b',' || end == b'}') {
+            return None;
+        }
+        let digits = std::str::from_utf8(&self.bytes[start..self.at]).ok()?;
+        digits.parse().ok().map(NumberOrString::Number)
+    }
+
+    /// Skips one value; `false` when it is cut off.
+    fn skip_value(&mut self) -> bool {
+        let mut depth = 0usize;
+        loop {
+            match self.peek() {
+                None => return false,
+                Some(b'"') => {
+                    if self.string().is_none() {
+                        return false;
+                    }
+                }
+                Some(b'{' | b'[') => {
+                    depth += 1;
+                    self.at += 1;
+                }
+                Some(b'}' | b']') if depth > 0 => {
+                    depth -= 1;
+                    self.at += 1;
+                }
+                Some(b',' | b'}' | b']') if depth == 0 => return true,
+                Some(_) => self.at += 1,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use tokio::io::BufReader;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn lines_over_the_cap_are_reported_with_their_start_and_reading_goes_on() {
+        let input: &[u8] = b"short\nthis line is far too long\nnext\nlast";
+        let mut lines = Lines::new(BufReader::with_capacity(4, input), 8);
+        let mut seen = Vec::new();
+        loop {
+            match lines.next().await.unwrap() {
+                Next::Line => {
+                    seen.push(String::from_utf8(std::mem::take(&mut lines.line)).unwrap())
+                }
+                Next::TooLong => {
+                    assert!(
+                        lines.head.starts_with(b"this lin"),
+                        "the head is the line's start"
+                    );
+                    seen.push("too long".to_owned());
+                }
+                Next::End => break,
+            }
+        }
+        assert_eq!(
+            seen,
+            ["short", "too long", "next", "last"],
+            "an unterminated last line counts"
+        );
+    }
+
+    #[test]
+    fn the_id_is_read_from_the_start_of_a_message() {
+        let number = Some(NumberOrString::Number(42));
+        let cases: [(&[u8], Option<RequestId>, bool); 9] = [
+            (
+                br#"{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"#,
+                number.clone(),
+                true,
+            ),
+            (
+                br#" { "method" : "x", "params": {"id": 7, "a": [1, "}"]}, "id": 42 }"#,
+                number.clone(),
+                true,
+            ),
+            (
+                br#"{"id":"a\"b","result":{}}"#,
+                Some(NumberOrString::String("a\"b".into())),
+                false,
+            ),
+            (br#"{"jsonrpc":"2.0","params":{"x":"#, None, false),
+            (br#"{"jsonrpc":"2.0","id":4"#, None, false),
+            (br#"{"id":4.5}"#, None, false),
+            (br#"{"id":null,"method":"m"}"#, None, false),
+            (b"not json", None, false),
+            (br#"{"method":"notifications/x"}"#, None, true),
+        ];
+        for (bytes, id, method) in cases {
+            let head = head_of(bytes);
+            assert_eq!(head.id, id, "{}", String::from_utf8_lossy(bytes));
+            assert_eq!(head.method, method, "{}", String::from_utf8_lossy(bytes));
+        }
+    }
+}
