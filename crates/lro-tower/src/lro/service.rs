@@ -242,9 +242,6 @@ impl<H: ServerHandler> Lro<H> {
         }
         if let Some(offloader) = self.context_tool(&tool) {
             // Its answer is the history the caller asked for: never offloaded.
-            // The layer passes no principal yet (it is wired with the
-            // principal extractor): anonymous until then.
-            let principal = lro_core::principal::Principal::anonymous();
             let result = context::call(offloader, &principal, &tool, request.arguments)
                 .instrument(span)
                 .await;
