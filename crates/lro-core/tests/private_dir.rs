@@ -92,3 +92,21 @@ fn a_principal_folder_swapped_for_a_symlink_never_leads_outside() {
 fn root_sibling(folder: &std::path::Path, n: usize) -> std::path::PathBuf {
     folder.with_file_name(format!("moved-{n}"))
 }
+
+#[test]
+fn a_directory_renamed_away_receives_no_more_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("out");
+    let offloader = Offloader::new(&root);
+    let text = serde_json::to_string(&vec![serde_json::json!({"n": 1}); 5]).unwrap();
+    let records = RecordSet::from_text(&text);
+    let offload = || offloader.offload(OffloadInput::new("t", "t", &records, 10), &|| false);
+    offload().unwrap();
+    fs::rename(&root, tmp.path().join("parked")).unwrap();
+    fs::write(&root, "a file where the directory was\n").unwrap();
+    assert!(offload().is_err(), "the path is no directory now");
+    assert_eq!(fs::read_dir(tmp.path().join("parked")).unwrap().count(), 1);
+    fs::remove_file(&root).unwrap();
+    let out = offload().unwrap();
+    assert!(out.result.path.exists(), "a fresh directory at the path");
+}
