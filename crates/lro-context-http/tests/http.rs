@@ -308,3 +308,25 @@ async fn host_origin_and_token_are_checked() {
     ];
     assert_eq!(svc.post_with("/grep", &body, &local_origin).await.0, 200);
 }
+
+#[tokio::test]
+async fn a_directory_and_a_fifo_get_a_clear_400_quickly() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    std::fs::create_dir(root.join("folder")).unwrap();
+    rustix::fs::mkfifoat(
+        rustix::fs::CWD,
+        root.join("pipe"),
+        rustix::fs::Mode::from_raw_mode(0o600),
+    )
+    .unwrap();
+    let s = start(&root, None).await;
+    let started = std::time::Instant::now();
+    for (name, says) in [("folder", "is a directory"), ("pipe", "not a regular file")] {
+        let path = root.join(name).display().to_string();
+        let (status, body) = s.post("/read_file", &json!({"absolute_path": path})).await;
+        assert_eq!(status, 400, "{body}");
+        assert!(body.to_string().contains(says), "{body}");
+    }
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+}

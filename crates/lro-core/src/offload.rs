@@ -234,7 +234,12 @@ impl Offloader {
     /// following a symlink in its place (see [`PrivateDir::open_nofollow`]).
     fn open_root(&self, fresh: bool) -> Result<Arc<OpenRoot>, WriteError> {
         let mut cached = self.root.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(root) = cached.as_ref().filter(|_| !fresh) {
+        // One stat per write: the handle is kept only while the path still
+        // names the same directory. One renamed away (or replaced) must not
+        // receive files the descriptor would place at the path.
+        if let Some(root) = cached.as_ref().filter(|_| !fresh)
+            && std::fs::metadata(&self.dir).is_ok_and(|m| root.dir.is_same(&m))
+        {
             return Ok(root.clone());
         }
         let dir = if self.dir == default_output_dir() {

@@ -89,6 +89,8 @@ impl RootError {
 pub struct PrivateDir {
     dir: Dir,
     path: PathBuf,
+    /// Device and inode of the directory when opened.
+    id: (u64, u64),
 }
 
 impl PrivateDir {
@@ -179,7 +181,15 @@ impl PrivateDir {
             );
         }
         let path = path.canonicalize().unwrap_or_else(|_| path.to_owned());
-        Ok(Self { dir, path })
+        let id = (meta.dev(), meta.ino());
+        Ok(Self { dir, path, id })
+    }
+
+    /// Whether `meta` (of a path, symlinks followed) is this directory: the
+    /// path still names what was opened.
+    pub fn is_same(&self, meta: &fs::Metadata) -> bool {
+        use std::os::unix::fs::MetadataExt as _;
+        (meta.dev(), meta.ino()) == self.id
     }
 
     /// The directory handle; open files relative to it.
@@ -208,9 +218,11 @@ impl PrivateDir {
             Err(e) => return Err(e),
         }
         let dir = self.dir.open_dir_nofollow(name)?;
+        let meta = dir.dir_metadata()?;
         Ok(PrivateDir {
             dir,
             path: self.path.join(name),
+            id: (meta.dev(), meta.ino()),
         })
     }
 }

@@ -49,7 +49,23 @@ impl ResolvedFile {
             path: self.path.clone(),
             source,
         };
-        let file = File::open(&self.path).map_err(io_err)?;
+        // Opened relative to its directory's handle (cap-std: no path
+        // outside it can be reached, whatever was swapped in), without
+        // blocking (a FIFO swapped in cannot hang the worker), then checked
+        // on the handle to be the inode that was validated.
+        let (Some(parent), Some(name)) = (self.path.parent(), self.path.file_name()) else {
+            return Err(ExtractError::NotOffloadFile {
+                path: self.path.display().to_string(),
+            });
+        };
+        let dir = cap_std::fs::Dir::open_ambient_dir(parent, cap_std::ambient_authority())
+            .map_err(io_err)?;
+        let mut opts = cap_std::fs::OpenOptions::new();
+        cap_std::fs::OpenOptionsExt::custom_flags(
+            opts.read(true),
+            rustix::fs::OFlags::NONBLOCK.bits() as i32,
+        );
+        let file = dir.open_with(name, &opts).map_err(io_err)?.into_std();
         let opened = file.metadata().map_err(io_err)?;
         if !opened.is_file() || !same_file(&opened, &self.meta) {
             return Err(ExtractError::NotOffloadFile {
