@@ -17,6 +17,10 @@
 //! `max_output_values` / `max_output_bytes` / `max_output_tokens`, between
 //! results, with a notice and the request for the next part.
 //!
+//! On a shared server the layer first checks the caller with [`access`]:
+//! an expired name is refused from its timestamp, and a name is looked up
+//! only in the caller's own folder.
+//!
 //! ```
 //! use lro_core::{offload::{Offloader, OffloadInput}, records::RecordSet};
 //! use lro_extract::{ExtractConfig, ExtractRequest, Extractor};
