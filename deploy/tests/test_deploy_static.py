@@ -25,7 +25,7 @@ def test_compose_services_and_mounts():
 
     ms = services["memory-server"]
     assert ms["build"] == {"context": "..", "dockerfile": "deploy/Dockerfile"}
-    assert ms["command"] == ["--http", "0.0.0.0:8080", "--metrics", "0.0.0.0:9464"]
+    assert ms["command"] == ["--http", "0.0.0.0:8080", "--allow-unauthenticated", "--metrics", "0.0.0.0:9464"]
     assert ms["environment"]["OTEL_EXPORTER_OTLP_ENDPOINT"] == "http://otel-collector:4317"
     assert (REPO / ms["build"]["dockerfile"]).is_file()
 
@@ -93,5 +93,5 @@ def test_dockerfile():
     assert re.search(r"cargo build[^\n]*--release[^\n]*-p memory-server", text)
     assert "COPY --from=build" in text
     assert re.search(r"^USER\s+(?!root)", text, re.MULTILINE), "runs as a non-root user"
-    assert 'CMD ["--http", "0.0.0.0:8080", "--metrics", "0.0.0.0:9464"]' in text
+    assert 'CMD ["--http", "0.0.0.0:8080", "--allow-unauthenticated", "--metrics", "0.0.0.0:9464"]' in text
     assert 'ENTRYPOINT ["memory-server"]' in text

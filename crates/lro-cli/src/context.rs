@@ -107,9 +107,9 @@ pub struct ServeArgs {
     /// in; repeat for more. Created when missing.
     #[arg(long = "store-root", value_name = "DIR", required = true)]
     pub store_roots: Vec<PathBuf>,
-    /// Require `Authorization: Bearer <value of this environment variable>`.
-    #[arg(long, value_name = "NAME")]
-    pub token_env: Option<String>,
+    /// Authentication, origins and bounds of the HTTP face.
+    #[command(flatten)]
+    pub http_face: lro_http::cli::HttpArgs,
     /// Delete stored files older than this many seconds (off by default:
     /// histories point at these files).
     #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
@@ -244,24 +244,15 @@ fn mcp(args: &McpArgs) -> Result<(), CliError> {
 }
 
 fn serve(args: &ServeArgs) -> Result<(), CliError> {
-    let token = match &args.token_env {
-        None => None,
-        Some(name) => match std::env::var(name) {
-            Ok(v) if !v.is_empty() => Some(v),
-            _ => {
-                return Err(CliError::Usage(format!(
-                    "--token-env: {name} is not set or empty"
-                )));
-            }
-        },
-    };
+    let guard = args
+        .http_face
+        .guard(args.http, lro_http::serve::Limits::context(), |var| {
+            std::env::var(var).ok()
+        })?;
     let roots =
         Roots::new(&args.store_roots).map_err(|e| CliError::Usage(format!("--store-root: {e}")))?;
     let dirs = roots.dirs().to_vec();
-    let mut service = lro_context_http::Service::new(ContextOffloader::from_env().roots(roots));
-    if let Some(t) = token {
-        service = service.token(t);
-    }
+    let service = lro_context_http::Service::new(ContextOffloader::from_env().roots(roots));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -271,9 +262,13 @@ fn serve(args: &ServeArgs) -> Result<(), CliError> {
         if let Some(secs) = args.retention_secs {
             tokio::spawn(retain(dirs, std::time::Duration::from_secs(secs)));
         }
-        lro_context_http::serve(args.http, service, lro_host::shutdown_signal(), |bound| {
-            eprintln!("lro context listening on http://{bound}")
-        })
+        lro_context_http::serve(
+            args.http,
+            service,
+            guard,
+            lro_host::shutdown_signal(),
+            |bound| eprintln!("lro context listening on http://{bound}"),
+        )
         .await
         .map_err(|e| CliError::Runtime(e.to_string()))
     })

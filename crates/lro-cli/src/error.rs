@@ -103,6 +103,14 @@ impl CliError {
     }
 }
 
+/// Every reason an HTTP face refuses to start is the operator's to fix:
+/// a bad token entry or origin, or a non-loopback address without tokens.
+impl From<lro_http::GuardError> for CliError {
+    fn from(err: lro_http::GuardError) -> Self {
+        Self::Usage(err.to_string())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

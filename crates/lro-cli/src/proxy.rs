@@ -43,6 +43,9 @@ pub struct ProxyArgs {
     /// picks a free port; the bound address is printed to stderr.
     #[arg(long, value_name = "ADDR")]
     pub http: Option<SocketAddr>,
+    /// Authentication, origins and bounds of the --http face.
+    #[command(flatten)]
+    pub http_face: lro_http::cli::HttpArgs,
     /// Children of a command upstream running at once behind --http (one
     /// per client session); past it, a new session gets a clear error.
     #[arg(long, value_name = "N", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..))]
@@ -99,6 +102,15 @@ pub fn proxy(args: &ProxyArgs) -> Result<(), CliError> {
     let upstream = args.upstream(|var| std::env::var(var).ok())?;
     let cfg = OffloadConfig::load(args.config.as_deref())
         .map_err(|err| CliError::Usage(format!("--config: {err}")))?;
+    let guard = args
+        .http
+        .map(|addr| {
+            args.http_face
+                .guard(addr, lro_http::serve::Limits::mcp(), |var| {
+                    std::env::var(var).ok()
+                })
+        })
+        .transpose()?;
     // One thread forwards for every session. rmcp hands each notification
     // to a task of its own; on one thread those tasks run in the order the
     // messages came, so progress stays in order and ahead of its answer
@@ -108,7 +120,7 @@ pub fn proxy(args: &ProxyArgs) -> Result<(), CliError> {
         .enable_all()
         .build()
         .map_err(|err| CliError::Runtime(format!("cannot start the runtime: {err}")))?;
-    let result = runtime.block_on(run(args, upstream, cfg));
+    let result = runtime.block_on(run(args, upstream, cfg, guard));
     // A read of a stdin that is not a pipe sits in a blocking thread that
     // nothing can interrupt; the client may keep stdin open after the
     // upstream is gone, so do not wait for it.
@@ -116,7 +128,12 @@ pub fn proxy(args: &ProxyArgs) -> Result<(), CliError> {
     result
 }
 
-async fn run(args: &ProxyArgs, upstream: Upstream, cfg: OffloadConfig) -> Result<(), CliError> {
+async fn run(
+    args: &ProxyArgs,
+    upstream: Upstream,
+    cfg: OffloadConfig,
+    guard: Option<lro_http::Guard>,
+) -> Result<(), CliError> {
     let host = Host::builder("lro-proxy")
         .name("lro proxy")
         // rmcp logs every session's peer info at info: noise on a proxy's
@@ -129,7 +146,7 @@ async fn run(args: &ProxyArgs, upstream: Upstream, cfg: OffloadConfig) -> Result
     shared.preflight().await?;
     let offload = Offload::new(cfg).context_store_roots(args.context_store_roots.iter().cloned());
     host.run(offload, |layer, shutdown| async move {
-        let served = match args.http {
+        let served = match args.http.zip(guard) {
             None => {
                 let handler = layer.layer(Proxy::new(shared.clone()));
                 match serve::stdio(handler, &shared, shutdown).await {
@@ -138,7 +155,7 @@ async fn run(args: &ProxyArgs, upstream: Upstream, cfg: OffloadConfig) -> Result
                     Err(err) => Err(err.into()),
                 }
             }
-            Some(addr) => {
+            Some((addr, guard)) => {
                 let make = {
                     let shared = shared.clone();
                     move || layer.layer(Proxy::new(shared.clone()))
@@ -146,7 +163,7 @@ async fn run(args: &ProxyArgs, upstream: Upstream, cfg: OffloadConfig) -> Result
                 let idle = (args.session_idle_timeout > 0)
                     .then(|| std::time::Duration::from_secs(args.session_idle_timeout));
                 let options = serve::HttpOptions::new().session_idle_timeout(idle);
-                serve::http(addr, options, make, shutdown, |bound| {
+                serve::http(addr, options, guard, make, shutdown, |bound| {
                     // The one line tests and scripts wait for.
                     eprintln!("lro proxy listening on http://{bound}{}", serve::MCP_PATH);
                 })

@@ -4,19 +4,28 @@
 //! unchanged.
 //!
 //! The service hands out file contents, so it guards itself: `store_dir`
-//! and every path must resolve inside one of the store roots (else 400);
-//! `Host` must be a loopback name and `Origin`, when sent, a loopback page
-//! (else 403, against DNS rebinding); with a token configured, every
-//! request needs `Authorization: Bearer <token>` (else 401).
+//! and every path must resolve inside one of the store roots (else 400).
+//! In front, the [`lro_http::Guard`] the caller builds: `Host` a loopback
+//! name and `Origin`, when sent, a loopback page or an allowed one (else
+//! 403, against DNS rebinding); with tokens configured, `Authorization:
+//! Bearer <token>` on every request (else 401), and a token required to
+//! listen beyond loopback; bodies of at most 32 MiB read within 60 s, and
+//! two requests per CPU at once ([`lro_http::serve::Limits::context`]).
+//! Every refusal, and every unknown route, answers in ReMe's JSON shape.
 //!
 //! ```no_run
 //! use lro_context::{ContextOffloader, Roots};
 //! use lro_context_http::{Service, serve};
+//! use lro_http::{Guard, auth::Tokens, serve::Limits};
 //!
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 //! let roots = Roots::new(["/var/lib/agent/context"])?;
-//! let service = Service::new(ContextOffloader::new().roots(roots)).token("s3cret");
-//! serve("127.0.0.1:8002".parse()?, service, std::future::pending(), |addr| {
+//! let service = Service::new(ContextOffloader::new().roots(roots));
+//! let addr = "127.0.0.1:8002".parse()?;
+//! let mut tokens = Tokens::new();
+//! tokens.add_entry("s3cret=agent", "example")?;
+//! let guard = Guard::new(addr, tokens).limits(Limits::context());
+//! serve(addr, service, guard, std::future::pending(), |addr| {
 //!     eprintln!("listening on http://{addr}");
 //! })
 //! .await?;
@@ -26,64 +35,41 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-use std::{net::SocketAddr, sync::Arc};
+use std::net::SocketAddr;
 
 use axum::{
     Extension, Json, Router,
-    extract::{DefaultBodyLimit, Request, State, rejection::JsonRejection},
-    http::{HeaderMap, StatusCode, header},
-    middleware::{self, Next},
+    extract::{DefaultBodyLimit, State, rejection::JsonRejection},
+    http::StatusCode,
     response::{IntoResponse, Response},
     routing::post,
 };
 use lro_context::{ContextError, ContextOffloader, FileContents};
 use lro_core::principal::Principal;
+use lro_http::{Guard, refusal::Refusal};
 use serde_json::{Value, json};
 
-/// Largest request body: histories of millions of tokens are the point.
-pub const MAX_BODY_BYTES: usize = 256 << 20;
-
-/// The service's state: the offloader (with its store roots) and the token.
-#[derive(Clone)]
+/// The service's state: the offloader, with its store roots.
+#[derive(Debug, Clone)]
 pub struct Service {
     offloader: ContextOffloader,
-    token: Option<Arc<str>>,
-}
-
-impl std::fmt::Debug for Service {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // The token is a secret: say whether there is one, never what.
-        f.debug_struct("Service")
-            .field("offloader", &self.offloader)
-            .field("token", &self.token.as_ref().map(|_| "…"))
-            .finish()
-    }
 }
 
 impl Service {
     /// A service over `offloader`, whose roots confine every path.
     pub fn new(offloader: ContextOffloader) -> Self {
-        Self {
-            offloader,
-            token: None,
-        }
+        Self { offloader }
     }
 
-    /// Requires `Authorization: Bearer {token}`. Defaults to no token.
-    #[must_use]
-    pub fn token(mut self, token: impl Into<Arc<str>>) -> Self {
-        self.token = Some(token.into());
-        self
-    }
-
-    /// The routes, with the guards in front.
+    /// The routes, without the guards ([`serve`] puts them in front).
     pub fn router(self) -> Router {
         Router::new()
             .route("/context_offload", post(context_offload))
             .route("/grep", post(grep_files))
             .route("/read_file", post(read))
-            .layer(middleware::from_fn_with_state(self.clone(), guard))
-            .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+            .fallback(|| async { refuse(StatusCode::NOT_FOUND, "no such route".to_owned()) })
+            // The guard has bounded the body already.
+            .layer(DefaultBodyLimit::disable())
             .with_state(self)
     }
 }
@@ -105,8 +91,9 @@ pub enum ServeError {
     Serve(#[source] std::io::Error),
 }
 
-/// Serves `service` on `addr` until `shutdown` resolves; `ready` gets the
-/// bound address (port 0 picks one).
+/// Serves `service` on `addr` behind `guard` (made for `addr`; its
+/// refusals take ReMe's shape here) until `shutdown` resolves; `ready` gets
+/// the bound address (port 0 picks one).
 ///
 /// # Errors
 ///
@@ -114,16 +101,11 @@ pub enum ServeError {
 pub async fn serve(
     addr: SocketAddr,
     service: Service,
+    guard: Guard,
     shutdown: impl Future<Output = ()> + Send + 'static,
     ready: impl FnOnce(SocketAddr),
 ) -> Result<(), ServeError> {
-    if !addr.ip().is_loopback() {
-        tracing::warn!(
-            %addr,
-            "serving context offload on a non-loopback address: clients must still send a loopback Host; \
-             set a token and put an authenticating reverse proxy in front"
-        );
-    }
+    let guard = guard.respond(|r: &Refusal| refuse(r.status(), r.to_string()));
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|source| ServeError::Bind { addr, source })?;
@@ -131,8 +113,8 @@ pub async fn serve(
         .local_addr()
         .map_err(|source| ServeError::Bind { addr, source })?;
     ready(bound);
-    axum::serve(listener, service.router())
-        .with_graceful_shutdown(shutdown)
+    guard
+        .serve(listener, service.router(), shutdown)
         .await
         .map_err(ServeError::Serve)
 }
@@ -161,59 +143,6 @@ fn error_reply(err: &ContextError) -> Response {
         _ => StatusCode::INTERNAL_SERVER_ERROR,
     };
     refuse(status, err.to_string())
-}
-
-/// Whether `host` (a `Host` header or an origin's authority) names the
-/// loopback: `localhost`, `127.0.0.1` or `[::1]`, any port.
-fn loopback_authority(authority: &str) -> bool {
-    let host = match authority.strip_prefix('[') {
-        Some(rest) => rest.split(']').next().map(|h| format!("[{h}]")),
-        None => authority.split(':').next().map(str::to_owned),
-    };
-    matches!(host.as_deref(), Some("localhost" | "127.0.0.1" | "[::1]"))
-}
-
-/// The guards: loopback `Host`, loopback `Origin` when sent, the token.
-async fn guard(
-    State(service): State<Service>,
-    headers: HeaderMap,
-    request: Request,
-    next: Next,
-) -> Response {
-    let text = |name| headers.get(name).and_then(|v| v.to_str().ok());
-    if !text(header::HOST).is_some_and(loopback_authority) {
-        return refuse(
-            StatusCode::FORBIDDEN,
-            "Host must be a loopback name (localhost, 127.0.0.1 or [::1])".to_owned(),
-        );
-    }
-    if let Some(origin) = text(header::ORIGIN) {
-        let authority = origin
-            .strip_prefix("http://")
-            .or_else(|| origin.strip_prefix("https://"));
-        if !authority.is_some_and(loopback_authority) {
-            return refuse(
-                StatusCode::FORBIDDEN,
-                format!("requests from origin {origin} are refused"),
-            );
-        }
-    }
-    if let Some(token) = &service.token {
-        let sent = text(header::AUTHORIZATION).and_then(|v| v.strip_prefix("Bearer "));
-        if !sent.is_some_and(|s| constant_time_eq(s.as_bytes(), token.as_bytes())) {
-            return refuse(
-                StatusCode::UNAUTHORIZED,
-                "a valid `Authorization: Bearer` token is required".to_owned(),
-            );
-        }
-    }
-    next.run(request).await
-}
-
-/// Compares without stopping at the first difference, so timing does not
-/// reveal how much of a guess was right.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 /// Runs `op` on the body off the async threads; `ok` turns its result into
@@ -295,39 +224,4 @@ async fn read(
         answer,
     )
     .await
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn loopback_names_only() {
-        for ok in [
-            "localhost",
-            "localhost:8002",
-            "127.0.0.1:1",
-            "[::1]:80",
-            "[::1]",
-        ] {
-            assert!(loopback_authority(ok), "{ok}");
-        }
-        for bad in [
-            "evil.com",
-            "127.0.0.1.evil.com",
-            "localhost.evil:80",
-            "[::2]:1",
-            "",
-        ] {
-            assert!(!loopback_authority(bad), "{bad}");
-        }
-        assert!(constant_time_eq(b"abc", b"abc"));
-        assert!(!constant_time_eq(b"abc", b"abd") && !constant_time_eq(b"a", b"ab"));
-    }
-
-    #[test]
-    fn debug_never_shows_the_token() {
-        let s = Service::new(ContextOffloader::new()).token("s3cret");
-        assert!(!format!("{s:?}").contains("s3cret"));
-    }
 }

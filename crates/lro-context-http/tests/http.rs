@@ -5,6 +5,7 @@ use std::{net::SocketAddr, path::Path};
 
 use lro_context::{ContextOffloader, Roots};
 use lro_context_http::{Service, serve};
+use lro_http::{Guard, auth::Tokens, serve::Limits};
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
@@ -16,24 +17,22 @@ struct Running {
 
 async fn start(root: &Path, token: Option<&str>) -> Running {
     let roots = Roots::new([root]).unwrap();
-    let mut service = Service::new(ContextOffloader::new().roots(roots));
+    let service = Service::new(ContextOffloader::new().roots(roots));
+    let mut tokens = Tokens::new();
     if let Some(t) = token {
-        service = service.token(t);
+        tokens.add(t, "agent", "test").unwrap();
     }
+    let addr: SocketAddr = "127.0.0.1:0".parse().unwrap();
+    let guard = Guard::new(addr, tokens).limits(Limits::context());
     let (stop_tx, stop_rx) = oneshot::channel::<()>();
     let (ready_tx, ready_rx) = oneshot::channel::<SocketAddr>();
     tokio::spawn(async move {
         let shutdown = async move {
             let _ = stop_rx.await;
         };
-        serve(
-            "127.0.0.1:0".parse().unwrap(),
-            service,
-            shutdown,
-            move |a| {
-                let _ = ready_tx.send(a);
-            },
-        )
+        serve(addr, service, guard, shutdown, move |a| {
+            let _ = ready_tx.send(a);
+        })
         .await
         .unwrap();
     });
@@ -276,6 +275,12 @@ async fn bad_input_is_a_400_naming_the_field_and_writes_nothing() {
         .await
         .unwrap();
     assert_eq!(resp.status().as_u16(), 400);
+    // Malformed JSON, and a route that does not exist, answer ReMe's JSON.
+    let r: Value = serde_json::from_str(&resp.text().await.unwrap()).unwrap();
+    assert_eq!(r["success"], false);
+    assert!(r["answer"].as_str().unwrap().contains("not JSON"), "{r}");
+    let (status, r) = svc.post("/nowhere", &json!({})).await;
+    assert_eq!((status, &r["success"]), (404, &json!(false)), "{r}");
 }
 
 #[tokio::test]
@@ -285,7 +290,8 @@ async fn host_origin_and_token_are_checked() {
     let body = json!({"pattern": "x", "path": "."});
     let ok = [("authorization", "Bearer s3cret")];
     assert_eq!(svc.post_with("/grep", &body, &ok).await.0, 200);
-    assert_eq!(svc.post("/grep", &body).await.0, 401);
+    let (status, r) = svc.post("/grep", &body).await;
+    assert_eq!((status, &r["success"]), (401, &json!(false)), "{r}");
     assert_eq!(
         svc.post_with("/grep", &body, &[("authorization", "Bearer s3cre")])
             .await

@@ -5,12 +5,13 @@
 //!   page (`http(s)://localhost`, `127.0.0.1` or `[::1]`, any port) or one
 //!   of the origins the operator allowed (`--allow-origin`); else 403.
 //!   Requests without `Origin` (MCP clients, curl) pass this part.
-//! - `Host` must be a loopback name when no token is configured: a page on
-//!   a rebound DNS name reaches a loopback server with its own name as
-//!   `Host`. When the server listens on one non-loopback address
-//!   (`--allow-unauthenticated`), that address is a valid `Host` too. With
-//!   tokens configured any `Host` passes: the page cannot send a token it
-//!   does not know, and remote clients name the server as they reach it.
+//! - `Host` must be a loopback name on a loopback address: a page on a
+//!   rebound DNS name reaches a loopback server with its own name as
+//!   `Host`. Beyond loopback with tokens, any `Host` passes: the page
+//!   cannot send a token it does not know, and remote clients name the
+//!   server as they reach it. Beyond loopback without tokens
+//!   (`--allow-unauthenticated`), the address listened on is a valid
+//!   `Host` too, when it is one address (not `0.0.0.0` or `::`).
 //!
 //! ```
 //! use lro_http::origin::OriginPolicy;
@@ -51,12 +52,13 @@ impl OriginPolicy {
     #[must_use]
     pub fn new(bind: SocketAddr, authenticated: bool) -> Self {
         let ip = bind.ip();
+        let any_host = authenticated && !ip.is_loopback();
         let bind_host = (!ip.is_loopback() && !ip.is_unspecified()).then(|| match ip {
             IpAddr::V4(v4) => v4.to_string(),
             IpAddr::V6(v6) => format!("[{v6}]"),
         });
         Self {
-            any_host: authenticated,
+            any_host,
             bind_host,
             origins: Vec::new(),
         }
@@ -220,5 +222,6 @@ mod tests {
         assert!(open.allows_host("192.0.2.7:80") && !open.allows_host("evil.test"));
         assert!(!OriginPolicy::new(addr("0.0.0.0:80"), false).allows_host("192.0.2.7"));
         assert!(OriginPolicy::new(addr("0.0.0.0:80"), true).allows_host("mcp.example.test"));
+        assert!(!OriginPolicy::new(addr("127.0.0.1:80"), true).allows_host("evil.test"));
     }
 }

@@ -14,7 +14,8 @@
 //! };
 //! let addr = "127.0.0.1:0".parse().unwrap();
 //! let options = serve::HttpOptions::new().session_idle_timeout(Some(Duration::from_secs(600)));
-//! serve::http(addr, options, make, std::future::pending(), |bound| eprintln!("on {bound}")).await?;
+//! let guard = lro_http::Guard::new(addr, lro_http::auth::Tokens::new());
+//! serve::http(addr, options, guard, make, std::future::pending(), |bound| eprintln!("on {bound}")).await?;
 //! shared.shutdown().await;
 //! # Ok(()) }
 //! ```
@@ -33,11 +34,6 @@ use crate::{ProxyError, ProxyShared, stdio::ClientStdio};
 
 /// Path the streamable HTTP face serves.
 pub const MCP_PATH: &str = "/mcp";
-
-/// Browser origins the HTTP face accepts: loopback pages only. A request
-/// from any other origin is refused (DNS rebinding), and so is a `Host`
-/// that is not a loopback name (rmcp's default).
-const LOOPBACK_ORIGINS: [&str; 3] = ["http://localhost:*", "http://127.0.0.1:*", "http://[::1]:*"];
 
 /// Why the stdio face stopped.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -172,8 +168,9 @@ impl HttpOptions {
 }
 
 /// Serves a handler made by `make` for each client session as streamable
-/// HTTP at `http://ADDR/mcp`, until `shutdown` resolves. `ready` gets the
-/// bound address once the listener is up (port 0 picks a free port).
+/// HTTP at `http://ADDR/mcp` behind `guard` (made for `addr`: its tokens,
+/// origins and bounds), until `shutdown` resolves. `ready` gets the bound
+/// address once the listener is up (port 0 picks a free port).
 ///
 /// # Errors
 ///
@@ -182,6 +179,7 @@ impl HttpOptions {
 pub async fn http<H, F>(
     addr: SocketAddr,
     options: HttpOptions,
+    guard: lro_http::Guard,
     make: F,
     shutdown: impl Future<Output = ()> + Send + 'static,
     ready: impl FnOnce(SocketAddr),
@@ -190,19 +188,12 @@ where
     H: ServerHandler,
     F: Fn() -> H + Send + Sync + 'static,
 {
-    if !addr.ip().is_loopback() {
-        // rmcp's Host check admits loopback names only (DNS rebinding), so
-        // remote clients would get 403; and the face has no authentication.
-        tracing::warn!(
-            %addr,
-            "--http on a non-loopback address: clients must still use a loopback Host \
-             (localhost, 127.0.0.1, [::1]); put an authenticating reverse proxy in front \
-             for remote clients"
-        );
-    }
     let ct = CancellationToken::new();
+    // The guard checks Host and Origin (and the body's size and syntax)
+    // before rmcp sees the request.
     let config = StreamableHttpServerConfig::default()
-        .with_allowed_origins(LOOPBACK_ORIGINS)
+        .disable_allowed_hosts()
+        .with_max_request_body_bytes(guard.bounds().max_body_bytes)
         .with_cancellation_token(ct.child_token());
     let mut sessions = LocalSessionManager::default();
     sessions.session_config.keep_alive = options.session_idle_timeout;
@@ -215,12 +206,13 @@ where
         .local_addr()
         .map_err(|source| ProxyError::Bind { addr, source })?;
     ready(bound);
-    axum::serve(listener, router)
-        .with_graceful_shutdown(async move {
-            shutdown.await;
-            // Ends open SSE streams so the graceful shutdown can finish.
-            ct.cancel();
-        })
+    let shutdown = async move {
+        shutdown.await;
+        // Ends open SSE streams so the graceful shutdown can finish.
+        ct.cancel();
+    };
+    guard
+        .serve(listener, router, shutdown)
         .await
         .map_err(|err| ProxyError::Serve(err.into()))
 }

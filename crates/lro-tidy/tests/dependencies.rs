@@ -181,6 +181,21 @@ fn context_offload_knows_nothing_about_transports() {
 }
 
 #[test]
+fn the_http_faces_share_no_mcp() {
+    let graph = Graph::load();
+    // lro-http guards and serves HTTP for the MCP faces and the context
+    // service alike: it knows requests, not MCP messages.
+    assert!(
+        !graph.reaches("lro-http", "rmcp"),
+        "lro-http depends on rmcp"
+    );
+    assert!(graph.reaches("lro-http", "hyper"));
+    for face in ["lro-proxy", "lro-context-http", "memory-server"] {
+        assert!(graph.reaches(face, "lro-http"), "{face} has its own guard");
+    }
+}
+
+#[test]
 fn only_binaries_and_examples_install_exporters() {
     let graph = Graph::load();
     let libs = libraries(&graph);

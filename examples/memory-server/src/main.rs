@@ -20,9 +20,11 @@
 //! address is printed to stderr, so `--http 127.0.0.1:0` works for tests.
 //! An invalid configuration exits with status 1 and a message naming the key.
 //!
-//! HTTP mode keeps rmcp's default `Host` validation (loopback names only,
-//! against DNS rebinding), so connect through `127.0.0.1`/`localhost` even
-//! when listening on another interface.
+//! HTTP mode runs behind `lro_http::Guard`: loopback `Host` and `Origin`
+//! only (plus `--allow-origin`), `--bearer`/`--bearer-file`/
+//! `LRO_BEARER_TOKENS` tokens (each naming its principal), header and body
+//! timeouts, connection and request caps. It refuses a non-loopback address
+//! without tokens unless `--allow-unauthenticated` (exit 2).
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -33,6 +35,7 @@ use anyhow::Context as _;
 use clap::Parser;
 use lro_core::OffloadConfig;
 use lro_host::{Host, Offload, Shutdown};
+use lro_http::{Guard, serve::Limits};
 use memory_server::{
     MemoryServer,
     corpus::{Corpus, DEFAULT_SEED, DEFAULT_SIZE},
@@ -60,6 +63,10 @@ struct Cli {
     /// stdio. Port 0 picks a free port; the bound address is printed to stderr.
     #[arg(long, value_name = "ADDR")]
     http: Option<SocketAddr>,
+
+    /// Authentication, origins and bounds of the --http face.
+    #[command(flatten)]
+    http_face: lro_http::cli::HttpArgs,
 
     /// Number of memories to generate.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_SIZE)]
@@ -91,7 +98,25 @@ struct Cli {
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
-    match run(cli).await {
+    // Tokens, origins and the address are checked before anything starts;
+    // a refusal is a usage error (exit 2), as clap's are.
+    let http = match cli
+        .http
+        .map(|addr| {
+            let guard = cli
+                .http_face
+                .guard(addr, Limits::mcp(), |var| std::env::var(var).ok());
+            guard.map(|guard| (addr, guard))
+        })
+        .transpose()
+    {
+        Ok(http) => http,
+        Err(err) => {
+            eprintln!("memory-server: error: {err}");
+            return ExitCode::from(2);
+        }
+    };
+    match run(cli, http).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             // `{:#}` prints the whole context chain on one line.
@@ -101,7 +126,7 @@ async fn main() -> ExitCode {
     }
 }
 
-async fn run(cli: Cli) -> anyhow::Result<()> {
+async fn run(cli: Cli, http: Option<(SocketAddr, Guard)>) -> anyhow::Result<()> {
     // Load the configuration before anything else, so a bad value fails fast
     // (even with --no-lro: a broken environment should not go unnoticed).
     let cfg = OffloadConfig::load(cli.config.as_deref())?;
@@ -119,7 +144,6 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         output_dir = %cfg.resolved_output_dir().display(),
         "memory-server starting"
     );
-    let http = cli.http;
     if cli.no_lro {
         host.run_bare(|shutdown| serve(move || MemoryServer::new(corpus.clone()), http, shutdown))
             .await
@@ -138,7 +162,11 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
 
 /// Serves handlers made by `make`: one for stdio, one per session for HTTP,
 /// until `shutdown` resolves.
-async fn serve<H, F>(make: F, http: Option<SocketAddr>, shutdown: Shutdown) -> anyhow::Result<()>
+async fn serve<H, F>(
+    make: F,
+    http: Option<(SocketAddr, Guard)>,
+    shutdown: Shutdown,
+) -> anyhow::Result<()>
 where
     H: ServerHandler,
     F: Fn() -> H + Send + Sync + 'static,
@@ -157,12 +185,18 @@ where
             running.waiting().await.context("server task failed")?;
             Ok(())
         }
-        Some(addr) => {
+        Some((addr, guard)) => {
             let ct = CancellationToken::new();
+            // The guard checks Host and Origin, and the body's size and
+            // syntax, before rmcp sees the request.
+            let config = StreamableHttpServerConfig::default()
+                .disable_allowed_hosts()
+                .with_max_request_body_bytes(guard.bounds().max_body_bytes)
+                .with_cancellation_token(ct.child_token());
             let service = StreamableHttpService::new(
                 move || Ok(make()),
                 Arc::new(LocalSessionManager::default()),
-                StreamableHttpServerConfig::default().with_cancellation_token(ct.child_token()),
+                config,
             );
             let router = axum::Router::new().nest_service(MCP_PATH, service);
             let listener = tokio::net::TcpListener::bind(addr)
@@ -172,13 +206,14 @@ where
             // The one line tests and scripts wait for; printed directly so
             // RUST_LOG cannot hide it.
             eprintln!("memory-server listening on http://{bound}{MCP_PATH}");
-            axum::serve(listener, router)
-                .with_graceful_shutdown(async move {
-                    shutdown.await;
-                    tracing::info!("shutting down");
-                    // Ends open SSE streams so the graceful shutdown can finish.
-                    ct.cancel();
-                })
+            let shutdown = async move {
+                shutdown.await;
+                tracing::info!("shutting down");
+                // Ends open SSE streams so the graceful shutdown can finish.
+                ct.cancel();
+            };
+            guard
+                .serve(listener, router, shutdown)
                 .await
                 .context("HTTP server failed")
         }

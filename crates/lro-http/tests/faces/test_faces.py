@@ -1,0 +1,218 @@
+"""The three HTTP faces hold, as real processes over raw HTTP on 127.0.0.1:
+`memory-server --http`, `lro proxy --http` (over `lro context mcp`, an MCP
+server of the same binary) and `lro context serve`, each behind lro-http's
+guard: bearer tokens (401 with `WWW-Authenticate`), the Origin and Host check
+(403), malformed JSON (400; a JSON-RPC -32700 on the MCP faces), a refusal to
+listen beyond loopback without tokens (exit 2), and 300 slow-header
+connections that are closed after the header-read timeout while a good
+request is still answered. Every test ends by checking the face still serves.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import selectors
+import socket
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from testkit.paths import LRO, MEMORY_SERVER
+from testkit.procs import Background, environ_without
+from testkit.waiting import PROMPT_S
+
+GOOD = "good-token-0123456789"
+TOKENS = f"{GOOD}=alice,other-token-0123456789=bob"
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "faces", "version": "0"}},
+}
+MCP_HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+
+
+@dataclass(frozen=True)
+class Face:
+    name: str
+    path: str
+    mcp: bool
+
+    def argv(self, addr: str, store: Path, *flags: str) -> list[str]:
+        if self.name == "memory-server":
+            return [str(MEMORY_SERVER), "--http", addr, "--corpus-size", "20", *flags]
+        if self.name == "proxy":
+            upstream = [str(LRO), "context", "mcp", "--store-root", str(store)]
+            return [str(LRO), "proxy", "--http", addr, *flags, "--", *upstream]
+        return [str(LRO), "context", "serve", "--http", addr, "--store-root", str(store), *flags]
+
+    def good_body(self) -> dict:
+        return INIT if self.mcp else {"pattern": "x", "path": "."}
+
+
+FACES = [Face("memory-server", "/mcp", True), Face("proxy", "/mcp", True), Face("context", "/grep", False)]
+
+
+@pytest.fixture(params=FACES, ids=lambda f: f.name)
+def face(request, binaries) -> Face:
+    return request.param
+
+
+@pytest.fixture
+def start(face: Face, tmp_path: Path):
+    """Starts the face on 127.0.0.1:0 with FLAGS and the tokens in ENV;
+    returns (process, port)."""
+    started: list[Background] = []
+
+    def run(*flags: str, tokens: str | None = TOKENS) -> tuple[Background, int]:
+        env = environ_without("LRO_BEARER_TOKENS", "ATLATL_", "RUST_LOG")
+        env["ATLATL_PROMPT__OFFLOAD__OUTPUT_DIR"] = str(tmp_path / "out")
+        if tokens is not None:
+            env["LRO_BEARER_TOKENS"] = tokens
+        store = tmp_path / "store"
+        store.mkdir(exist_ok=True)
+        proc = Background(face.argv("127.0.0.1:0", store, *flags), env, tmp_path / f"{face.name}{len(started)}.err")
+        started.append(proc)
+        return proc, int(proc.wait_url().rsplit(":", 1)[1].split("/")[0])
+
+    yield run
+    for proc in started:
+        proc.stop()
+
+
+def post(port: int, face: Face, headers: dict[str, str] | None = None, body: bytes | None = None) -> tuple[int, dict, dict]:
+    """(status, headers, JSON body) of one POST to the face's path."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=PROMPT_S)
+    try:
+        data = body if body is not None else json.dumps(face.good_body()).encode()
+        conn.request("POST", face.path, body=data, headers={**MCP_HEADERS, **(headers or {})})
+        response = conn.getresponse()
+        text = response.read().decode()
+        if response.status == 200 and face.mcp:
+            assert '"serverInfo"' in text, text
+            return 200, dict(response.getheaders()), {}
+        return response.status, {k.lower(): v for k, v in response.getheaders()}, json.loads(text)
+    finally:
+        conn.close()
+
+
+def served(port: int, face: Face) -> None:
+    status, _, body = post(port, face, {"Authorization": f"Bearer {GOOD}"})
+    assert status == 200, (status, body)
+
+
+def test_tokens_are_required(face, start):
+    proc, port = start()
+    status, headers, body = post(port, face)
+    assert status == 401 and headers["www-authenticate"] == "Bearer", (status, headers)
+    assert body, "a short JSON body"
+    status, _, _ = post(port, face, {"Authorization": "Bearer good-token-012345678"})
+    assert status == 401
+    status, _, _ = post(port, face, {"Authorization": f"Basic {GOOD}"})
+    assert status == 401
+    served(port, face)
+    assert GOOD not in proc.stderr() and "alice" not in proc.stderr()
+
+
+def test_foreign_origin_and_host_are_refused(face, start):
+    proc, port = start()
+    auth = {"Authorization": f"Bearer {GOOD}"}
+    status, _, body = post(port, face, {**auth, "Origin": "http://evil.example"})
+    assert status == 403 and body, (status, body)
+    status, _, _ = post(port, face, {**auth, "Host": "evil.example"})
+    assert status == 403
+    status, _, _ = post(port, face, {**auth, "Origin": f"http://localhost:{port}"})
+    assert status == 200
+    assert proc.alive()
+
+
+def test_malformed_json_is_a_json_error(face, start):
+    _, port = start()
+    status, headers, body = post(port, face, {"Authorization": f"Bearer {GOOD}"}, b'{"jsonrpc": "2.0", "id": 1,')
+    assert status == 400, (status, body)
+    assert headers["content-type"].startswith("application/json")
+    if face.mcp:
+        assert body["error"]["code"] == -32700 and body["id"] is None and body["jsonrpc"] == "2.0", body
+    else:
+        assert body["success"] is False, body
+    served(port, face)
+
+
+def test_beyond_loopback_needs_tokens_or_the_flag(face, tmp_path, binaries):
+    env = environ_without("LRO_BEARER_TOKENS", "ATLATL_")
+    env["ATLATL_PROMPT__OFFLOAD__OUTPUT_DIR"] = str(tmp_path / "out")
+    (tmp_path / "store").mkdir()
+    argv = face.argv("0.0.0.0:0", tmp_path / "store")
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=PROMPT_S)
+    assert done.returncode == 2, done.stderr
+    assert "--allow-unauthenticated" in done.stderr, done.stderr
+    opened = Background(face.argv("0.0.0.0:0", tmp_path / "store", "--allow-unauthenticated"), env, tmp_path / "open.err")
+    try:
+        opened.wait_url()
+    finally:
+        opened.stop()
+
+
+def slow_sockets(port: int, n: int) -> list[socket.socket]:
+    """`n` connections that each send part of a request head, then nothing."""
+    socks = []
+    for _ in range(n):
+        s = socket.create_connection(("127.0.0.1", port), timeout=PROMPT_S)
+        s.sendall(b"POST / HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        socks.append(s)
+    return socks
+
+
+def wait_closed(socks: list[socket.socket], within: float) -> None:
+    """Every socket is closed by the server (EOF or reset) within `within` s."""
+    sel = selectors.DefaultSelector()
+    for s in socks:
+        s.setblocking(False)
+        sel.register(s, selectors.EVENT_READ)
+    open_ = set(socks)
+    deadline = time.monotonic() + within
+    while open_ and time.monotonic() < deadline:
+        for key, _ in sel.select(timeout=deadline - time.monotonic()):
+            try:
+                data = key.fileobj.recv(4096)
+            except ConnectionResetError:
+                data = b""
+            if not data:
+                sel.unregister(key.fileobj)
+                open_.discard(key.fileobj)
+    sel.close()
+    assert not open_, f"{len(open_)} of {len(socks)} slow connections still open after {within}s"
+
+
+def test_slow_headers_are_closed_and_good_requests_answered(face, start):
+    proc, port = start("--header-read-timeout", "1")
+    socks = slow_sockets(port, 300)
+    try:
+        began = time.monotonic()
+        served(port, face)
+        assert time.monotonic() - began < 1.0, "answered while the slow ones are held"
+        wait_closed(socks, within=8.0)
+    finally:
+        for s in socks:
+            s.close()
+    served(port, face)
+    assert proc.alive()
+
+
+# The accept loop is lro-http's, the same for every face: one face shows it.
+@pytest.mark.parametrize("face", FACES[:1], ids=lambda f: f.name, indirect=True)
+def test_past_the_connection_cap_a_good_request_waits_its_turn(start, face):
+    proc, port = start("--header-read-timeout", "1", "--max-connections", "4")
+    socks = slow_sockets(port, 12)
+    try:
+        # Behind three rounds of four slow connections, each cut after 1 s.
+        served(port, face)
+    finally:
+        for s in socks:
+            s.close()
+    served(port, face)
+    assert proc.alive()
