@@ -90,6 +90,7 @@ struct Cli {
 
 #[tokio::main]
 async fn main() -> ExitCode {
+    lro_extract::worker::run_if_worker();
     let cli = Cli::parse();
     match run(cli).await {
         Ok(()) => ExitCode::SUCCESS,

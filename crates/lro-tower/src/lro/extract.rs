@@ -53,7 +53,9 @@ pub(crate) async fn call(shared: &Arc<Shared>, arguments: Option<JsonObject>) ->
     let started = Instant::now();
     let req = request.clone();
     let ex = extractor.clone();
-    let result = tokio::task::spawn_blocking(move || ex.run(&req))
+    // The caller's principal is wired in by the layer's authorization.
+    let principal = lro_core::principal::Principal::anonymous();
+    let result = tokio::task::spawn_blocking(move || ex.run_as(&principal, &req))
         .await
         .unwrap_or_else(|join| {
             Err(lro_extract::ExtractError::Runtime {

@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use lro_core::{EventSink, OffloadConfig, Offloader, TokenEstimator};
-use lro_extract::{ExtractConfig, Extractor};
+use lro_extract::{ExtractConfig, Extractor, Isolation, WorkerPool};
 
 /// State shared by every clone of one layer.
 #[derive(Clone)]
@@ -19,6 +19,8 @@ pub(crate) struct Shared {
     pub(crate) sink: Arc<dyn EventSink>,
     /// The `lro_extract` engine, when the tool is on.
     pub(crate) extractor: Option<Extractor>,
+    /// Where `lro_extract` queries run.
+    pub(crate) isolation: Arc<dyn Isolation>,
     /// The context-offload tools' engine, when they are on.
     pub(crate) context: Option<lro_context::ContextOffloader>,
 }
@@ -35,15 +37,18 @@ impl Shared {
             .native_extract(cfg.extract)
             .guidance(cfg.guidance);
         let estimator = cfg.token_estimator();
+        let isolation: Arc<dyn Isolation> =
+            Arc::new(WorkerPool::new().estimator(cfg.estimator, cfg.exact_band));
         let extractor = cfg
             .extract
-            .then(|| extractor(&cfg, ExtractConfig::new(dir), &estimator));
+            .then(|| extractor(&cfg, ExtractConfig::new(dir), &estimator, &isolation));
         Self {
             cfg,
             offloader,
             estimator,
             sink: Arc::new(()),
             extractor,
+            isolation,
             context: None,
         }
     }
@@ -53,7 +58,21 @@ impl Shared {
     pub(crate) fn set_estimator(&mut self, estimator: Arc<dyn TokenEstimator>) {
         self.estimator = estimator;
         if let Some(ex) = &self.extractor {
-            self.extractor = Some(extractor(&self.cfg, ex.config().clone(), &self.estimator));
+            self.extractor = Some(extractor(
+                &self.cfg,
+                ex.config().clone(),
+                &self.estimator,
+                &self.isolation,
+            ));
+        }
+    }
+
+    /// Replaces where `lro_extract` queries run.
+    pub(crate) fn set_isolation(&mut self, isolation: Arc<dyn Isolation>) {
+        self.isolation = isolation;
+        if let Some(ex) = &self.extractor {
+            let cfg = ex.config().clone();
+            self.extractor = Some(extractor(&self.cfg, cfg, &self.estimator, &self.isolation));
         }
     }
 
@@ -62,7 +81,7 @@ impl Shared {
     pub(crate) fn set_extract_config(&mut self, cfg: ExtractConfig) {
         if self.extractor.is_some() {
             let cfg = cfg.root_dir(self.offloader.dir().to_owned());
-            self.extractor = Some(extractor(&self.cfg, cfg, &self.estimator));
+            self.extractor = Some(extractor(&self.cfg, cfg, &self.estimator, &self.isolation));
         }
     }
 }
@@ -73,7 +92,11 @@ fn extractor(
     offload: &OffloadConfig,
     cfg: ExtractConfig,
     estimator: &Arc<dyn TokenEstimator>,
+    isolation: &Arc<dyn Isolation>,
 ) -> Extractor {
     let budget = offload.threshold_for(super::EXTRACT_TOOL);
-    Extractor::new(cfg.max_output_tokens(budget)).estimator(estimator.clone())
+    let isolation = isolation.clone();
+    Extractor::new(cfg.max_output_tokens(budget))
+        .estimator(estimator.clone())
+        .isolation(move |job: lro_extract::Job<'_>| isolation.run(job))
 }
