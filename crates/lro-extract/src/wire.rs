@@ -60,6 +60,7 @@ pub(crate) struct Job {
     pub(crate) max_output_values: usize,
     pub(crate) max_output_tokens: Option<usize>,
     pub(crate) fast_paths: bool,
+    pub(crate) keep_values: bool,
     pub(crate) estimator: Estimator,
     pub(crate) exact_band: f64,
 }
@@ -73,7 +74,8 @@ impl Job {
             .timeout(Duration::from_millis(self.timeout_ms))
             .max_output_bytes(self.max_output_bytes)
             .max_output_values(self.max_output_values)
-            .fast_paths(self.fast_paths);
+            .fast_paths(self.fast_paths)
+            .keep_values(self.keep_values);
         match self.max_output_tokens {
             Some(t) => cfg.max_output_tokens(t),
             None => cfg,
@@ -316,6 +318,7 @@ mod tests {
             max_output_values: 1,
             max_output_tokens: None,
             fast_paths: true,
+            keep_values: false,
             estimator: Estimator::Chars,
             exact_band: 0.5,
         }));

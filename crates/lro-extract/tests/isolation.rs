@@ -40,14 +40,25 @@ fn the_pool_answers_exactly_as_in_process() {
     let requests = [
         ExtractRequest::new(&path).recipe(1),
         ExtractRequest::new(&path).recipe(6),
+        ExtractRequest::new(&path).recipe(8).limit(3),
+        ExtractRequest::new(&path).query(".").slurp(true),
+        ExtractRequest::new(&path).grep(lro_extract::Grep::new("Note")),
         ExtractRequest::new(&path).query("select(.id != null) | {id, title}"),
         ExtractRequest::new(&path).lines(LineWindow::default()),
         ExtractRequest::new(&path).query("error(\"boom\")"),
         ExtractRequest::new(&path).query("[ ."),
         ExtractRequest::new("atlatl-list-01ARZ3NDEKTSV4RRFFQ69G5FAV.jsonl").recipe(1),
     ];
+    let text_only = Extractor::new(pooled.config().clone().keep_values(false)).isolation(pool());
     for req in &requests {
         let (a, b) = (local.run(req), pooled.run(req));
+        if let (Ok(a), Ok(c)) = (&a, text_only.run(req)) {
+            assert!(c.values.is_empty(), "{req:?}");
+            assert_eq!(
+                (&a.text, a.results(), a.count),
+                (&c.text, c.results(), c.count)
+            );
+        }
         match (a, b) {
             (Ok(a), Ok(b)) => {
                 assert_eq!(a, b, "{req:?}");

@@ -96,7 +96,9 @@ fn extractor(
 ) -> Extractor {
     let budget = offload.threshold_for(super::EXTRACT_TOOL);
     let isolation = isolation.clone();
-    Extractor::new(cfg.max_output_tokens(budget))
+    // The tool shows the text only: no values are built, or sent back
+    // from a worker.
+    Extractor::new(cfg.max_output_tokens(budget).keep_values(false))
         .estimator(estimator.clone())
         .isolation(move |job: lro_extract::Job<'_>| isolation.run(job))
 }
