@@ -383,8 +383,7 @@ impl Worker {
             return Err(Failure::Died(format!("it did not read the job: {e}")));
         }
         match self.frames.recv_timeout(wait) {
-            Ok(Ok(Frame::Answer(json))) => serde_json::from_slice(&json)
-                .map_err(|e| Failure::Protocol(format!("bad answer: {e}"))),
+            Ok(Ok(Frame::Answer(bytes))) => wire::Answer::read(bytes).map_err(Failure::Protocol),
             Ok(Ok(Frame::Hello(_))) => Err(Failure::Protocol("a second handshake".into())),
             Ok(Err(e @ (FrameError::Eof | FrameError::Partial { .. }))) => {
                 Err(Failure::Died(e.to_string()))

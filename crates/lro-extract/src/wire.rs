@@ -92,6 +92,35 @@ pub(crate) struct Answer {
     pub(crate) retire: bool,
 }
 
+impl Answer {
+    /// Writes the answer: its JSON on one line, then the output's text as
+    /// it is, up to the end of the answer.
+    pub(crate) fn write(&self, out: &mut impl std::io::Write) -> std::io::Result<()> {
+        serde_json::to_writer(&mut *out, self)?;
+        out.write_all(b"\n")?;
+        match &self.result {
+            Ok(output) => out.write_all(output.text.as_bytes()),
+            Err(_) => Ok(()),
+        }
+    }
+
+    /// Reads what [`Answer::write`] wrote.
+    pub(crate) fn read(bytes: Vec<u8>) -> Result<Answer, String> {
+        let split = bytes
+            .iter()
+            .position(|&b| b == b'\n')
+            .ok_or("an answer without its line end")?;
+        let mut answer: Answer =
+            serde_json::from_slice(&bytes[..split]).map_err(|e| format!("bad answer: {e}"))?;
+        if let Ok(output) = &mut answer.result {
+            let mut text = bytes;
+            text.drain(..=split);
+            output.text = String::from_utf8(text).map_err(|e| format!("text not UTF-8: {e}"))?;
+        }
+        Ok(answer)
+    }
+}
+
 /// [`ExtractOutput`] on the wire.
 #[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct Output {
@@ -102,6 +131,10 @@ pub(crate) struct Output {
     truncated: bool,
     notice: Option<String>,
     next: Option<ExtractRequest>,
+    /// Sent after the JSON as it is (see [`Answer::write`]): the text is
+    /// JSON lines, which as a JSON string would be escaped and unescaped
+    /// quote by quote.
+    #[serde(skip)]
     text: String,
     results_len: usize,
 }
@@ -306,6 +339,37 @@ mod tests {
             budget: 1 << 20,
             how: "x".into(),
         });
+    }
+
+    #[test]
+    fn an_answer_carries_its_text_verbatim() {
+        let out = ExtractOutput {
+            mode: ExtractMode::Query,
+            values: Vec::new(),
+            raw: false,
+            count: 1,
+            truncated: true,
+            notice: Some("more".into()),
+            next: None,
+            text: "{\"a\":\"\\n\"}\n# more\n".into(),
+            results_len: 11,
+        };
+        let answer = Answer {
+            result: Ok(out.clone().into()),
+            retire: false,
+        };
+        let mut bytes = Vec::new();
+        answer.write(&mut bytes).unwrap();
+        assert_eq!(bytes.iter().filter(|&&b| b == b'\n').count(), 3);
+        let back = Answer::read(bytes)
+            .unwrap()
+            .result
+            .unwrap()
+            .into_output()
+            .unwrap();
+        assert_eq!(back, out);
+        assert_eq!(back.results(), out.results());
+        assert!(Answer::read(b"{}".to_vec()).is_err());
     }
 
     #[test]

@@ -85,9 +85,7 @@ fn serve(mut input: impl BufRead, output: impl Write) -> i32 {
         let answer = run(&job);
         let retire = answer.retire;
         let mut out = frame::Answer::new(&mut output);
-        let sent = serde_json::to_writer(&mut out, &answer)
-            .map_err(io::Error::from)
-            .and_then(|()| out.finish().map(drop));
+        let sent = answer.write(&mut out).and_then(|()| out.finish().map(drop));
         if sent.is_err() {
             return 1;
         }
