@@ -13,6 +13,7 @@ use clap::Parser;
 use lro_cli::cli::{self, Cli, Command};
 
 fn main() -> ExitCode {
+    lro_extract::worker::run_if_worker();
     let cli = Cli::parse();
     let mut stderr = std::io::stderr();
     let mut stdout = std::io::stdout();

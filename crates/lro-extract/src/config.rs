@@ -47,6 +47,10 @@ pub struct ExtractConfig {
     /// fields a filter reads are parsed. They give the same bytes as the
     /// plain jaq path, only faster; off, every record goes through jaq.
     pub fast_paths: bool,
+    /// Whether [`crate::ExtractOutput::values`] is filled. Off, only its
+    /// `text` (what the `lro_extract` tool shows) is built: cheaper, and
+    /// much cheaper to send back from a worker process.
+    pub keep_values: bool,
     /// Most memory one extraction may use beyond its worker's start-up
     /// size; over it the query is stopped with a tool error. Enforced by
     /// the worker pool ([`crate::WorkerPool`]); the in-process isolation
@@ -71,6 +75,7 @@ impl Default for ExtractConfig {
             max_output_values: DEFAULT_MAX_OUTPUT_VALUES,
             max_output_tokens: None,
             fast_paths: true,
+            keep_values: true,
             memory_budget: DEFAULT_MEMORY_BUDGET,
             max_concurrent: DEFAULT_MAX_CONCURRENT,
             max_per_principal: DEFAULT_MAX_PER_PRINCIPAL,
@@ -130,6 +135,14 @@ impl ExtractConfig {
     #[must_use]
     pub fn fast_paths(mut self, on: bool) -> Self {
         self.fast_paths = on;
+        self
+    }
+
+    /// Sets whether results are kept as JSON values besides the text.
+    /// Defaults to on; `LroLayer` turns it off (the tool shows the text).
+    #[must_use]
+    pub fn keep_values(mut self, on: bool) -> Self {
+        self.keep_values = on;
         self
     }
 

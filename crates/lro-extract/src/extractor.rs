@@ -146,7 +146,11 @@ impl Extractor {
         req: &ExtractRequest,
         file: ResolvedFile,
     ) -> Result<ExtractOutput, ExtractError> {
-        let collector = Collector::buffer(self.limits());
+        let collector = if self.cfg.keep_values {
+            Collector::buffer(self.limits())
+        } else {
+            Collector::text(self.limits())
+        };
         self.run_file(req, file, collector)
     }
 

@@ -135,6 +135,11 @@ impl Collector {
         Self::with_sink(Sink::Buffer(Vec::new()), limits, true)
     }
 
+    /// Collects the text into memory, keeping no values.
+    pub(crate) fn text(limits: Limits) -> Self {
+        Self::with_sink(Sink::Buffer(Vec::new()), limits, false)
+    }
+
     /// Streams lines to `w`, keeping no values.
     pub(crate) fn writer(w: Box<dyn Write + Send>, limits: Limits) -> Self {
         Self::with_sink(Sink::Writer(w), limits, false)
@@ -383,6 +388,7 @@ impl Collector {
             self.notices.push(format!("next part: {call}"));
         }
         let notice = (!self.notices.is_empty()).then(|| self.notices.join("; "));
+        let buffered = matches!(self.sink, Sink::Buffer(_));
         let mut text = match self.sink {
             Sink::Buffer(b) => String::from_utf8(b)
                 .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()),
@@ -392,7 +398,7 @@ impl Collector {
             }
         };
         let results_len = text.len();
-        if self.keep_values {
+        if buffered {
             match &notice {
                 Some(n) => {
                     text.push_str("# ");

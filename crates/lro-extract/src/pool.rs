@@ -45,6 +45,9 @@ use crate::{
     worker::WORKER_ENV,
 };
 
+/// The argument a worker is started with (see [`Worker::start`]).
+const WORKER_FLAG: &str = "--lro-extract-worker";
+
 /// Default [`WorkerPool::handshake_timeout`].
 pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long past the timeout a worker may take to answer before it is
@@ -189,6 +192,7 @@ impl Isolation for WorkerPool {
             max_output_values: cfg.max_output_values,
             max_output_tokens: cfg.max_output_tokens,
             fast_paths: cfg.fast_paths,
+            keep_values: cfg.keep_values,
             estimator: self.estimator,
             exact_band: self.exact_band,
         };
@@ -269,6 +273,11 @@ struct Worker {
 impl Worker {
     fn start(program: &Path, spec: Spec, handshake: Duration) -> Result<Worker, ExtractError> {
         let mut child = Command::new(program)
+            // Only the variable makes a worker. The flag is for a host that
+            // forgot `run_if_worker`: its own argument parser then exits at
+            // once with a usage error, rather than the host starting a
+            // second server (or a test binary running its tests again).
+            .arg(WORKER_FLAG)
             .env(WORKER_ENV, "1")
             // One malloc arena: a worker runs one job at a time, and every
             // extra arena would reserve 64 MiB of the limited address space.
@@ -374,8 +383,7 @@ impl Worker {
             return Err(Failure::Died(format!("it did not read the job: {e}")));
         }
         match self.frames.recv_timeout(wait) {
-            Ok(Ok(Frame::Answer(json))) => serde_json::from_slice(&json)
-                .map_err(|e| Failure::Protocol(format!("bad answer: {e}"))),
+            Ok(Ok(Frame::Answer(bytes))) => wire::Answer::read(bytes).map_err(Failure::Protocol),
             Ok(Ok(Frame::Hello(_))) => Err(Failure::Protocol("a second handshake".into())),
             Ok(Err(e @ (FrameError::Eof | FrameError::Partial { .. }))) => {
                 Err(Failure::Died(e.to_string()))

@@ -44,10 +44,11 @@ where
             .unwrap_or_else(|payload| Err(unwound(payload)));
         let _ = tx.send(result);
     };
-    spawn_worker(jq::worker_stack(timeout), worker).map_err(|e| ExtractError::Runtime {
-        line: None,
-        message: format!("cannot start an extraction worker: {e}"),
-    })?;
+    let handle =
+        spawn_worker(jq::worker_stack(timeout), worker).map_err(|e| ExtractError::Runtime {
+            line: None,
+            message: format!("cannot start an extraction worker: {e}"),
+        })?;
     let result = match rx.recv_timeout(timeout) {
         Ok(result) => result,
         Err(mpsc::RecvTimeoutError::Disconnected) => Err(ExtractError::Runtime {
@@ -62,8 +63,18 @@ where
     // Wait for the worker to end (it stops at its next step once
     // cancelled), so no thread outlives the call in the normal case.
     let deadline = Instant::now() + STOP_GRACE;
-    while let Ok(late) = rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
-        drop(late);
+    let ended = loop {
+        match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            Ok(late) => drop(late),
+            Err(mpsc::RecvTimeoutError::Disconnected) => break true,
+            Err(mpsc::RecvTimeoutError::Timeout) => break false,
+        }
+    };
+    if ended {
+        // Its job is done, so this returns at once; joining frees its
+        // stack now, which a worker process under an address-space limit
+        // needs before it starts the next job's thread.
+        let _ = handle.join();
     }
     match result {
         Err(ExtractError::Timeout { .. }) => Err(ExtractError::Timeout { limit: timeout }),
@@ -73,7 +84,10 @@ where
 
 /// Spawns `f` on a thread with `stack` bytes of stack, retrying with the
 /// smallest stack where the system refuses a large reservation.
-fn spawn_worker(stack: usize, f: impl FnOnce() + Send + 'static) -> std::io::Result<()> {
+fn spawn_worker(
+    stack: usize,
+    f: impl FnOnce() + Send + 'static,
+) -> std::io::Result<thread::JoinHandle<()>> {
     let f = std::sync::Mutex::new(Some(f));
     let f = Arc::new(f);
     let mut last_err = None;
@@ -89,7 +103,7 @@ fn spawn_worker(stack: usize, f: impl FnOnce() + Send + 'static) -> std::io::Res
                 }
             });
         match spawned {
-            Ok(_) => return Ok(()),
+            Ok(handle) => return Ok(handle),
             Err(e) => last_err = Some(e),
         }
     }

@@ -60,6 +60,7 @@ pub(crate) struct Job {
     pub(crate) max_output_values: usize,
     pub(crate) max_output_tokens: Option<usize>,
     pub(crate) fast_paths: bool,
+    pub(crate) keep_values: bool,
     pub(crate) estimator: Estimator,
     pub(crate) exact_band: f64,
 }
@@ -73,7 +74,8 @@ impl Job {
             .timeout(Duration::from_millis(self.timeout_ms))
             .max_output_bytes(self.max_output_bytes)
             .max_output_values(self.max_output_values)
-            .fast_paths(self.fast_paths);
+            .fast_paths(self.fast_paths)
+            .keep_values(self.keep_values);
         match self.max_output_tokens {
             Some(t) => cfg.max_output_tokens(t),
             None => cfg,
@@ -90,6 +92,35 @@ pub(crate) struct Answer {
     pub(crate) retire: bool,
 }
 
+impl Answer {
+    /// Writes the answer: its JSON on one line, then the output's text as
+    /// it is, up to the end of the answer.
+    pub(crate) fn write(&self, out: &mut impl std::io::Write) -> std::io::Result<()> {
+        serde_json::to_writer(&mut *out, self)?;
+        out.write_all(b"\n")?;
+        match &self.result {
+            Ok(output) => out.write_all(output.text.as_bytes()),
+            Err(_) => Ok(()),
+        }
+    }
+
+    /// Reads what [`Answer::write`] wrote.
+    pub(crate) fn read(bytes: Vec<u8>) -> Result<Answer, String> {
+        let split = bytes
+            .iter()
+            .position(|&b| b == b'\n')
+            .ok_or("an answer without its line end")?;
+        let mut answer: Answer =
+            serde_json::from_slice(&bytes[..split]).map_err(|e| format!("bad answer: {e}"))?;
+        if let Ok(output) = &mut answer.result {
+            let mut text = bytes;
+            text.drain(..=split);
+            output.text = String::from_utf8(text).map_err(|e| format!("text not UTF-8: {e}"))?;
+        }
+        Ok(answer)
+    }
+}
+
 /// [`ExtractOutput`] on the wire.
 #[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct Output {
@@ -100,6 +131,10 @@ pub(crate) struct Output {
     truncated: bool,
     notice: Option<String>,
     next: Option<ExtractRequest>,
+    /// Sent after the JSON as it is (see [`Answer::write`]): the text is
+    /// JSON lines, which as a JSON string would be escaped and unescaped
+    /// quote by quote.
+    #[serde(skip)]
     text: String,
     results_len: usize,
 }
@@ -307,6 +342,37 @@ mod tests {
     }
 
     #[test]
+    fn an_answer_carries_its_text_verbatim() {
+        let out = ExtractOutput {
+            mode: ExtractMode::Query,
+            values: Vec::new(),
+            raw: false,
+            count: 1,
+            truncated: true,
+            notice: Some("more".into()),
+            next: None,
+            text: "{\"a\":\"\\n\"}\n# more\n".into(),
+            results_len: 11,
+        };
+        let answer = Answer {
+            result: Ok(out.clone().into()),
+            retire: false,
+        };
+        let mut bytes = Vec::new();
+        answer.write(&mut bytes).unwrap();
+        assert_eq!(bytes.iter().filter(|&&b| b == b'\n').count(), 3);
+        let back = Answer::read(bytes)
+            .unwrap()
+            .result
+            .unwrap()
+            .into_output()
+            .unwrap();
+        assert_eq!(back, out);
+        assert_eq!(back.results(), out.results());
+        assert!(Answer::read(b"{}".to_vec()).is_err());
+    }
+
+    #[test]
     fn messages_are_single_lines() {
         let job = Message::Job(Box::new(Job {
             request: ExtractRequest::new("a\nb").query(".x | \"\\n\""),
@@ -316,6 +382,7 @@ mod tests {
             max_output_values: 1,
             max_output_tokens: None,
             fast_paths: true,
+            keep_values: false,
             estimator: Estimator::Chars,
             exact_band: 0.5,
         }));

@@ -85,9 +85,7 @@ fn serve(mut input: impl BufRead, output: impl Write) -> i32 {
         let answer = run(&job);
         let retire = answer.retire;
         let mut out = frame::Answer::new(&mut output);
-        let sent = serde_json::to_writer(&mut out, &answer)
-            .map_err(io::Error::from)
-            .and_then(|()| out.finish().map(drop));
+        let sent = answer.write(&mut out).and_then(|()| out.finish().map(drop));
         if sent.is_err() {
             return 1;
         }
@@ -138,16 +136,21 @@ fn run(job: &wire::Job) -> Answer {
 /// Limits this process's address space to what it maps now plus the job
 /// stack and the budget; the limit set, in bytes.
 fn limit_memory(spec: Spec) -> Result<u64, String> {
-    use nix::sys::resource::{Resource, setrlimit};
+    use nix::sys::resource::{Resource, getrlimit, setrlimit};
 
     // Room for what a job needs besides its data: the code paths it pages
     // in, its thread's bookkeeping, the allocator's own structures.
     const SLACK: u64 = 64 * 1024 * 1024;
     let baseline = mapped_bytes().map_err(|e| format!("cannot read /proc/self/status: {e}"))?;
+    // A limit the host itself runs under (`prlimit --as`, `ulimit -v`) is
+    // inherited and cannot be raised: keep the lower of the two.
+    let (_, hard) =
+        getrlimit(Resource::RLIMIT_AS).map_err(|e| format!("getrlimit(RLIMIT_AS) failed: {e}"))?;
     let limit = baseline
         .saturating_add(spec.stack as u64)
         .saturating_add(spec.memory_budget as u64)
-        .saturating_add(SLACK);
+        .saturating_add(SLACK)
+        .min(hard);
     setrlimit(Resource::RLIMIT_AS, limit, limit)
         .map_err(|e| format!("setrlimit(RLIMIT_AS) failed: {e}"))?;
     Ok(limit)

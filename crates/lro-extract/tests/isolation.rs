@@ -40,14 +40,25 @@ fn the_pool_answers_exactly_as_in_process() {
     let requests = [
         ExtractRequest::new(&path).recipe(1),
         ExtractRequest::new(&path).recipe(6),
+        ExtractRequest::new(&path).recipe(8).limit(3),
+        ExtractRequest::new(&path).query(".").slurp(true),
+        ExtractRequest::new(&path).grep(lro_extract::Grep::new("Note")),
         ExtractRequest::new(&path).query("select(.id != null) | {id, title}"),
         ExtractRequest::new(&path).lines(LineWindow::default()),
         ExtractRequest::new(&path).query("error(\"boom\")"),
         ExtractRequest::new(&path).query("[ ."),
         ExtractRequest::new("atlatl-list-01ARZ3NDEKTSV4RRFFQ69G5FAV.jsonl").recipe(1),
     ];
+    let text_only = Extractor::new(pooled.config().clone().keep_values(false)).isolation(pool());
     for req in &requests {
         let (a, b) = (local.run(req), pooled.run(req));
+        if let (Ok(a), Ok(c)) = (&a, text_only.run(req)) {
+            assert!(c.values.is_empty(), "{req:?}");
+            assert_eq!(
+                (&a.text, a.results(), a.count),
+                (&c.text, c.results(), c.count)
+            );
+        }
         match (a, b) {
             (Ok(a), Ok(b)) => {
                 assert_eq!(a, b, "{req:?}");
@@ -119,4 +130,62 @@ fn a_timed_out_query_gets_the_timeout_error_through_the_pool() {
         ex.run(&ExtractRequest::new(&path).recipe(6)).unwrap().count,
         1
     );
+}
+
+#[test]
+fn one_principal_waits_for_its_own_slot_while_another_runs() {
+    use std::sync::{Arc, Mutex, mpsc};
+
+    use lro_core::principal::Principal;
+    use lro_extract::Job;
+
+    let (_dir, path, cfg) = setup(|c| {
+        c.timeout(Duration::from_secs(3))
+            .max_per_principal(1)
+            .queue_timeout(Duration::from_millis(300))
+    });
+    // A closure isolation around the pool that says when a job starts.
+    let (started_tx, started) = mpsc::channel::<String>();
+    let started_tx = Mutex::new(started_tx);
+    let pool = pool();
+    let ex = Arc::new(Extractor::new(cfg).isolation(move |job: Job<'_>| {
+        let query = job.request.query.clone().unwrap_or_default();
+        started_tx.lock().unwrap().send(query).unwrap();
+        lro_extract::Isolation::run(&pool, job)
+    }));
+    let alice = Principal::new("alice");
+    let slow = {
+        let (ex, alice, path) = (ex.clone(), alice.clone(), path.clone());
+        std::thread::spawn(move || {
+            ex.run_as(
+                &alice,
+                &ExtractRequest::new(&path).query("last(range(infinite))"),
+            )
+        })
+    };
+    assert_eq!(
+        started.recv_timeout(Duration::from_secs(20)).unwrap(),
+        "last(range(infinite))"
+    );
+    // Alice's second call waits for her one slot, then is told to retry.
+    let err = ex
+        .run_as(&alice, &ExtractRequest::new(&path).query(".id"))
+        .unwrap_err();
+    assert!(matches!(err, ExtractError::Busy { .. }), "{err}");
+    let text = err.to_string();
+    assert!(
+        text.contains("busy") && text.contains("at most 1 at once"),
+        "{text}"
+    );
+    assert!(text.contains("try again"), "{text}");
+    // Bob is not held up by Alice.
+    let bob = ex
+        .run_as(
+            &Principal::new("bob"),
+            &ExtractRequest::new(&path).query(".id"),
+        )
+        .unwrap();
+    assert_eq!(bob.count, 60);
+    let slow = slow.join().unwrap().unwrap_err();
+    assert!(matches!(slow, ExtractError::Timeout { .. }), "{slow}");
 }

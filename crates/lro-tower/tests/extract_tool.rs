@@ -23,7 +23,12 @@ use support::*;
 #[tokio::test]
 async fn extraction_is_offered_and_answers_from_the_offloaded_file() {
     let dir = tempfile::tempdir().unwrap();
-    let client = connect(LroLayer::new(config(dir.path(), 500)).wrap(TestServer::default())).await;
+    let client = connect(
+        LroLayer::new(config(dir.path(), 500))
+            .extract_isolation(())
+            .wrap(TestServer::default()),
+    )
+    .await;
     let tools = client.list_all_tools().await.unwrap();
     let tool = tools
         .iter()
@@ -69,7 +74,12 @@ async fn extraction_is_offered_and_answers_from_the_offloaded_file() {
 #[tokio::test]
 async fn bad_input_and_escapes_are_clear_tool_errors() {
     let dir = tempfile::tempdir().unwrap();
-    let client = connect(LroLayer::new(config(dir.path(), 500)).wrap(TestServer::default())).await;
+    let client = connect(
+        LroLayer::new(config(dir.path(), 500))
+            .extract_isolation(())
+            .wrap(TestServer::default()),
+    )
+    .await;
     for args in [
         json!({"file_path": "/etc/passwd", "recipe": 1}),
         json!({"file_path": "../../etc/passwd", "query": "."}),
@@ -85,7 +95,12 @@ async fn bad_input_and_escapes_are_clear_tool_errors() {
 #[tokio::test]
 async fn extraction_output_over_the_threshold_is_truncated_not_offloaded_again() {
     let dir = tempfile::tempdir().unwrap();
-    let client = connect(LroLayer::new(config(dir.path(), 300)).wrap(TestServer::default())).await;
+    let client = connect(
+        LroLayer::new(config(dir.path(), 300))
+            .extract_isolation(())
+            .wrap(TestServer::default()),
+    )
+    .await;
     let d = first_json(&call(&client, "items", json!({"n": 400, "size": 30})).await);
     let all = call(
         &client,
@@ -124,7 +139,12 @@ async fn extraction_output_over_the_threshold_is_truncated_not_offloaded_again()
 #[tokio::test]
 async fn cjk_extraction_output_is_cut_by_the_estimator_not_by_bytes() {
     let dir = tempfile::tempdir().unwrap();
-    let client = connect(LroLayer::new(config(dir.path(), 300)).wrap(TestServer::default())).await;
+    let client = connect(
+        LroLayer::new(config(dir.path(), 300))
+            .extract_isolation(())
+            .wrap(TestServer::default()),
+    )
+    .await;
     let d = first_json(&call(&client, "cjk", json!({"n": 200, "size": 3})).await);
     let all = call(
         &client,
@@ -212,7 +232,12 @@ async fn a_server_that_drops_its_own_lro_extract_gets_the_layers_after_a_new_lis
     let dir = tempfile::tempdir().unwrap();
     let server = Shadowing::default();
     server.own.store(true, Ordering::Relaxed);
-    let client = connect(LroLayer::new(config(dir.path(), 500)).wrap(server.clone())).await;
+    let client = connect(
+        LroLayer::new(config(dir.path(), 500))
+            .extract_isolation(())
+            .wrap(server.clone()),
+    )
+    .await;
     let extract_descriptions = || async {
         let tools = client.list_all_tools().await.unwrap();
         tools

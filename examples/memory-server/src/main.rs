@@ -97,6 +97,7 @@ struct Cli {
 
 #[tokio::main]
 async fn main() -> ExitCode {
+    lro_extract::worker::run_if_worker();
     let cli = Cli::parse();
     // Tokens, origins and the address are checked before anything starts;
     // a refusal is a usage error (exit 2), as clap's are.

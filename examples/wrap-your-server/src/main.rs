@@ -55,6 +55,9 @@ impl ServerHandler for Rows {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
+    // `lro_extract` runs queries in worker processes of this program, each
+    // bounded in memory: in a worker, this line serves them and exits.
+    lro_extract::worker::run_if_worker();
     // The `[prompt.offload]` section of a TOML file, if one is named, then the
     // `ATLATL_PROMPT__OFFLOAD__*` environment variables.
     let file = std::env::args_os().nth(1).map(std::path::PathBuf::from);

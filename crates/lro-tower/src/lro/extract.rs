@@ -77,7 +77,9 @@ pub(crate) async fn call(
     let started = Instant::now();
     let req = request.clone();
     let ex = extractor.clone();
-    let result = tokio::task::spawn_blocking(move || ex.run(&req))
+    // The admission gate is fair between principals: it counts the caller's.
+    let caller = principal.clone();
+    let result = tokio::task::spawn_blocking(move || ex.run_as(&caller, &req))
         .await
         .unwrap_or_else(|join| {
             Err(lro_extract::ExtractError::Runtime {

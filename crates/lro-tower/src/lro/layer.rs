@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use lro_core::{EventSink, OffloadConfig, TokenEstimator};
-use lro_extract::ExtractConfig;
+use lro_extract::{ExtractConfig, Isolation};
 use tower_layer::Layer;
 
 use super::{Lro, error::Error, shared::Shared};
@@ -95,11 +95,26 @@ impl LroLayer {
     /// Sets the limits of `lro_extract` (time, output size). Its root
     /// directory is always the output directory, and its output is always
     /// kept within the threshold (of the `lro_extract` tool, when it has its
-    /// own). Defaults to 5 s and 256 KiB.
+    /// own). Defaults to 5 s, 256 KiB, a 512 MiB memory budget (see
+    /// [`LroLayer::extract_isolation`]), 4 extractions at once, 2 per
+    /// principal, and a 30 s wait for a slot.
     /// Has no effect when `extract` is off in the configuration.
     #[must_use]
     pub fn extract_config(self, cfg: ExtractConfig) -> Self {
         self.map(|s| s.set_extract_config(cfg))
+    }
+
+    /// Sets where `lro_extract` queries run. Defaults to a
+    /// [`WorkerPool`](lro_extract::WorkerPool) of the current executable,
+    /// which must then call `lro_extract::worker::run_if_worker()` first
+    /// thing in `main`: each query runs in a worker process bounded by the
+    /// memory budget of [`LroLayer::extract_config`], so no filter can take
+    /// the server down. `()` runs queries in this process (no memory bound:
+    /// for trusted, single-user embedders); a closure can send them
+    /// elsewhere.
+    #[must_use]
+    pub fn extract_isolation(self, isolation: impl Isolation) -> Self {
+        self.map(|s| s.set_isolation(Arc::new(isolation)))
     }
 
     /// The configuration in force.

@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use lro_core::{EventSink, OffloadConfig, Offloader, TokenEstimator};
-use lro_extract::{ExtractConfig, Extractor, access::Access};
+use lro_extract::{ExtractConfig, Extractor, Isolation, WorkerPool, access::Access};
 
 use crate::principal::{FromHttpRequest, PrincipalSource};
 
@@ -25,6 +25,8 @@ pub(crate) struct Shared {
     pub(crate) extractor: Option<Extractor>,
     /// Whose results `lro_extract` may read, and until when.
     pub(crate) access: Access,
+    /// Where `lro_extract` queries run.
+    pub(crate) isolation: Arc<dyn Isolation>,
     /// The context-offload tools' engine, when they are on.
     pub(crate) context: Option<lro_context::ContextOffloader>,
 }
@@ -44,9 +46,11 @@ impl Shared {
             .guidance(cfg.guidance)
             .quota(cfg.quota());
         let estimator = cfg.token_estimator();
+        let isolation: Arc<dyn Isolation> =
+            Arc::new(WorkerPool::new().estimator(cfg.estimator, cfg.exact_band));
         let extractor = cfg
             .extract
-            .then(|| extractor(&cfg, ExtractConfig::new(dir), &estimator));
+            .then(|| extractor(&cfg, ExtractConfig::new(dir), &estimator, &isolation));
         Self {
             cfg,
             offloader,
@@ -55,6 +59,7 @@ impl Shared {
             principal: Arc::new(FromHttpRequest),
             extractor,
             access,
+            isolation,
             context: None,
         }
     }
@@ -64,7 +69,21 @@ impl Shared {
     pub(crate) fn set_estimator(&mut self, estimator: Arc<dyn TokenEstimator>) {
         self.estimator = estimator;
         if let Some(ex) = &self.extractor {
-            self.extractor = Some(extractor(&self.cfg, ex.config().clone(), &self.estimator));
+            self.extractor = Some(extractor(
+                &self.cfg,
+                ex.config().clone(),
+                &self.estimator,
+                &self.isolation,
+            ));
+        }
+    }
+
+    /// Replaces where `lro_extract` queries run.
+    pub(crate) fn set_isolation(&mut self, isolation: Arc<dyn Isolation>) {
+        self.isolation = isolation;
+        if let Some(ex) = &self.extractor {
+            let cfg = ex.config().clone();
+            self.extractor = Some(extractor(&self.cfg, cfg, &self.estimator, &self.isolation));
         }
     }
 
@@ -73,7 +92,7 @@ impl Shared {
     pub(crate) fn set_extract_config(&mut self, cfg: ExtractConfig) {
         if self.extractor.is_some() {
             let cfg = cfg.root_dir(self.offloader.dir().to_owned());
-            self.extractor = Some(extractor(&self.cfg, cfg, &self.estimator));
+            self.extractor = Some(extractor(&self.cfg, cfg, &self.estimator, &self.isolation));
         }
     }
 }
@@ -84,7 +103,13 @@ fn extractor(
     offload: &OffloadConfig,
     cfg: ExtractConfig,
     estimator: &Arc<dyn TokenEstimator>,
+    isolation: &Arc<dyn Isolation>,
 ) -> Extractor {
     let budget = offload.threshold_for(super::EXTRACT_TOOL);
-    Extractor::new(cfg.max_output_tokens(budget)).estimator(estimator.clone())
+    let isolation = isolation.clone();
+    // The tool shows the text only: no values are built, or sent back
+    // from a worker.
+    Extractor::new(cfg.max_output_tokens(budget).keep_values(false))
+        .estimator(estimator.clone())
+        .isolation(move |job: lro_extract::Job<'_>| isolation.run(job))
 }
