@@ -41,6 +41,7 @@ mod exit;
 mod flag;
 mod forward;
 mod line;
+mod reclaim;
 mod relay;
 pub mod serve;
 mod session;

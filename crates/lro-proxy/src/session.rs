@@ -295,7 +295,17 @@ impl Proxy {
         let conn = self.connection(&cx).await?;
         let method = telemetry::method_label(request.method());
         let started = Instant::now();
-        let outcome = forward(conn.peer(), request, cx.meta, &cx.ct, &conn.upstream_tokens).await;
+        let outcome = tokio::select! {
+            outcome = forward(conn.peer(), request, cx.meta, &cx.ct, &conn.upstream_tokens) => outcome,
+            // The session ends with the proxy: the call gets an error, not silence.
+            () = self.shared.closing().cancelled() => {
+                telemetry::request_failed(method, UpstreamErrorCode::Cancelled);
+                return Err(McpError::internal_error(
+                    "lro proxy is shutting down; the call did not finish",
+                    None,
+                ));
+            }
+        };
         telemetry::request_done(method, started.elapsed());
         match outcome {
             Ok(result) => Ok(result),

@@ -186,3 +186,26 @@ async def test_bad_lines_on_stdio_get_json_rpc_errors_and_the_next_request_is_an
         assert any(t["name"] == "short" for t in tools["result"]["tools"]), tools
         assert proc.returncode is None
     no_panic(proc.stderr())
+
+
+@pytest.mark.anyio
+async def test_sigterm_during_a_call_answers_it_with_an_error(tmp_path, fixture_env, out_dir):
+    """A session that must end (here: SIGTERM) answers its pending call with a
+    JSON-RPC error rather than leave the client waiting."""
+    started = anyio.Path(fixture_env["FIXTURE_STARTED_FILE"])
+    async with proxied_process(tmp_path, fixture_env, out_dir) as proc:
+        async with proc.session() as session:
+            with anyio.fail_after(PROMPT_ERROR_S):
+                await session.initialize()
+
+            async def terminate_once_started() -> None:
+                await await_until(lambda: os.path.exists(started), what="the slow call to start")
+                os.kill(proc.pid, signal.SIGTERM)
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(terminate_once_started)
+                with pytest.raises(MCPError, match="shutting down"), anyio.fail_after(PROMPT_ERROR_S):
+                    await session.call_tool("slow", {"seconds": 60})
+            code = await proc.wait_exit(why="after SIGTERM")
+    assert code == 0, proc.stderr()
+    no_panic(proc.stderr())
