@@ -124,8 +124,18 @@ async fn run(args: &ProxyArgs, upstream: Upstream, cfg: OffloadConfig) -> Result
         .log_filter("info,rmcp=warn")
         .metrics_addr(args.metrics)
         .install()?;
-    let shared =
-        ProxyShared::new(ProxyConfig::new(upstream).max_sessions(args.max_sessions as usize));
+    // Each child runs under this executable as its watchdog (see main.rs),
+    // so no upstream process outlives the proxy, even one killed with SIGKILL.
+    let watchdog = std::env::current_exe()
+        .inspect_err(|err| {
+            tracing::warn!(%err, "no watchdog: upstream processes may outlive a killed proxy");
+        })
+        .ok();
+    let shared = ProxyShared::new(
+        ProxyConfig::new(upstream)
+            .max_sessions(args.max_sessions as usize)
+            .watchdog(watchdog),
+    );
     shared.preflight().await?;
     let offload = Offload::new(cfg).context_store_roots(args.context_store_roots.iter().cloned());
     host.run(offload, |layer, shutdown| async move {

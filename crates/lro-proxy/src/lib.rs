@@ -50,6 +50,7 @@ mod stdio;
 mod telemetry;
 mod transport;
 mod upstream;
+pub mod watchdog;
 
 pub use config::ProxyConfig;
 pub use error::ProxyError;

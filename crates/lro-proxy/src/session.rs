@@ -180,9 +180,14 @@ impl Proxy {
         let timed_out = || format!("no answer to initialize within {}s", INIT_TIMEOUT.as_secs());
         let (service, child) = match upstream {
             Upstream::Command { program, args } => {
-                let (guard, transport) =
-                    child::spawn(program, args, cfg.max_message_bytes, self.shared.tasks())
-                        .inspect_err(|_| telemetry::connect_failed())?;
+                let (guard, transport) = child::spawn(
+                    program,
+                    args,
+                    cfg.watchdog.as_deref(),
+                    cfg.max_message_bytes,
+                    self.shared.tasks(),
+                )
+                .inspect_err(|_| telemetry::connect_failed())?;
                 match tokio::time::timeout(INIT_TIMEOUT, relay.serve(transport)).await {
                     Ok(Ok(service)) => (service, Some(guard)),
                     outcome => {
