@@ -14,6 +14,10 @@ use lro_cli::cli::{self, Cli, Command};
 
 fn main() -> ExitCode {
     lro_extract::worker::run_if_worker();
+    // `lro proxy` starts each upstream under this executable as its watchdog.
+    if let Some(code) = lro_proxy::watchdog::run_if_asked() {
+        return code;
+    }
     let cli = Cli::parse();
     let mut stderr = std::io::stderr();
     let mut stdout = std::io::stdout();

@@ -51,11 +51,11 @@ pub struct ProxyArgs {
     #[arg(long, value_name = "N", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_sessions: u32,
     /// Behind --http, end a session after this many seconds without a
-    /// message in either direction, with its upstream child: a client that
-    /// vanished without closing its session frees its --max-sessions slot.
-    /// A tool call that runs longer without progress notifications ends its
-    /// session too. 0 never ends an idle session.
-    #[arg(long, value_name = "SECONDS", default_value_t = 300)]
+    /// message in either direction and with no call in progress, with its
+    /// upstream child: a client that vanished without closing its session
+    /// frees its --max-sessions slot. A call in progress is activity, however
+    /// long it runs. 0 never ends an idle session.
+    #[arg(long, value_name = "SECONDS", default_value_t = lro_proxy::serve::DEFAULT_SESSION_IDLE_TIMEOUT.as_secs())]
     pub session_idle_timeout: u64,
     /// TOML file with a `[prompt.offload]` section; `ATLATL_PROMPT__OFFLOAD__*`
     /// variables override it.
@@ -141,8 +141,18 @@ async fn run(
         .log_filter("info,rmcp=warn")
         .metrics_addr(args.metrics)
         .install()?;
-    let shared =
-        ProxyShared::new(ProxyConfig::new(upstream).max_sessions(args.max_sessions as usize));
+    // Each child runs under this executable as its watchdog (see main.rs),
+    // so no upstream process outlives the proxy, even one killed with SIGKILL.
+    let watchdog = std::env::current_exe()
+        .inspect_err(|err| {
+            tracing::warn!(%err, "no watchdog: upstream processes may outlive a killed proxy");
+        })
+        .ok();
+    let shared = ProxyShared::new(
+        ProxyConfig::new(upstream)
+            .max_sessions(args.max_sessions as usize)
+            .watchdog(watchdog),
+    );
     shared.preflight().await?;
     let offload = Offload::new(cfg).context_store_roots(args.context_store_roots.iter().cloned());
     host.run(offload, |layer, shutdown| async move {

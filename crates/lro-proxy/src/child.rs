@@ -7,6 +7,7 @@
 
 use std::{
     ffi::OsString,
+    path::Path,
     process::{ExitStatus, Stdio},
     time::Duration,
 };
@@ -52,9 +53,13 @@ impl ChildGuard {
 
 /// Spawns `program args` and returns the guard and the client transport over
 /// its pipes, which accepts lines up to `max_line` bytes.
+/// Under a `watchdog` executable, the child is the watchdog, which starts
+/// `program args` and ends all of it when the proxy dies (see
+/// [`crate::watchdog`]).
 pub(crate) fn spawn(
     program: &OsString,
     args: &[OsString],
+    watchdog: Option<&Path>,
     max_line: usize,
     tracker: &TaskTracker,
 ) -> Result<(ChildGuard, ChildTransport), ProxyError> {
@@ -63,8 +68,19 @@ pub(crate) fn spawn(
         .map(|a| a.to_string_lossy())
         .collect::<Vec<_>>()
         .join(" ");
-    let mut child = Command::new(program)
-        .args(args)
+    let mut command = match watchdog {
+        Some(watchdog) => {
+            let mut command = Command::new(watchdog);
+            command.args(crate::watchdog::argv(program, args));
+            command
+        }
+        None => {
+            let mut command = Command::new(program);
+            command.args(args);
+            command
+        }
+    };
+    let mut child = command
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())

@@ -1,5 +1,7 @@
 //! [`ProxyConfig`]: the settings shared by every session of one proxy.
 
+use std::path::PathBuf;
+
 use crate::Upstream;
 
 /// Settings shared by every session of one proxy: [`ProxyConfig::new`] with
@@ -20,6 +22,7 @@ pub struct ProxyConfig {
     pub(crate) upstream: Upstream,
     pub(crate) max_sessions: usize,
     pub(crate) max_message_bytes: usize,
+    pub(crate) watchdog: Option<PathBuf>,
 }
 
 impl ProxyConfig {
@@ -30,6 +33,7 @@ impl ProxyConfig {
             upstream,
             max_sessions: 16,
             max_message_bytes: 256 << 20,
+            watchdog: None,
         }
     }
 
@@ -50,6 +54,21 @@ impl ProxyConfig {
     #[must_use]
     pub fn max_message_bytes(mut self, bytes: usize) -> Self {
         self.max_message_bytes = bytes;
+        self
+    }
+
+    /// Starts each child of a command upstream under a watchdog: this
+    /// executable, which must call
+    /// [`watchdog::run_if_asked`](crate::watchdog::run_if_asked) first thing
+    /// in `main` (`lro` does). Then no process of the upstream, grandchildren
+    /// included, outlives the proxy, even when the proxy is killed with
+    /// SIGKILL (see [`crate::watchdog`]). Without one, the proxy ends the
+    /// child's process group itself, which it cannot do if it is killed.
+    ///
+    /// Defaults to none.
+    #[must_use]
+    pub fn watchdog(mut self, executable: Option<PathBuf>) -> Self {
+        self.watchdog = executable;
         self
     }
 

@@ -41,6 +41,7 @@ mod exit;
 mod flag;
 mod forward;
 mod line;
+mod reclaim;
 mod relay;
 pub mod serve;
 mod session;
@@ -49,6 +50,7 @@ mod stdio;
 mod telemetry;
 mod transport;
 mod upstream;
+pub mod watchdog;
 
 pub use config::ProxyConfig;
 pub use error::ProxyError;

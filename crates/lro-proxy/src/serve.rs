@@ -20,17 +20,14 @@
 //! # Ok(()) }
 //! ```
 
-use std::{future::Future, net::SocketAddr, sync::Arc, time::Duration};
+use std::{future::Future, net::SocketAddr, time::Duration};
 
-use rmcp::transport::streamable_http_server::{
-    StreamableHttpServerConfig, StreamableHttpService,
-    session::local::{LocalSessionManager, SessionConfig},
-};
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ServerHandler, ServiceExt as _};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_util::sync::CancellationToken;
 
-use crate::{ProxyError, ProxyShared, stdio::ClientStdio};
+use crate::{ProxyError, ProxyShared, reclaim::Reclaiming, stdio::ClientStdio};
 
 /// Path the streamable HTTP face serves.
 pub const MCP_PATH: &str = "/mcp";
@@ -78,8 +75,10 @@ pub async fn stdio<H: ServerHandler>(
         why = shared.lost() => Stopped::UpstreamLost(why),
         () = &mut shutdown => Stopped::Shutdown,
     };
-    // Cancelling lets rmcp send the answers still in flight (the errors of
-    // calls the dead upstream left pending) before the session ends.
+    // Calls still in progress end with an error; cancelling then lets rmcp
+    // send the answers still in flight (those errors, and the errors of
+    // calls a dead upstream left pending) before the session ends.
+    shared.end_calls();
     token.cancel();
     let _ = session.await;
     Ok(stopped)
@@ -135,10 +134,20 @@ pub struct HttpOptions {
     session_idle_timeout: Option<Duration>,
 }
 
+/// The idle time after which a session is reclaimed, by default: long
+/// enough for a person to read an answer and think between two calls (each
+/// reclaim costs the client a new session and the upstream's state), short
+/// enough that the children of clients that vanished without `DELETE` free
+/// their slots within minutes. A call in progress never counts as idle.
+pub const DEFAULT_SESSION_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// How long a shutdown waits for the errors of the calls it ends to be sent.
+const SHUTDOWN_ANSWERS: Duration = Duration::from_secs(2);
+
 impl Default for HttpOptions {
     fn default() -> Self {
         Self {
-            session_idle_timeout: Some(SessionConfig::DEFAULT_KEEP_ALIVE),
+            session_idle_timeout: Some(DEFAULT_SESSION_IDLE_TIMEOUT),
         }
     }
 }
@@ -151,15 +160,14 @@ impl HttpOptions {
     }
 
     /// Ends a session when no message has passed in either direction for
-    /// this long, with its upstream (a command upstream's child exits). A
-    /// client that goes away without closing its session (no `DELETE`)
-    /// otherwise holds a child, and one of the
+    /// this long and no call is in progress, with its upstream (a command
+    /// upstream's child exits). A client that goes away without closing its
+    /// session (no `DELETE`) otherwise holds a child, and one of the
     /// [`ProxyConfig::max_sessions`](crate::ProxyConfig::max_sessions)
-    /// slots, for ever. A tool call that runs longer than this without
-    /// progress notifications ends its session too. `None` never ends an
-    /// idle session.
+    /// slots, for ever. A call in progress is activity: a call longer than
+    /// the timeout completes. `None` never ends an idle session.
     ///
-    /// Defaults to 5 minutes (rmcp's default).
+    /// Defaults to [`DEFAULT_SESSION_IDLE_TIMEOUT`] (5 minutes).
     #[must_use]
     pub fn session_idle_timeout(mut self, timeout: Option<Duration>) -> Self {
         self.session_idle_timeout = timeout;
@@ -195,9 +203,8 @@ where
         .disable_allowed_hosts()
         .with_max_request_body_bytes(guard.bounds().max_body_bytes)
         .with_cancellation_token(ct.child_token());
-    let mut sessions = LocalSessionManager::default();
-    sessions.session_config.keep_alive = options.session_idle_timeout;
-    let service = StreamableHttpService::new(move || Ok(make()), Arc::new(sessions), config);
+    let sessions = Reclaiming::new(options.session_idle_timeout);
+    let service = StreamableHttpService::new(move || Ok(make()), sessions.clone(), config);
     let router = axum::Router::new().nest_service(MCP_PATH, service);
     let listener = tokio::net::TcpListener::bind(addr)
         .await
@@ -208,6 +215,9 @@ where
     ready(bound);
     let shutdown = async move {
         shutdown.await;
+        // Each call still in progress gets its error before the streams
+        // are cut.
+        sessions.close_all(SHUTDOWN_ANSWERS).await;
         // Ends open SSE streams so the graceful shutdown can finish.
         ct.cancel();
     };

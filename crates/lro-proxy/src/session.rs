@@ -180,9 +180,14 @@ impl Proxy {
         let timed_out = || format!("no answer to initialize within {}s", INIT_TIMEOUT.as_secs());
         let (service, child) = match upstream {
             Upstream::Command { program, args } => {
-                let (guard, transport) =
-                    child::spawn(program, args, cfg.max_message_bytes, self.shared.tasks())
-                        .inspect_err(|_| telemetry::connect_failed())?;
+                let (guard, transport) = child::spawn(
+                    program,
+                    args,
+                    cfg.watchdog.as_deref(),
+                    cfg.max_message_bytes,
+                    self.shared.tasks(),
+                )
+                .inspect_err(|_| telemetry::connect_failed())?;
                 match tokio::time::timeout(INIT_TIMEOUT, relay.serve(transport)).await {
                     Ok(Ok(service)) => (service, Some(guard)),
                     outcome => {
@@ -295,7 +300,17 @@ impl Proxy {
         let conn = self.connection(&cx).await?;
         let method = telemetry::method_label(request.method());
         let started = Instant::now();
-        let outcome = forward(conn.peer(), request, cx.meta, &cx.ct, &conn.upstream_tokens).await;
+        let outcome = tokio::select! {
+            outcome = forward(conn.peer(), request, cx.meta, &cx.ct, &conn.upstream_tokens) => outcome,
+            // The session ends with the proxy: the call gets an error, not silence.
+            () = self.shared.closing().cancelled() => {
+                telemetry::request_failed(method, UpstreamErrorCode::Cancelled);
+                return Err(McpError::internal_error(
+                    "lro proxy is shutting down; the call did not finish",
+                    None,
+                ));
+            }
+        };
         telemetry::request_done(method, started.elapsed());
         match outcome {
             Ok(result) => Ok(result),

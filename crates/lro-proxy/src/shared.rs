@@ -10,7 +10,7 @@ use std::{
 };
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
-use tokio_util::task::TaskTracker;
+use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
 use crate::{ProxyConfig, ProxyError, Upstream, child, upstream::redact_urls};
 
@@ -43,6 +43,9 @@ struct SharedInner {
     lost: watch::Sender<Option<String>>,
     /// A session was lost on its own; the next one opened is a restart.
     restart_due: AtomicBool,
+    /// Cancelled when the proxy stops: the calls still in progress end
+    /// with an error.
+    closing: CancellationToken,
 }
 
 impl ProxyShared {
@@ -55,6 +58,7 @@ impl ProxyShared {
             tasks: TaskTracker::new(),
             lost: watch::channel(None).0,
             restart_due: false.into(),
+            closing: CancellationToken::new(),
         }))
     }
 
@@ -137,10 +141,23 @@ impl ProxyShared {
         }
     }
 
+    /// Ends every call still in progress with a JSON-RPC error that says
+    /// the proxy is stopping, so that no client is left waiting; the serve
+    /// functions call it when their `shutdown` resolves.
+    pub fn end_calls(&self) {
+        self.0.closing.cancel();
+    }
+
+    /// Cancelled once [`ProxyShared::end_calls`] has been called.
+    pub(crate) fn closing(&self) -> &CancellationToken {
+        &self.0.closing
+    }
+
     /// Waits until every child has been ended and reaped. Call it after the
     /// sessions are gone, before the process exits, so that no child is
     /// orphaned.
     pub async fn shutdown(&self) {
+        self.end_calls();
         self.0.tasks.close();
         self.0.tasks.wait().await;
     }

@@ -18,7 +18,7 @@ from mcp.shared.exceptions import MCPError
 from support import (
     EXIT_S, fixture_cmd, full_env, offload_env, proxied_process, proxy_argv, read_pids, run_cli, stdio_process, upstream_pid,
 )
-from testkit.procs import free_port, pid_alive
+from testkit.procs import free_port, kill_quietly, pid_alive
 from testkit.waiting import await_until
 
 # A pending call must fail well before any client-side timeout.
@@ -186,3 +186,56 @@ async def test_bad_lines_on_stdio_get_json_rpc_errors_and_the_next_request_is_an
         assert any(t["name"] == "short" for t in tools["result"]["tools"]), tools
         assert proc.returncode is None
     no_panic(proc.stderr())
+
+
+@pytest.mark.anyio
+async def test_sigterm_during_a_call_answers_it_with_an_error(tmp_path, fixture_env, out_dir):
+    """A session that must end (here: SIGTERM) answers its pending call with a
+    JSON-RPC error rather than leave the client waiting."""
+    started = anyio.Path(fixture_env["FIXTURE_STARTED_FILE"])
+    async with proxied_process(tmp_path, fixture_env, out_dir) as proc:
+        async with proc.session() as session:
+            with anyio.fail_after(PROMPT_ERROR_S):
+                await session.initialize()
+
+            async def terminate_once_started() -> None:
+                await await_until(lambda: os.path.exists(started), what="the slow call to start")
+                os.kill(proc.pid, signal.SIGTERM)
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(terminate_once_started)
+                with pytest.raises(MCPError, match="shutting down"), anyio.fail_after(PROMPT_ERROR_S):
+                    await session.call_tool("slow", {"seconds": 60})
+            code = await proc.wait_exit(why="after SIGTERM")
+    assert code == 0, proc.stderr()
+    no_panic(proc.stderr())
+
+
+@pytest.mark.anyio
+async def test_sigkill_of_the_proxy_leaves_no_upstream_process(tmp_path, fixture_env, out_dir):
+    """The upstream starts two grandchildren, one in its process group and one
+    in a session of its own (as npx and uvx start theirs); after SIGKILL to the
+    proxy, neither they nor the upstream survive."""
+    grandchildren_file = tmp_path / "grandchildren.pids"
+    script = (
+        f"sleep 300 & echo $! >> {grandchildren_file}; "
+        f"setsid sleep 300 & echo $! >> {grandchildren_file}; "
+        'exec "$@"'
+    )
+    upstream = ["sh", "-c", script, "sh", *fixture_cmd()]
+    env = full_env({**fixture_env, **offload_env(out_dir)})
+    async with stdio_process(proxy_argv(upstream=upstream), env, tmp_path / "proxy.err") as proc:
+        async with proc.session() as session:
+            child = await upstream_pid(session)
+            grandchildren = read_pids(grandchildren_file)
+            assert len(grandchildren) == 2, grandchildren
+            upstream_processes = [child, *grandchildren]
+            try:
+                assert all(pid_alive(pid) for pid in upstream_processes)
+                os.kill(proc.pid, signal.SIGKILL)
+                for pid in upstream_processes:
+                    await await_until(lambda: not pid_alive(pid), timeout=EXIT_S, what=f"upstream process {pid} to end")
+            finally:
+                for pid in upstream_processes:
+                    if pid_alive(pid):
+                        kill_quietly(pid)

@@ -163,6 +163,21 @@ async def test_an_abandoned_session_ends_after_the_idle_timeout(start_proxy, pid
             assert await whoami(session) not in (0, child)
 
 
+@pytest.mark.anyio
+async def test_a_call_longer_than_the_idle_timeout_completes(start_proxy, pid_file):
+    """A call in progress is activity: a 3 s call on a session with a 1 s idle
+    timeout gets its answer, and the session and its child live on."""
+    _, url = start_proxy("--session-idle-timeout", "1")
+    async with http_session(url) as session:
+        child = await whoami(session)
+        with anyio.fail_after(PROMPT_S):
+            result = await session.call_tool("slow", {"seconds": 3})
+        assert texts(result) == ["slept 3.0"], result
+        assert pid_alive(child)
+        with anyio.fail_after(PROMPT_S):
+            assert await whoami(session) == child, "the same session, the same child"
+
+
 INIT = {
     "jsonrpc": "2.0",
     "id": 1,

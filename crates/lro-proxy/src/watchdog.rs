@@ -1,0 +1,225 @@
+//! The watchdog between the proxy and a stdio upstream, so that no upstream
+//! process survives the proxy, even a proxy killed with SIGKILL, and even
+//! the grandchildren that `npx` and `uvx` start.
+//!
+//! A process killed with SIGKILL runs no code, so the proxy cannot end its
+//! children then; and `PR_SET_PDEATHSIG` can only be set by the process
+//! itself, which for an arbitrary upstream needs `pre_exec` (`unsafe`). So
+//! the proxy starts a small process between itself and the upstream: the
+//! same executable, told by [`MARKER`] to be a watchdog. The watchdog
+//!
+//! - asks for SIGTERM when its parent dies (`set_pdeathsig`), then checks
+//!   that the parent did not die before it asked;
+//! - becomes a child subreaper, so that every descendant orphaned under it
+//!   is reparented to it, not to init, and it can find and end them;
+//! - starts the upstream in a process group of its own, with its own stdin,
+//!   stdout and stderr: the upstream reads and writes the proxy's pipes
+//!   directly, and no byte passes through the watchdog;
+//! - when the upstream exits, kills what is left of its group and every
+//!   descendant, then exits with the upstream's status (128 + the signal
+//!   when it was killed by one);
+//! - on SIGTERM (its parent died, or the proxy is ending the session),
+//!   sends SIGTERM to the upstream's group, waits a grace period shorter
+//!   than the proxy's own, then kills the group and every descendant.
+//!
+//! A host opts in by calling [`run_if_asked`] first thing in `main` and
+//! naming its own executable in [`ProxyConfig::watchdog`](crate::ProxyConfig::watchdog):
+//!
+//! ```no_run
+//! fn main() -> std::process::ExitCode {
+//!     if let Some(code) = lro_proxy::watchdog::run_if_asked() {
+//!         return code;
+//!     }
+//!     // … the host's own work, with
+//!     // ProxyConfig::new(upstream).watchdog(std::env::current_exe().ok())
+//!     std::process::ExitCode::SUCCESS
+//! }
+//! ```
+
+use std::{ffi::OsString, process::ExitCode, time::Duration};
+
+use nix::{
+    errno::Errno,
+    sys::{
+        prctl,
+        signal::{Signal, kill, killpg},
+        wait::{WaitPidFlag, WaitStatus, waitpid},
+    },
+    unistd::{Pid, getpid, getppid},
+};
+
+use crate::exit::GRACE;
+
+/// The first argument that makes the executable a watchdog:
+/// `EXE __lro-proxy-watchdog PARENT_PID PROGRAM [ARGS…]`.
+pub const MARKER: &str = "__lro-proxy-watchdog";
+
+/// What the upstream has after SIGTERM before SIGKILL: less than the proxy's
+/// [`GRACE`], so the watchdog has ended everything before the proxy would
+/// kill the watchdog itself.
+const TERM_GRACE: Duration = GRACE.saturating_sub(Duration::from_millis(500));
+
+/// The longest the final sweep of descendants takes.
+const SWEEP_LIMIT: Duration = Duration::from_secs(5);
+
+/// Runs the watchdog when this process was started as one (its first
+/// argument is [`MARKER`]), and returns its exit status; `None` otherwise.
+#[must_use]
+pub fn run_if_asked() -> Option<ExitCode> {
+    let mut argv = std::env::args_os().skip(1);
+    if argv.next()? != MARKER {
+        return None;
+    }
+    let parent = argv
+        .next()
+        .and_then(|p| p.to_str()?.parse::<i32>().ok())
+        .map(Pid::from_raw);
+    let (Some(parent), Some(program)) = (parent, argv.next()) else {
+        eprintln!("lro-proxy watchdog: usage: {MARKER} PARENT_PID PROGRAM [ARGS…]");
+        return Some(ExitCode::from(2));
+    };
+    Some(ExitCode::from(watch(parent, program, argv.collect())))
+}
+
+/// The arguments that start `program args` under the watchdog.
+pub(crate) fn argv(program: &OsString, args: &[OsString]) -> Vec<OsString> {
+    let mut argv = vec![
+        MARKER.into(),
+        std::process::id().to_string().into(),
+        program.clone(),
+    ];
+    argv.extend(args.iter().cloned());
+    argv
+}
+
+fn watch(parent: Pid, program: OsString, args: Vec<OsString>) -> u8 {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("lro-proxy watchdog: cannot start: {err}");
+            return 1;
+        }
+    };
+    runtime.block_on(async move {
+        // The handler first, so the parent-death signal cannot kill us
+        // before we can act on it.
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(term) => term,
+                Err(err) => {
+                    eprintln!("lro-proxy watchdog: cannot handle SIGTERM: {err}");
+                    return 1;
+                }
+            };
+        if let Err(err) =
+            prctl::set_child_subreaper(true).and_then(|()| prctl::set_pdeathsig(Signal::SIGTERM))
+        {
+            eprintln!("lro-proxy watchdog: prctl: {err}");
+            return 1;
+        }
+        if getppid() != parent {
+            // The proxy died before we asked to be told.
+            return 1;
+        }
+        let mut child = match tokio::process::Command::new(&program)
+            .args(&args)
+            .process_group(0)
+            .spawn()
+        {
+            Ok(child) => child,
+            Err(err) => {
+                eprintln!(
+                    "lro-proxy watchdog: cannot start {}: {err}",
+                    program.to_string_lossy()
+                );
+                return 127;
+            }
+        };
+        let group = child.id().map(|id| Pid::from_raw(id as i32));
+        let status = tokio::select! {
+            status = child.wait() => status.ok(),
+            _ = term.recv() => {
+                if let Some(group) = group {
+                    let _ = killpg(group, Signal::SIGTERM);
+                }
+                tokio::time::timeout(TERM_GRACE, child.wait()).await.ok().and_then(Result::ok)
+            }
+        };
+        sweep(group);
+        status.map_or(128 + Signal::SIGKILL as u8, |status| {
+            use std::os::unix::process::ExitStatusExt as _;
+            match (status.code(), status.signal()) {
+                (Some(code), _) => code as u8,
+                (None, Some(signal)) => 128 + signal as u8,
+                (None, None) => 1,
+            }
+        })
+    })
+}
+
+/// Kills the upstream's group, then every process left under the watchdog,
+/// until it has no child: each orphan is reparented to the watchdog (the
+/// subreaper) when its parent dies, and is killed on the next pass.
+fn sweep(group: Option<Pid>) {
+    if let Some(group) = group {
+        let _ = killpg(group, Signal::SIGKILL);
+    }
+    let deadline = std::time::Instant::now() + SWEEP_LIMIT;
+    while std::time::Instant::now() < deadline {
+        for pid in children_of(getpid()) {
+            let _ = kill(pid, Signal::SIGKILL);
+        }
+        match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
+            Err(Errno::ECHILD) => return,
+            Ok(WaitStatus::StillAlive) => std::thread::sleep(Duration::from_millis(5)),
+            _ => {}
+        }
+    }
+}
+
+/// The processes whose parent is `parent`, read from `/proc`.
+fn children_of(parent: Pid) -> Vec<Pid> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|entry| {
+            let pid: i32 = entry.ok()?.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            (parent_in_stat(&stat)? == parent.as_raw()).then(|| Pid::from_raw(pid))
+        })
+        .collect()
+}
+
+/// The parent pid in a `/proc/PID/stat` line: the second field after the
+/// command name, which is in parentheses and may hold anything.
+fn parent_in_stat(stat: &str) -> Option<i32> {
+    let (_, rest) = stat.rsplit_once(')')?;
+    rest.split_whitespace().nth(1)?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_parent_is_read_from_a_stat_line() {
+        assert_eq!(parent_in_stat("42 (sh) S 7 42 42 0"), Some(7));
+        assert_eq!(parent_in_stat("42 (a) b) (c) R 9 1"), Some(9));
+        assert_eq!(parent_in_stat("garbage"), None);
+    }
+
+    #[test]
+    fn the_watchdog_is_told_its_parent_and_the_upstream() {
+        let argv = argv(&"npx".into(), &["-y".into(), "server".into()]);
+        assert_eq!(argv[0], MARKER);
+        assert_eq!(argv[1], OsString::from(std::process::id().to_string()));
+        assert_eq!(
+            argv[2..],
+            [OsString::from("npx"), "-y".into(), "server".into()]
+        );
+    }
+}
