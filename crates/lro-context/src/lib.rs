@@ -50,6 +50,7 @@ mod store;
 mod summary;
 mod telemetry;
 mod tokens;
+mod tree;
 
 pub use error::ContextError;
 pub use llm::OpenAiSummariser;

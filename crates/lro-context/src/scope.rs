@@ -35,7 +35,7 @@ use lro_core::{
     quota::{Ledger, Quota, QuotaExceeded},
 };
 
-use crate::{ContextError, Roots, store::measure_tree};
+use crate::{ContextError, Roots, tree::measure_tree};
 
 /// A path inside the caller's area, and how to reach it.
 #[derive(Debug)]

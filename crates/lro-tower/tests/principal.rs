@@ -46,7 +46,8 @@ fn read() -> (String, bool) {
 /// Serves the layer over streamable HTTP, with sessions (`stateful`) or
 /// without, behind the header-to-principal layer.
 async fn serve(dir: &Path, stateful: bool, ct: &CancellationToken) -> SocketAddr {
-    let layer = LroLayer::new(config(dir, 200));
+    // A test binary cannot be a worker process: queries run in-process.
+    let layer = LroLayer::new(config(dir, 200)).extract_isolation(());
     let service: StreamableHttpService<_, LocalSessionManager> = StreamableHttpService::new(
         move || Ok(layer.wrap(TestServer::default())),
         Default::default(),
