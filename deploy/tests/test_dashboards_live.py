@@ -269,8 +269,11 @@ async def proxy_workload(url: str, proxy: Background, prom: Prometheus) -> Proxy
     async with mcp_session(url) as session:
         spawned = children(proxy.pid)  # spawned for the session's initialize
         assert len(spawned) == 1, f"one child per session, found {spawned}"
-        os.kill(spawned[0], signal.SIGKILL)
-        seen.killed = spawned
+        # The child is the upstream's watchdog; the upstream runs under it.
+        upstream = children(spawned[0])
+        assert len(upstream) == 1, f"one upstream under the watchdog, found {upstream}"
+        os.kill(upstream[0], signal.SIGKILL)
+        seen.killed = upstream
         await scraped(prom, f"{exits(EXIT.Failed)} >= 1")
         seen.after_kill_code = await rpc_error(session.call_tool("recall_memories", {"query": "cache", "limit": 1}))
 

@@ -24,6 +24,7 @@ from typing import AsyncIterator, Iterator
 
 import pytest
 
+from lrolib import L
 from testkit.http import DIRECT
 from testkit.paths import MEMORY_SERVER
 from testkit.procs import Background
@@ -83,13 +84,13 @@ async def tenants(url: str, tmp_path: Path) -> list[str]:
         a_path = await offload(alice)
         b_path = await offload(bob)
         assert Path(a_path).parent != Path(b_path).parent, "each principal has a folder of its own"
-        own = await alice.call_tool("lro_extract", {"file_path": a_path, "recipe": 1})
+        own = await alice.call_tool("lro_extract", {"file_path": a_path, L.ExtractMode.Recipe: 1})
         assert not is_error(own), text(own)
         # Bob on Alice's result, and on a name that never existed next to it.
-        theirs = await bob.call_tool("lro_extract", {"file_path": a_path, "recipe": 1})
+        theirs = await bob.call_tool("lro_extract", {"file_path": a_path, L.ExtractMode.Recipe: 1})
         # Bob's own name with other random bits: fresh, but never written.
         ghost_path = b_path[: -len("XXXX.jsonl")] + ("ZZZZ" if not b_path.endswith("ZZZZ.jsonl") else "YYYY") + ".jsonl"
-        ghost = await bob.call_tool("lro_extract", {"file_path": ghost_path, "recipe": 1})
+        ghost = await bob.call_tool("lro_extract", {"file_path": ghost_path, L.ExtractMode.Recipe: 1})
         assert is_error(theirs) and is_error(ghost)
         assert unknown(text(theirs), a_path) == unknown(text(ghost), ghost_path), (text(theirs), text(ghost))
 
@@ -141,7 +142,7 @@ def test_two_principals_see_only_their_own(tmp_path: Path):
 
 def test_no_token_gets_401(tmp_path: Path):
     with server(tmp_path) as (url, _):
-        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}).encode()
+        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": L.UpstreamMethod.ToolsList, "params": {}}).encode()
         for headers in ({}, {"Authorization": "Bearer wrong"}):
             req = urllib.request.Request(url, data=body, headers={
                 "Content-Type": "application/json", "Accept": "application/json, text/event-stream", **headers})

@@ -18,6 +18,7 @@ import zipfile
 from email.parser import Parser
 
 from lrolib import REPO
+from testkit.paths import MEMORY_SERVER
 
 PYPROJECT = REPO / "crates" / "lro-cli" / "pyproject.toml"
 PROJECT = tomllib.loads(PYPROJECT.read_text(encoding="utf-8"))["project"]
@@ -98,7 +99,7 @@ def test_installed_lro_proxies_a_real_server(installed_lro, tmp_path):
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
-    server = REPO / "target" / "debug" / "memory-server"
+    server = MEMORY_SERVER
     assert server.is_file(), f"{server} missing: run `cargo build --workspace --bins`"
     out = tmp_path / "offload"
     env = {
