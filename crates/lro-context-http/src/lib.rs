@@ -42,7 +42,7 @@ use axum::{
     extract::{DefaultBodyLimit, State, rejection::JsonRejection},
     http::StatusCode,
     response::{IntoResponse, Response},
-    routing::post,
+    routing::{MethodRouter, post},
 };
 use lro_context::{ContextError, ContextOffloader, FileContents};
 use lro_core::principal::Principal;
@@ -64,9 +64,19 @@ impl Service {
     /// The routes, without the guards ([`serve`] puts them in front).
     pub fn router(self) -> Router {
         Router::new()
-            .route("/context_offload", post(context_offload))
-            .route("/grep", post(grep_files))
-            .route("/read_file", post(read))
+            // ReMe's clients read the files' contents from the answer.
+            .route(
+                "/context_offload",
+                handler(
+                    |o, p, args| o.offload_json(p, args, FileContents::Included),
+                    |v| (StatusCode::OK, Json(v)).into_response(),
+                ),
+            )
+            .route("/grep", handler(ContextOffloader::grep_json, answer))
+            .route(
+                "/read_file",
+                handler(ContextOffloader::read_file_json, answer),
+            )
             .fallback(|| async { refuse(StatusCode::NOT_FOUND, "no such route".to_owned()) })
             // The guard has bounded the body already.
             .layer(DefaultBodyLimit::disable())
@@ -180,48 +190,17 @@ fn answer(text: String) -> Response {
     reply(StatusCode::OK, true, text, json!([]), json!({}))
 }
 
-async fn context_offload(
-    State(service): State<Service>,
-    principal: Option<Extension<Principal>>,
-    payload: Result<Json<Value>, JsonRejection>,
-) -> Response {
-    // ReMe's clients read the files' contents from the answer.
-    run(
-        service,
-        payload,
-        principal,
-        |o, p, args| o.offload_json(p, args, FileContents::Included),
-        |v| (StatusCode::OK, Json(v)).into_response(),
+/// The `POST` handler of one route: `op` on the JSON body, as the caller's
+/// principal, its answer shaped by `ok`.
+fn handler<T: Send + 'static>(
+    op: fn(&ContextOffloader, &Principal, Value) -> Result<T, ContextError>,
+    ok: fn(T) -> Response,
+) -> MethodRouter<Service> {
+    post(
+        move |State(service): State<Service>,
+              principal: Option<Extension<Principal>>,
+              payload: Result<Json<Value>, JsonRejection>| {
+            run(service, payload, principal, op, ok)
+        },
     )
-    .await
-}
-
-async fn grep_files(
-    State(service): State<Service>,
-    principal: Option<Extension<Principal>>,
-    payload: Result<Json<Value>, JsonRejection>,
-) -> Response {
-    run(
-        service,
-        payload,
-        principal,
-        ContextOffloader::grep_json,
-        answer,
-    )
-    .await
-}
-
-async fn read(
-    State(service): State<Service>,
-    principal: Option<Extension<Principal>>,
-    payload: Result<Json<Value>, JsonRejection>,
-) -> Response {
-    run(
-        service,
-        payload,
-        principal,
-        ContextOffloader::read_file_json,
-        answer,
-    )
-    .await
 }

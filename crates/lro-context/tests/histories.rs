@@ -7,7 +7,7 @@ mod support;
 
 use std::fs;
 
-use lro_context::{ContextOffloader, Mode, Params, grep};
+use lro_context::{Mode, Params, grep};
 use support::*;
 
 fn files_in(dir: &std::path::Path) -> usize {
@@ -22,13 +22,7 @@ fn compacting_a_research_session_keeps_every_invariant_and_is_idempotent() {
     let params = Params::new(dir.path())
         .mode(Mode::Compact)
         .chat_id("research");
-    let out = ContextOffloader::new()
-        .offload(
-            &lro_core::principal::Principal::anonymous(),
-            history.clone(),
-            &params,
-        )
-        .unwrap();
+    let out = anonymous_offload(history.clone(), &params).unwrap();
     let tool_messages = history.iter().filter(|m| m.role() == "tool").count();
     // The last message is an assistant's: every tool result is outside it.
     assert_eq!(out.stats.compacted, tool_messages);
@@ -47,22 +41,10 @@ fn compacting_a_research_session_keeps_every_invariant_and_is_idempotent() {
 
     // The same history again, original or compacted: nothing new, same messages.
     let written = files_in(dir.path());
-    let again = ContextOffloader::new()
-        .offload(
-            &lro_core::principal::Principal::anonymous(),
-            history.clone(),
-            &params,
-        )
-        .unwrap();
+    let again = anonymous_offload(history.clone(), &params).unwrap();
     assert_eq!(again.messages, out.messages);
     assert!(again.files.iter().all(|f| !f.new));
-    let compacted_again = ContextOffloader::new()
-        .offload(
-            &lro_core::principal::Principal::anonymous(),
-            out.messages.clone(),
-            &params,
-        )
-        .unwrap();
+    let compacted_again = anonymous_offload(out.messages.clone(), &params).unwrap();
     assert_eq!(compacted_again.messages, out.messages);
     assert!(compacted_again.files.is_empty());
     assert_eq!(files_in(dir.path()), written);
@@ -80,13 +62,7 @@ fn compressing_never_orphans_a_parallel_tool_result() {
             .max_total_tokens(100)
             .keep_recent_count(keep)
             .group_token_threshold(3_000);
-        let out = ContextOffloader::new()
-            .offload(
-                &lro_core::principal::Principal::anonymous(),
-                history.clone(),
-                &params,
-            )
-            .unwrap();
+        let out = anonymous_offload(history.clone(), &params).unwrap();
         assert_no_orphans(&out.messages);
         assert_kept(&history, &out.messages, keep.min(history.len() - 1));
         assert_files_read_back(&out);
@@ -101,13 +77,7 @@ fn compressing_a_research_session_in_groups() {
         .mode(Mode::Compress)
         .group_token_threshold(20_000)
         .chat_id("r1");
-    let out = ContextOffloader::new()
-        .offload(
-            &lro_core::principal::Principal::anonymous(),
-            history.clone(),
-            &params,
-        )
-        .unwrap();
+    let out = anonymous_offload(history.clone(), &params).unwrap();
     assert!(out.stats.groups > 3, "{:?}", out.stats);
     // The 2 recent ones begin with a tool result: its call stays with it.
     assert_eq!(
@@ -142,13 +112,7 @@ fn auto_compacts_then_compresses_only_when_compaction_kept_too_much() {
     let dir = tempfile::tempdir().unwrap();
     let history = research_session();
     let compact_enough = Params::new(dir.path()).mode(Mode::Auto);
-    let out = ContextOffloader::new()
-        .offload(
-            &lro_core::principal::Principal::anonymous(),
-            history.clone(),
-            &compact_enough,
-        )
-        .unwrap();
+    let out = anonymous_offload(history.clone(), &compact_enough).unwrap();
     assert!(
         out.stats.compacted > 0 && out.stats.groups == 0,
         "{:?}",
@@ -165,13 +129,7 @@ fn auto_compacts_then_compresses_only_when_compaction_kept_too_much() {
         .remove(0);
     }
     chatty.insert(2, lro_context::Message::new("user", text(77, 30_000)));
-    let out = ContextOffloader::new()
-        .offload(
-            &lro_core::principal::Principal::anonymous(),
-            chatty.clone(),
-            &compact_enough,
-        )
-        .unwrap();
+    let out = anonymous_offload(chatty.clone(), &compact_enough).unwrap();
     assert_eq!(out.stats.compacted, 0);
     assert!(out.stats.groups == 1, "{:?}\n{}", out.stats, out.answer());
     assert_no_orphans(&out.messages);
@@ -185,13 +143,7 @@ fn long_and_odd_ids_make_safe_distinct_files() {
     let params = Params::new(dir.path())
         .mode(Mode::Compact)
         .max_total_tokens(0);
-    let out = ContextOffloader::new()
-        .offload(
-            &lro_core::principal::Principal::anonymous(),
-            history.clone(),
-            &params,
-        )
-        .unwrap();
+    let out = anonymous_offload(history.clone(), &params).unwrap();
     assert_eq!(out.stats.compacted, 4);
     assert_eq!(files_in(dir.path()), 4);
     for f in &out.files {
@@ -209,13 +161,7 @@ fn a_failed_write_keeps_the_message_whole() {
     fs::write(&blocker, "").unwrap();
     let history = research_session();
     let params = Params::new(blocker.join("store")).mode(Mode::Compact);
-    let out = ContextOffloader::new()
-        .offload(
-            &lro_core::principal::Principal::anonymous(),
-            history.clone(),
-            &params,
-        )
-        .unwrap();
+    let out = anonymous_offload(history.clone(), &params).unwrap();
     assert_eq!(out.messages, history);
     assert!(out.files.is_empty());
     assert!(
@@ -233,13 +179,7 @@ fn excluded_tools_are_never_compacted() {
     let params = Params::new(dir.path())
         .mode(Mode::Compact)
         .exclude_tools(["read_webpage"]);
-    let out = ContextOffloader::new()
-        .offload(
-            &lro_core::principal::Principal::anonymous(),
-            history.clone(),
-            &params,
-        )
-        .unwrap();
+    let out = anonymous_offload(history.clone(), &params).unwrap();
     let searches = history
         .iter()
         .filter(|m| m.role() == "tool")

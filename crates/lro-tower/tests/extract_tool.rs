@@ -20,15 +20,21 @@ use rmcp::{
 use serde_json::{Value, json};
 use support::*;
 
-#[tokio::test]
-async fn extraction_is_offered_and_answers_from_the_offloaded_file() {
-    let dir = tempfile::tempdir().unwrap();
-    let client = connect(
-        LroLayer::new(config(dir.path(), 500))
+/// The test server behind the layer at `threshold`, offloading to `dir`;
+/// queries run in-process (a test binary cannot be a worker process).
+async fn served(dir: &std::path::Path, threshold: u32) -> Client {
+    connect(
+        LroLayer::new(config(dir, threshold))
             .extract_isolation(())
             .wrap(TestServer::default()),
     )
-    .await;
+    .await
+}
+
+#[tokio::test]
+async fn extraction_is_offered_and_answers_from_the_offloaded_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let client = served(dir.path(), 500).await;
     let tools = client.list_all_tools().await.unwrap();
     let tool = tools
         .iter()
@@ -74,12 +80,7 @@ async fn extraction_is_offered_and_answers_from_the_offloaded_file() {
 #[tokio::test]
 async fn bad_input_and_escapes_are_clear_tool_errors() {
     let dir = tempfile::tempdir().unwrap();
-    let client = connect(
-        LroLayer::new(config(dir.path(), 500))
-            .extract_isolation(())
-            .wrap(TestServer::default()),
-    )
-    .await;
+    let client = served(dir.path(), 500).await;
     for args in [
         json!({"file_path": "/etc/passwd", "recipe": 1}),
         json!({"file_path": "../../etc/passwd", "query": "."}),
@@ -95,12 +96,7 @@ async fn bad_input_and_escapes_are_clear_tool_errors() {
 #[tokio::test]
 async fn extraction_output_over_the_threshold_is_truncated_not_offloaded_again() {
     let dir = tempfile::tempdir().unwrap();
-    let client = connect(
-        LroLayer::new(config(dir.path(), 300))
-            .extract_isolation(())
-            .wrap(TestServer::default()),
-    )
-    .await;
+    let client = served(dir.path(), 300).await;
     let d = first_json(&call(&client, "items", json!({"n": 400, "size": 30})).await);
     let all = call(
         &client,
@@ -139,12 +135,7 @@ async fn extraction_output_over_the_threshold_is_truncated_not_offloaded_again()
 #[tokio::test]
 async fn cjk_extraction_output_is_cut_by_the_estimator_not_by_bytes() {
     let dir = tempfile::tempdir().unwrap();
-    let client = connect(
-        LroLayer::new(config(dir.path(), 300))
-            .extract_isolation(())
-            .wrap(TestServer::default()),
-    )
-    .await;
+    let client = served(dir.path(), 300).await;
     let d = first_json(&call(&client, "cjk", json!({"n": 200, "size": 3})).await);
     let all = call(
         &client,

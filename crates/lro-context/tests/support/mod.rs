@@ -148,3 +148,16 @@ pub fn assert_files_read_back(out: &Offloaded) {
         );
     }
 }
+
+/// `messages` offloaded with `params` by a fresh offloader, as the anonymous
+/// principal (a single-user store: the root itself).
+pub fn anonymous_offload(
+    messages: Vec<Message>,
+    params: &lro_context::Params,
+) -> Result<lro_context::Offloaded, lro_context::ContextError> {
+    lro_context::ContextOffloader::new().offload(
+        &lro_core::principal::Principal::anonymous(),
+        messages,
+        params,
+    )
+}
