@@ -31,7 +31,7 @@ use cap_std::{
     fs::{Dir, DirBuilder, DirBuilderExt as _},
 };
 use lro_core::{
-    principal::{PRINCIPAL_DIR_PREFIX, Principal},
+    principal::{Principal, is_principal_folder},
     quota::{Ledger, Quota, QuotaExceeded},
 };
 
@@ -105,17 +105,12 @@ impl Roots {
         let foreign_folder = principal.is_anonymous()
             && rel.components().next().is_some_and(|c| {
                 matches!(c, Component::Normal(n)
-                    if n.to_str().is_some_and(|n| n.starts_with(PRINCIPAL_DIR_PREFIX)))
+                    if n.to_str().is_some_and(is_principal_folder))
             });
         if foreign_folder {
             return Ok(Place::Foreign(full));
         }
-        let key = area
-            .strip_prefix(root)
-            .ok()
-            .and_then(|k| k.to_str())
-            .unwrap_or_default()
-            .to_owned();
+        let key = principal.folder().unwrap_or_default();
         Ok(Place::Own(Located {
             rel: rel.to_owned(),
             anonymous_root: principal.is_anonymous() && rel.as_os_str().is_empty(),

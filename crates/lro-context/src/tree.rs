@@ -11,7 +11,7 @@ use std::{
 
 use cap_fs_ext::DirExt as _;
 use cap_std::fs::Dir;
-use lro_core::{principal::PRINCIPAL_DIR_PREFIX, quota::Usage};
+use lro_core::{principal::is_principal_folder, quota::Usage};
 
 /// Deepest folder level `grep` walks.
 pub(crate) const GREP_DEPTH: usize = 16;
@@ -37,9 +37,7 @@ pub(crate) fn collect_files(
         let Ok(ty) = e.file_type() else { continue };
         let name = e.file_name();
         if ty.is_dir() {
-            let is_principal = name
-                .to_str()
-                .is_some_and(|n| n.starts_with(PRINCIPAL_DIR_PREFIX));
+            let is_principal = name.to_str().is_some_and(is_principal_folder);
             if depth < GREP_DEPTH
                 && !(skip_principals && is_principal)
                 && let Ok(sub) = dir.open_dir_nofollow(&name)
@@ -73,7 +71,7 @@ pub(crate) fn measure_tree(root: &Dir) -> io::Result<Usage> {
             .next()
             .and_then(|c| c.as_os_str().to_str())
             .unwrap_or_default();
-        let key = if path.components().count() > 1 && first.starts_with(PRINCIPAL_DIR_PREFIX) {
+        let key = if path.components().count() > 1 && is_principal_folder(first) {
             first.to_owned()
         } else {
             String::new()

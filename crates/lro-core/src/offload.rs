@@ -32,7 +32,7 @@ use crate::{
         OffloadResponse, OffloadSummary, OffloadedResult, native_guidance, shell_guidance,
     },
     file::{OffloadFileName, WriteError, WrittenFile, encoded_len, write_in},
-    principal::{PRINCIPAL_DIR_PREFIX, Principal},
+    principal::Principal,
     quota::{Ledger, Quota, measure},
     recipes::{RecipeSet, SAMPLE_SIZE, is_memory_sample},
     records::RecordSet,
@@ -276,10 +276,7 @@ impl Offloader {
             records,
             cancelled,
         } = *job;
-        let (key, sub) = if principal.is_anonymous() {
-            (String::new(), None)
-        } else {
-            let key = format!("{PRINCIPAL_DIR_PREFIX}{}", principal.digest());
+        let (key, sub) = if let Some(key) = principal.folder() {
             let sub = root
                 .dir
                 .subdir(&key)
@@ -288,6 +285,8 @@ impl Offloader {
                     source,
                 })?;
             (key, Some(sub))
+        } else {
+            (String::new(), None)
         };
         let reservation = if self.quota.is_limited() {
             let bytes = encoded_len(header, &records.records);

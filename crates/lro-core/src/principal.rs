@@ -74,12 +74,23 @@ impl Principal {
     /// `root/p-{digest}` for any other. A reader confined to it cannot name
     /// another principal's file.
     pub fn dir(&self, root: &Path) -> PathBuf {
-        if self.is_anonymous() {
-            root.to_owned()
-        } else {
-            root.join(format!("{PRINCIPAL_DIR_PREFIX}{}", self.digest()))
+        match self.folder() {
+            Some(folder) => root.join(folder),
+            None => root.to_owned(),
         }
     }
+
+    /// The name of this principal's folder under a store root,
+    /// `p-{digest}`; none for the anonymous principal, whose folder is the
+    /// root itself. Quota ledgers key each area by it (`""` for the root).
+    pub fn folder(&self) -> Option<String> {
+        (!self.is_anonymous()).then(|| format!("{PRINCIPAL_DIR_PREFIX}{}", self.digest()))
+    }
+}
+
+/// Whether `name`, an entry of a store root, names a principal's folder.
+pub fn is_principal_folder(name: &str) -> bool {
+    name.starts_with(PRINCIPAL_DIR_PREFIX)
 }
 
 /// How the folder of a principal other than the anonymous one starts.

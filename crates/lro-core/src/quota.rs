@@ -40,7 +40,7 @@ use std::{
 use cap_fs_ext::DirExt as _;
 use cap_std::fs::Dir;
 
-use crate::principal::PRINCIPAL_DIR_PREFIX;
+use crate::principal::is_principal_folder;
 
 /// Default per-principal quota: 256 MiB.
 pub const DEFAULT_MAX_PRINCIPAL_BYTES: u64 = 256 << 20;
@@ -278,7 +278,7 @@ pub fn measure(root: &Dir) -> io::Result<Usage> {
         let Ok(name) = entry.file_name().into_string() else {
             continue;
         };
-        if !name.starts_with(PRINCIPAL_DIR_PREFIX) || !entry.file_type().is_ok_and(|t| t.is_dir()) {
+        if !is_principal_folder(&name) || !entry.file_type().is_ok_and(|t| t.is_dir()) {
             continue;
         }
         if let Ok(sub) = root.open_dir_nofollow(&name)

@@ -56,7 +56,7 @@ use lro_core::{
     config::OffloadConfig,
     event::{CleanupCompleted, EventSink, ExpiryReason, LroEvent, OffloadFileExpired, emit},
     file::OffloadFileName,
-    principal::{PRINCIPAL_DIR_PREFIX, short_digest},
+    principal::{is_principal_folder, short_digest},
     quota::{Ledger, measure},
 };
 
@@ -245,10 +245,7 @@ fn scan_folder(folder: &Folder, path: &Path, top: bool, out: &mut Scan) {
             continue;
         };
         // `file_type` and `metadata` of an entry never follow a symlink.
-        if top
-            && file_name.starts_with(PRINCIPAL_DIR_PREFIX)
-            && item.file_type().is_ok_and(|t| t.is_dir())
-        {
+        if top && is_principal_folder(file_name) && item.file_type().is_ok_and(|t| t.is_dir()) {
             match folder.0.open_dir_nofollow(file_name) {
                 Ok(sub) => scan_folder(&Folder(Arc::new(sub)), &path.join(file_name), false, out),
                 // Swapped for a symlink or removed since it was listed.
