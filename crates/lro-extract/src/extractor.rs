@@ -2,6 +2,7 @@
 
 use std::{
     io::Write,
+    panic::{AssertUnwindSafe, catch_unwind},
     sync::{
         Arc,
         atomic::{AtomicUsize, Ordering},
@@ -21,6 +22,7 @@ use crate::{
     execute::execute,
     gate::Gate,
     guard,
+    jq::Guard,
     output::{Collector, Limits},
     plan::Plan,
     thread,
@@ -146,12 +148,39 @@ impl Extractor {
         req: &ExtractRequest,
         file: ResolvedFile,
     ) -> Result<ExtractOutput, ExtractError> {
-        let collector = if self.cfg.keep_values {
+        self.run_file(req, file, self.collector())
+    }
+
+    /// Runs `req` over `file` on the calling thread, stopped by `guard`
+    /// (a worker process's job thread, whose timer cancels it): no thread
+    /// started per call. The caller's stack must be a worker stack.
+    pub(crate) fn run_here(
+        &self,
+        req: &ExtractRequest,
+        file: ResolvedFile,
+        guard: &Guard,
+    ) -> Result<ExtractOutput, ExtractError> {
+        let (mode, plan) = Plan::new(req)?;
+        let collector = self.collector();
+        let fast_paths = self.cfg.fast_paths;
+        catch_unwind(AssertUnwindSafe(|| {
+            execute(req, mode, plan, file, guard, collector, fast_paths)
+        }))
+        .unwrap_or_else(|payload| Err(thread::unwound(payload)))
+        .map_err(|e| match e {
+            ExtractError::Timeout { .. } => ExtractError::Timeout {
+                limit: self.cfg.timeout,
+            },
+            other => other,
+        })
+    }
+
+    fn collector(&self) -> Collector {
+        if self.cfg.keep_values {
             Collector::buffer(self.limits())
         } else {
             Collector::text(self.limits())
-        };
-        self.run_file(req, file, collector)
+        }
     }
 
     /// Runs `req` in this process, streaming result lines to `out` instead

@@ -19,7 +19,7 @@
 //! ```text
 //! H 0000002a {"magic":"lro-extract-worker",...}
 //! D 00010000 {"result":{"ok":{"mode":"query","values":[ ... 65536 bytes
-//! D 00000123 ... ]}},"retire":false}
+//! D 00000123 ... ]}}}
 //! E 00000000
 //! ```
 

@@ -126,7 +126,7 @@ impl Drop for Live {
     }
 }
 
-fn unwound(payload: Box<dyn std::any::Any + Send>) -> ExtractError {
+pub(crate) fn unwound(payload: Box<dyn std::any::Any + Send>) -> ExtractError {
     match payload.downcast_ref::<Stop>() {
         Some(Stop::Cancelled) => ExtractError::Timeout {
             limit: Duration::ZERO,

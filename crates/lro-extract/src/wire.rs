@@ -12,7 +12,7 @@ use crate::{ExtractConfig, ExtractError, ExtractOutput, ExtractRequest};
 
 /// Version of this protocol; a worker of another build refuses the
 /// handshake.
-pub(crate) const VERSION: u32 = 1;
+pub(crate) const VERSION: u32 = 2;
 /// What a worker's handshake answer starts with.
 pub(crate) const MAGIC: &str = "lro-extract-worker";
 
@@ -87,9 +87,6 @@ impl Job {
 #[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct Answer {
     pub(crate) result: Result<Output, Error>,
-    /// The worker cannot take another job (a stopped query's thread still
-    /// runs) and exits after this answer.
-    pub(crate) retire: bool,
 }
 
 impl Answer {
@@ -356,7 +353,6 @@ mod tests {
         };
         let answer = Answer {
             result: Ok(out.clone().into()),
-            retire: false,
         };
         let mut bytes = Vec::new();
         answer.write(&mut bytes).unwrap();

@@ -19,7 +19,15 @@
 //! does when the host exits, however it exits. A query that allocates past
 //! the limit aborts the worker, not the host.
 
-use std::io::{self, BufRead, Write};
+use std::{
+    io::{self, BufRead, Write},
+    sync::{
+        Arc, Condvar, Mutex, MutexGuard, PoisonError,
+        atomic::{AtomicBool, Ordering},
+    },
+    thread,
+    time::{Duration, Instant},
+};
 
 use lro_core::OffloadConfig;
 
@@ -27,6 +35,7 @@ use crate::{
     Extractor,
     frame::{self, HELLO},
     guard,
+    jq::Guard,
     wire::{self, Answer, Message, Spec},
 };
 
@@ -40,13 +49,18 @@ pub const WORKER_ENV: &str = "LRO_EXTRACT_WORKER";
 /// [`crate::WorkerPool`] with its default program (`LroLayer` does).
 pub fn run_if_worker() {
     if std::env::var_os(WORKER_ENV).is_some() {
-        let code = serve(io::stdin().lock(), io::stdout().lock());
+        let code = serve(io::BufReader::new(io::stdin()), io::stdout());
         std::process::exit(code);
     }
 }
 
 /// Serves one worker's life on `input` and `output`; the exit status.
-fn serve(mut input: impl BufRead, output: impl Write) -> i32 {
+///
+/// After the handshake, jobs run one at a time on one long-lived thread
+/// with the worker stack, and this thread keeps their time: starting a
+/// thread per job would reserve, fault in and unmap a stack of up to
+/// several GiB every call.
+fn serve<R: BufRead + Send, W: Write + Send>(mut input: R, output: W) -> i32 {
     let mut output = io::BufWriter::with_capacity(frame::MAX_CHUNK + 5, output);
     let mut line = String::new();
     let Ok(Message::Hello(spec)) = read_message(&mut input, &mut line) else {
@@ -76,21 +90,114 @@ fn serve(mut input: impl BufRead, output: impl Write) -> i32 {
         // Never run a job without the bound.
         return 2;
     }
+    let timer = Timer::default();
+    thread::scope(|scope| {
+        let jobs = thread::Builder::new()
+            .name("lro-extract".into())
+            .stack_size(spec.stack)
+            .spawn_scoped(scope, || {
+                let code = serve_jobs(&mut input, &mut output, &timer);
+                timer.close();
+                code
+            });
+        match jobs {
+            Ok(jobs) => {
+                timer.run();
+                jobs.join().unwrap_or(1)
+            }
+            Err(_) => 1,
+        }
+    })
+}
+
+/// Answers jobs until the input ends; the exit status.
+fn serve_jobs(input: &mut impl BufRead, output: &mut impl Write, timer: &Timer) -> i32 {
+    let mut line = String::new();
     loop {
-        let job = match read_message(&mut input, &mut line) {
+        let job = match read_message(input, &mut line) {
             Ok(Message::Job(job)) => job,
             Ok(Message::Hello(_)) | Err(Read::Bad) => return 2,
             Err(Read::Eof) => return 0,
         };
-        let answer = run(&job);
-        let retire = answer.retire;
-        let mut out = frame::Answer::new(&mut output);
-        let sent = answer.write(&mut out).and_then(|()| out.finish().map(drop));
-        if sent.is_err() {
+        let answer = run(&job, timer);
+        let mut out = frame::Answer::new(&mut *output);
+        if answer
+            .write(&mut out)
+            .and_then(|()| out.finish().map(drop))
+            .is_err()
+        {
             return 1;
         }
-        if retire {
-            return 0;
+    }
+}
+
+/// Cancels the running job at its deadline.
+#[derive(Default)]
+struct Timer {
+    state: Mutex<Clock>,
+    wake: Condvar,
+}
+
+#[derive(Default)]
+enum Clock {
+    #[default]
+    Idle,
+    Armed(Instant, Arc<AtomicBool>),
+    Closed,
+}
+
+impl Timer {
+    fn lock(&self) -> MutexGuard<'_, Clock> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Arms the timer for a job of `timeout`; the job's cancel flag.
+    fn arm(&self, timeout: Duration) -> Arc<AtomicBool> {
+        let cancel = Arc::new(AtomicBool::new(false));
+        *self.lock() = Clock::Armed(Instant::now() + timeout, cancel.clone());
+        self.wake.notify_one();
+        cancel
+    }
+
+    /// The job ended. No wake-up: the timer finds nothing at the old
+    /// deadline, or sooner if another job is armed.
+    fn disarm(&self) {
+        *self.lock() = Clock::Idle;
+    }
+
+    /// No more jobs: [`Timer::run`] returns.
+    fn close(&self) {
+        *self.lock() = Clock::Closed;
+        self.wake.notify_one();
+    }
+
+    /// Sets each armed job's cancel flag at its deadline, until closed.
+    fn run(&self) {
+        let mut clock = self.lock();
+        loop {
+            let wait = match &*clock {
+                Clock::Closed => return,
+                Clock::Idle => None,
+                Clock::Armed(deadline, cancel) => {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        cancel.store(true, Ordering::SeqCst);
+                        *clock = Clock::Idle;
+                        continue;
+                    }
+                    Some(left)
+                }
+            };
+            clock = match wait {
+                None => self
+                    .wake
+                    .wait(clock)
+                    .unwrap_or_else(PoisonError::into_inner),
+                Some(left) => {
+                    let waited = self.wake.wait_timeout(clock, left);
+                    waited.unwrap_or_else(PoisonError::into_inner).0
+                }
+            };
         }
     }
 }
@@ -109,8 +216,8 @@ fn read_message(input: &mut impl BufRead, line: &mut String) -> Result<Message, 
     }
 }
 
-/// Runs one job in this (bounded) process.
-fn run(job: &wire::Job) -> Answer {
+/// Runs one job in this (bounded) process, on the job thread.
+fn run(job: &wire::Job, timer: &Timer) -> Answer {
     let estimator = OffloadConfig::default()
         .estimator(job.estimator)
         .exact_band(job.exact_band)
@@ -122,13 +229,14 @@ fn run(job: &wire::Job) -> Answer {
         .file_name()
         .and_then(|n| n.to_str())
         .unwrap_or_default();
+    let guard = Guard::new(timer.arm(cfg.timeout));
     // The parent resolved and authorized the file; checking it again here,
     // inside its own directory, costs a few stats and keeps the worker from
     // reading anything that is not an offload file.
     let result = guard::resolve(&cfg.root_dir, name)
-        .and_then(|file| extractor.run_resolved(&job.request, file));
+        .and_then(|file| extractor.run_here(&job.request, file, &guard));
+    timer.disarm();
     Answer {
-        retire: extractor.active_workers() > 0,
         result: result.map(Into::into).map_err(Into::into),
     }
 }

@@ -121,11 +121,15 @@ fn a_program_without_the_worker_hook_is_refused_loudly() {
 #[test]
 fn a_timed_out_query_gets_the_timeout_error_through_the_pool() {
     let (_dir, path, cfg) = setup(|c| c.timeout(Duration::from_millis(300)));
-    let ex = Extractor::new(cfg).isolation(pool());
+    let workers = pool();
+    let ex = Extractor::new(cfg).isolation(workers.clone());
     let err = ex
         .run(&ExtractRequest::new(&path).query("last(range(infinite))"))
         .unwrap_err();
     assert!(matches!(err, ExtractError::Timeout { .. }), "{err}");
+    // The worker stopped the query itself and answered, so it was kept
+    // (one the pool had to kill would be gone).
+    assert_eq!(workers.idle_workers(), 1);
     assert_eq!(
         ex.run(&ExtractRequest::new(&path).recipe(6)).unwrap().count,
         1

@@ -8,7 +8,7 @@ mod support;
 
 use std::{fs, hint::black_box, io::Write, time::Duration};
 
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::{Criterion, criterion_group};
 use lro_core::{
     OffloadConfig, Offloader, RecordSet, ScriptAware, TokenEstimator, offload::OffloadInput,
     principal::Principal,
@@ -183,4 +183,11 @@ fn extract_500(c: &mut Criterion) {
 }
 
 criterion_group!(benches, offload_vs_raw, inline_overhead, extract_500);
-criterion_main!(benches);
+
+fn main() {
+    // `lro_extract` runs in worker processes, and this binary is their
+    // program (what `criterion_main!` would do, after the worker hook).
+    lro_extract::worker::run_if_worker();
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}
