@@ -128,8 +128,13 @@ pub struct ExtractRequest {
 
     /// Text mode: search records as text lines with a regular expression,
     /// like `grep -n`: matches as `N:text`, context lines as `N-text`, `--`
-    /// between separate groups. Exclusive with every other mode.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// between separate groups. A plain string is the pattern with the
+    /// defaults. Exclusive with every other mode.
+    #[serde(
+        default,
+        deserialize_with = "grep_or_pattern",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub grep: Option<Grep>,
 }
 
@@ -300,6 +305,28 @@ pub struct Grep {
     /// Stop after this many matching lines. Default 100.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_matches: Option<usize>,
+}
+
+/// `grep` as an object, or a plain string taken as its pattern: models
+/// write `{"grep": "timeout"}` as often as the object.
+fn grep_or_pattern<'de, D>(de: D) -> Result<Option<Grep>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Form {
+        Pattern(String),
+        Full(Value),
+    }
+    match Option::<Form>::deserialize(de)? {
+        None => Ok(None),
+        Some(Form::Pattern(pattern)) => Ok(Some(Grep::new(pattern))),
+        // The object is read on its own so its errors name the field.
+        Some(Form::Full(v)) => Grep::deserialize(v)
+            .map(Some)
+            .map_err(|e| serde::de::Error::custom(format!("grep: {e}"))),
+    }
 }
 
 impl Grep {
@@ -579,6 +606,20 @@ mod tests {
         assert!(r.mode().is_err());
         let r = req(json!({"file_path": "f", "grep": {"pattern": "x"}, "params": {}})).unwrap();
         assert!(r.mode().is_err());
+    }
+
+    #[test]
+    fn grep_takes_a_plain_pattern_or_the_object() {
+        let plain = req(json!({"file_path": "f", "grep": "time(out)?"})).unwrap();
+        assert_eq!(plain.grep, Some(Grep::new("time(out)?")));
+        let full = req(json!({"file_path": "f", "grep": {"pattern": "a", "context": 2}})).unwrap();
+        assert_eq!(full.grep, Some(Grep::new("a").context(2)));
+        let e = req(json!({"file_path": "f", "grep": {"patern": "a"}})).unwrap_err();
+        assert!(
+            e.to_string().contains("grep: unknown field `patern`"),
+            "{e}"
+        );
+        assert!(req(json!({"file_path": "f", "grep": 3})).is_err());
     }
 
     #[test]

@@ -274,3 +274,67 @@ async fn a_server_that_drops_its_own_lro_extract_gets_the_layers_after_a_new_lis
     assert_eq!(extract_descriptions().await, [OWN]);
     assert_eq!(extract(path).await, OWN);
 }
+
+/// Every definition goes to the model on every turn: each tool the layer
+/// adds keeps its description within what clients keep (Claude Code cuts
+/// at 2,048 characters) and its whole definition within 3,000.
+#[tokio::test]
+async fn every_tool_the_layer_adds_is_short() {
+    const MAX_DESCRIPTION: usize = 2048;
+    const MAX_DEFINITION: usize = 3000;
+    let dir = tempfile::tempdir().unwrap();
+    let client = connect(
+        LroLayer::new(config(dir.path(), 500))
+            .extract_isolation(())
+            .context_tools(lro_context::ContextOffloader::new())
+            .wrap(TestServer::default()),
+    )
+    .await;
+    let tools = client.list_all_tools().await.unwrap();
+    let added: Vec<&Tool> = tools
+        .iter()
+        .filter(|t| t.name == EXTRACT_TOOL || lro_tower::CONTEXT_TOOLS.contains(&&*t.name))
+        .collect();
+    assert_eq!(added.len(), 4, "lro_extract and the three context tools");
+    for tool in added {
+        let description = tool
+            .description
+            .as_deref()
+            .unwrap_or_default()
+            .chars()
+            .count();
+        let definition = tool.name.chars().count()
+            + description
+            + serde_json::to_string(&tool.input_schema)
+                .unwrap()
+                .chars()
+                .count();
+        println!(
+            "{}: description {description}, definition {definition} characters",
+            tool.name
+        );
+        assert!(
+            description <= MAX_DESCRIPTION,
+            "{}: {description}",
+            tool.name
+        );
+        assert!(definition <= MAX_DEFINITION, "{}: {definition}", tool.name);
+    }
+}
+
+#[tokio::test]
+async fn grep_takes_a_plain_pattern_through_the_tool() {
+    let dir = tempfile::tempdir().unwrap();
+    let client = served(dir.path(), 500).await;
+    let d = first_json(&call(&client, "items", json!({"n": 300, "size": 10})).await);
+    let path = d["file_path"].as_str().unwrap();
+    let got = call(
+        &client,
+        EXTRACT_TOOL,
+        json!({"file_path": path, "grep": "item-00007\""}),
+    )
+    .await;
+    assert_ne!(got.is_error, Some(true), "{got:?}");
+    let text = got.content[0].as_text().unwrap().text.clone();
+    assert!(text.starts_with("8:"), "{text}");
+}

@@ -5,6 +5,7 @@ use std::{sync::Arc, time::Instant};
 use lro_core::{event, metric::label::ExtractOutcome, principal::Principal};
 use lro_extract::ExtractRequest;
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool};
+use serde_json::json;
 use tracing::Span;
 
 use super::{shared::Shared, trace};
@@ -12,35 +13,75 @@ use super::{shared::Shared, trace};
 /// Name of the tool.
 pub const EXTRACT_TOOL: &str = "lro_extract";
 
-const DESCRIPTION: &str = "Query a result set that was offloaded to a JSONL file (the file_path of an \
-offload descriptor) without reading the whole file. Give file_path and exactly one of: recipe (1-10, \
-the descriptor's jq recipes, with optional params), query (a jq filter applied to each record; \
-slurp=true applies it to the array of all records), the structured form (where conditions combined \
-by match all/any, fields, sort_by, count, group_by) — best for several conditions at once, e.g. \
-namespace equals X and priority >= 3 and content contains Y, with count=true — or, for any file, \
-lines (a window by line number) or grep (a pattern with context lines). offset/limit page the \
-output of recipe, query and the structured form: the results, or for slurp (and recipes 6, 8, 9) \
-the elements of the one array returned. Output over the limit is cut between results, never inside \
-one, and the notice gives the exact arguments for the next part.";
+// Every tool definition goes to the model on every turn, and some clients
+// cut descriptions at 2,048 characters: the description carries the call
+// forms once, the schema only names and types (the errors teach the rest).
+const DESCRIPTION: &str = "Query an offloaded result (the file_path of an offload descriptor) \
+without reading the whole file. Give file_path and one form:
+- recipe: 1-10, the descriptor's recipes (params sets their $variables);
+- query: a jq filter run on each record (slurp: true runs it once on the array of all records);
+- structured: where [{field, op, value}] (op: eq ne gt gte lt lte prefix contains regex in exists; \
+contains is case-insensitive; field is a dotted path), match all|any, then fields, sort_by \
+(-field for descending), count: true, or group_by. Best for several conditions at once, e.g. \
+namespace prefix X and priority gte 3 and content contains Y, with count: true;
+- lines: {offset, limit}, records as numbered text lines;
+- grep: a regular expression, or {pattern, context, ignore_case}.
+offset/limit page the output. Long output is cut between results, and the notice gives the \
+arguments for the next part.";
 
-/// The tool definition, with an input schema generated from the request type
-/// and the results' lifetime in the description.
-pub(crate) fn tool(shared: &Shared) -> Tool {
-    let schema =
-        serde_json::to_value(schemars::schema_for!(ExtractRequest)).expect("schemas serialize");
-    let schema: JsonObject = match schema {
+/// The input schema: names and types of [`ExtractRequest`]'s fields.
+fn input_schema() -> JsonObject {
+    let int = json!({"type": "integer", "minimum": 0});
+    let text = json!({"type": "string"});
+    let json = json!({
+        "type": "object",
+        "properties": {
+            "file_path": text,
+            "recipe": {"type": "integer", "minimum": 1, "maximum": 10},
+            "params": {"type": "object"},
+            "query": text,
+            "slurp": {"type": "boolean"},
+            "where": {"type": "array", "items": {
+                "type": "object",
+                "properties": {
+                    "field": text,
+                    "op": {"enum": ["eq", "ne", "gt", "gte", "lt", "lte", "prefix", "contains",
+                                    "regex", "in", "exists"]},
+                    "value": {}
+                },
+                "required": ["field", "op"]
+            }},
+            "match": {"enum": ["all", "any"]},
+            "fields": {"type": "array", "items": text},
+            "sort_by": text,
+            "count": {"type": "boolean"},
+            "group_by": text,
+            "offset": int,
+            "limit": int,
+            "lines": {"type": "object", "properties": {"offset": int, "limit": int, "max_chars": int}},
+            "grep": {"type": ["string", "object"], "properties": {
+                "pattern": text, "context": int, "ignore_case": {"type": "boolean"}, "max_matches": int
+            }}
+        },
+        "required": ["file_path"],
+        "additionalProperties": false
+    });
+    match json {
         serde_json::Value::Object(map) => map,
-        _ => JsonObject::new(),
-    };
+        _ => unreachable!("an object literal"),
+    }
+}
+
+/// The tool definition, with the results' lifetime in the description.
+pub(crate) fn tool(shared: &Shared) -> Tool {
     let description = match shared.access.lifetime() {
         Some(ttl) => format!(
-            "{DESCRIPTION} Results expire after {}; after that, call the original tool again for a \
-             new one.",
+            "{DESCRIPTION} Results expire after {}; then call the original tool again.",
             lro_extract::access::lifetime(ttl)
         ),
         None => DESCRIPTION.to_owned(),
     };
-    Tool::new(EXTRACT_TOOL, description, Arc::new(schema))
+    Tool::new(EXTRACT_TOOL, description, Arc::new(input_schema()))
 }
 
 /// Runs one `lro_extract` call for `principal`, on its own results only.
@@ -112,5 +153,29 @@ pub(crate) async fn call(
                 .map_or_else(|| e.to_string(), |denied| denied.to_string());
             CallToolResult::error(vec![ContentBlock::text(text)])
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_schema_names_exactly_the_request_fields() {
+        let derived = serde_json::to_value(schemars::schema_for!(ExtractRequest)).unwrap();
+        let names = |props: &serde_json::Value| -> Vec<String> {
+            let mut v: Vec<String> = props.as_object().unwrap().keys().cloned().collect();
+            v.sort();
+            v
+        };
+        let ours = serde_json::Value::Object(input_schema());
+        assert_eq!(names(&ours["properties"]), names(&derived["properties"]));
+        let grep = &ours["properties"]["grep"]["properties"];
+        assert_eq!(names(grep), names(&derived["$defs"]["Grep"]["properties"]));
+        let lines = &ours["properties"]["lines"]["properties"];
+        assert_eq!(
+            names(lines),
+            names(&derived["$defs"]["LineWindow"]["properties"])
+        );
     }
 }
