@@ -147,12 +147,30 @@ pub struct OffloadResponse {
     pub summary: OffloadSummary,
     /// Absolute path to the JSONL file.
     pub file_path: String,
-    /// JSON Schema describing each record line in the JSONL file.
+    /// JSON Schema describing each record line in the JSONL file; `null`,
+    /// and left out, in the compact guidance style.
+    #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
     pub line_schema: serde_json::Value,
     /// Ready-to-use jq recipes for common extraction patterns.
     pub jq_recipes: Vec<JqRecipe>,
     /// Usage guidance for the AI assistant.
     pub guidance: String,
+}
+
+/// Whether a full descriptor is in the compact guidance profile (outside the
+/// spec): no line schema, and recipes that are jq arguments rather than
+/// `tail -n +2 FILE | jq …` commands.
+pub fn is_compact(descriptor: &serde_json::Map<String, serde_json::Value>) -> bool {
+    let commands = descriptor
+        .get("jq_recipes")
+        .and_then(serde_json::Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|r| r.get("command").and_then(serde_json::Value::as_str));
+    !descriptor.contains_key("line_schema")
+        && descriptor.contains_key("jq_recipes")
+        && commands.clone().next().is_some()
+        && commands.clone().all(|c| !c.starts_with("tail "))
 }
 
 /// Summary of an offloaded result set.
@@ -215,8 +233,9 @@ pub enum GuidanceStyle {
     /// The spec's templates (shell, or native when `lro_extract` is on).
     #[default]
     Spec,
-    /// Three lines: count and path, detail level, and where to look next.
-    /// For deployments whose models need no coaching.
+    /// This project's own profile, outside the spec, for deployments that
+    /// want the least: the path once (in `file_path`), no line schema, each
+    /// recipe as its jq arguments only, and one line saying how to run them.
     Compact,
 }
 
@@ -262,15 +281,15 @@ impl<'a> GuidanceInput<'a> {
         if self.memories { "memories" } else { "records" }
     }
 
-    /// The compact style's first two lines: what, where, at which detail.
+    /// The compact style's first sentence: what, at which detail, where.
     fn compact_head(&self) -> String {
         format!(
-            "{count} {noun} offloaded to {path} (line 1 is a header).\n\
-             Detail level: {detail}",
+            "{count} {noun} (detail: {detail}, ~{tokens} tokens) are in file_path, after a \
+             header line.",
             count = self.count,
             noun = self.noun(),
-            path = self.path,
             detail = self.detail,
+            tokens = self.tokens,
         )
     }
 }
@@ -278,7 +297,10 @@ impl<'a> GuidanceInput<'a> {
 /// The spec's shell guidance template, or its compact form.
 pub fn shell_guidance(g: GuidanceInput<'_>) -> String {
     if g.style == GuidanceStyle::Compact {
-        return format!("{}\nUse the jq recipes above.", g.compact_head());
+        return format!(
+            "{} Run a recipe as: tail -n +2 FILE | jq COMMAND (FILE: file_path).",
+            g.compact_head()
+        );
     }
     let obj = if g.memories { "memory" } else { "record" };
     let (browse, filter, analyze) = if g.memories {
@@ -322,8 +344,9 @@ pub fn shell_guidance(g: GuidanceInput<'_>) -> String {
 pub fn native_guidance(g: GuidanceInput<'_>) -> String {
     if g.style == GuidanceStyle::Compact {
         return format!(
-            "{}\nQuery it with the `lro_extract` tool: file_path and recipe=1-10 \
-             (the jq_recipes above, with params) or query=\"<jq filter>\".",
+            "{} Query it with lro_extract: file_path and recipe=N (a jq_recipes entry; params \
+             sets its --arg values), query=\"FILTER\", or where with count for several \
+             conditions.",
             g.compact_head()
         );
     }
@@ -427,18 +450,36 @@ mod tests {
     }
 
     #[test]
-    fn compact_guidance_keeps_count_detail_and_path() {
+    fn compact_guidance_names_count_and_detail_but_not_the_path() {
         let g = GuidanceInput::new(247, 38285, "/tmp/a.jsonl", Detail::Light, true)
             .style(GuidanceStyle::Compact);
-        for text in [shell_guidance(g), native_guidance(g)] {
+        let spec = g.style(GuidanceStyle::Spec);
+        for (text, full) in [
+            (shell_guidance(g), shell_guidance(spec)),
+            (native_guidance(g), native_guidance(spec)),
+        ] {
             assert!(
-                text.starts_with("247 memories offloaded to /tmp/a.jsonl (line 1 is a header).\nDetail level: light\n"),
+                text.starts_with("247 memories (detail: light, ~38285 tokens) are in file_path"),
                 "{text}"
             );
-            assert!(text.len() < shell_guidance(g.style(GuidanceStyle::Spec)).len() / 2);
+            assert!(!text.contains("/tmp/a.jsonl"), "{text}");
+            assert!(text.len() * 5 < full.len() * 3, "{text} against {full}");
         }
         assert!(native_guidance(g).contains("lro_extract"));
-        assert!(shell_guidance(g).contains("jq recipes"));
+        assert!(shell_guidance(g).contains("tail -n +2 FILE | jq COMMAND"));
+    }
+
+    #[test]
+    fn compact_descriptors_are_told_apart_by_their_shape() {
+        let obj = |v: serde_json::Value| v.as_object().unwrap().clone();
+        let recipe = |c: &str| serde_json::json!([{"description": "d", "command": c}]);
+        let compact = obj(serde_json::json!({"jq_recipes": recipe("-c '.'")}));
+        assert!(is_compact(&compact));
+        let spec = obj(serde_json::json!({
+            "line_schema": {}, "jq_recipes": recipe("tail -n +2 f | jq -c '.'")
+        }));
+        assert!(!is_compact(&spec));
+        assert!(!is_compact(&obj(serde_json::json!({"file_path": "f"}))));
     }
 
     #[test]

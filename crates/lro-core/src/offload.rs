@@ -380,8 +380,16 @@ impl Offloader {
                         detail,
                     },
                     file_path: file_path.clone(),
-                    line_schema: descriptor_line_schema(&sample, DESCRIPTOR_SCHEMA_CHARS),
-                    jq_recipes: recipes.to_jq_recipes(&file_path),
+                    line_schema: match self.guidance {
+                        GuidanceStyle::Spec => {
+                            descriptor_line_schema(&sample, DESCRIPTOR_SCHEMA_CHARS)
+                        }
+                        GuidanceStyle::Compact => serde_json::Value::Null,
+                    },
+                    jq_recipes: match self.guidance {
+                        GuidanceStyle::Spec => recipes.to_jq_recipes(&file_path),
+                        GuidanceStyle::Compact => recipes.to_compact_recipes(),
+                    },
                     guidance,
                 })
             }

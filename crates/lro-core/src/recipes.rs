@@ -106,12 +106,18 @@ impl Recipe {
 
     /// The ready-to-run shell command for `file`, with default parameters.
     pub fn command(&self, file: &str) -> String {
+        format!("tail -n +2 {} | jq {}", shell_quote(file), self.jq_part())
+    }
+
+    /// What follows `jq` in [`Recipe::command`]: flags, `--arg` pairs with
+    /// their defaults, and the filter, shell-quoted.
+    pub fn jq_part(&self) -> String {
         let args: Vec<String> = self
             .jq_args(&BTreeMap::new())
             .iter()
             .map(|a| shell_quote(a))
             .collect();
-        format!("tail -n +2 {} | jq {}", shell_quote(file), args.join(" "))
+        args.join(" ")
     }
 
     /// The descriptor form.
@@ -119,6 +125,15 @@ impl Recipe {
         JqRecipe {
             description: self.description.clone(),
             command: self.command(file),
+        }
+    }
+
+    /// The compact descriptor form: the command without `tail -n +2 FILE |
+    /// jq`, which the compact guidance shows once.
+    pub fn to_compact_recipe(&self) -> JqRecipe {
+        JqRecipe {
+            description: self.description.clone(),
+            command: self.jq_part(),
         }
     }
 }
@@ -167,6 +182,12 @@ impl RecipeSet {
     /// The descriptor form of all ten.
     pub fn to_jq_recipes(&self, file: &str) -> Vec<JqRecipe> {
         self.recipes.iter().map(|r| r.to_jq_recipe(file)).collect()
+    }
+
+    /// The compact descriptor form of all ten (see
+    /// [`Recipe::to_compact_recipe`]).
+    pub fn to_compact_recipes(&self) -> Vec<JqRecipe> {
+        self.recipes.iter().map(Recipe::to_compact_recipe).collect()
     }
 
     /// The spec's ten memory recipes at `detail`.

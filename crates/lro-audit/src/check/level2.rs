@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value};
 
-use super::{Verdict, count, fail, over_files, over_offloads, pass, skip};
+use super::{Verdict, compact_profile, count, fail, over_files, over_offloads, pass, skip};
 use crate::{
     evidence::{Evidence, FileSeen, Offload},
     recipe, result,
@@ -57,6 +57,9 @@ pub(super) fn recipes_count(ev: &Evidence) -> Verdict {
 /// (`tail -n +2 {file} | jq …`, "The {file} placeholder MUST be replaced
 /// with the actual file path"), never given to a shell.
 pub(super) fn recipes_run(ev: &Evidence) -> Verdict {
+    if let Some(v) = compact_profile(ev) {
+        return v;
+    }
     let mut engine = "";
     let verdict = over_files(ev, "every recipe ran and succeeded", |o, _| {
         let runs = o.runs.as_ref()?;
@@ -122,6 +125,9 @@ fn read_paths(o: &Offload, f: &FileSeen) -> Vec<(usize, BTreeSet<String>)> {
 /// never serialized into JSONL)." Strict reading: a field exists when at
 /// least one line of the file holds it.
 pub(super) fn recipes_fields(ev: &Evidence) -> Verdict {
+    if let Some(v) = compact_profile(ev) {
+        return v;
+    }
     over_files(
         ev,
         "recipes read only fields the lines hold, never .score",
@@ -150,6 +156,9 @@ pub(super) fn recipes_fields(ev: &Evidence) -> Verdict {
 /// at Medium detail, via the flattened .confidence field." Recipe 9 sorts
 /// by confidence at both levels, so a recipe must read it, and only there.
 pub(super) fn recipes_confidence(ev: &Evidence) -> Verdict {
+    if let Some(v) = compact_profile(ev) {
+        return v;
+    }
     let judged = ev
         .offloads
         .iter()
@@ -188,6 +197,9 @@ pub(super) fn recipes_confidence(ev: &Evidence) -> Verdict {
 /// "line_schema: JSON Schema describing each memory line in the JSONL
 /// file": a valid schema that every line validates against.
 pub(super) fn line_schema(ev: &Evidence) -> Verdict {
+    if let Some(v) = compact_profile(ev) {
+        return v;
+    }
     over_files(ev, "every line validates against line_schema", |o, f| {
         let Some(schema) = o.descriptor.get("line_schema") else {
             return Some("no line_schema".to_owned());
@@ -214,6 +226,9 @@ pub(super) fn line_schema(ev: &Evidence) -> Verdict {
 /// "The guidance field MUST contain a brief instruction block", and the
 /// template names the count, "Detail level: {detail}" and the path.
 pub(super) fn guidance(ev: &Evidence) -> Verdict {
+    if let Some(v) = compact_profile(ev) {
+        return v;
+    }
     over_offloads(ev, "guidance names the count, detail level and path", |o| {
         let Some(g) = o.descriptor.get("guidance").and_then(Value::as_str) else {
             return Some("no guidance string".to_owned());

@@ -34,6 +34,22 @@ fn skip(detail: impl Into<String>) -> Verdict {
     (Status::Skip, detail.into())
 }
 
+/// A skip when the server answers in the compact guidance profile, which
+/// is this project's own and outside the spec: the requirements on the
+/// spec's recipes, line schema and guidance are not judged on it (a Level 3
+/// verdict needs the spec guidance, the default).
+fn compact_profile(ev: &Evidence) -> Option<Verdict> {
+    ev.offloads
+        .iter()
+        .any(|o| lro_core::descriptor::is_compact(&o.descriptor))
+        .then(|| {
+            skip(
+                "compact guidance profile (outside the spec, not a failure): judged on the \
+                 spec guidance only; audit with guidance = \"spec\" (the default)",
+            )
+        })
+}
+
 /// `n` and `noun`, plural unless `n` is 1: "1 call", "6 offloads".
 fn count(n: usize, noun: &str) -> String {
     let s = if n == 1 { "" } else { "s" };

@@ -125,6 +125,24 @@ def test_proxy_in_front_of_a_server_without_lro_is_level_3():
     assert status(report)["proxy-flag"] == "pass", explain(report)
 
 
+def test_compact_guidance_is_reported_outside_the_spec_not_failed():
+    code, report, err, _ = run_audit(
+        "--keep-going", "--", "env", "ATLATL_PROMPT__OFFLOAD__GUIDANCE=compact", str(MEMORY_SERVER)
+    )
+    assert report is not None, err
+    s = status(report)
+    for check in ("recipes-run", "recipes-fields", "recipes-confidence", "line-schema", "guidance"):
+        assert s[check] == "skip", explain(report)
+        assert "compact guidance profile (outside the spec" in report_detail(report, check)
+    assert "fail" not in s.values(), explain(report)
+    # Level 3 is judged on the spec guidance: the compact server does not reach it.
+    assert report["level"] == LEVEL1 and code == 0, explain(report)
+
+
+def report_detail(report: dict, check: str) -> str:
+    return next(c["detail"] for c in report["checks"] if c["id"] == check)
+
+
 # ---------------------------------------------------------------------------
 # An independent implementation (Python, official SDK), right and wrong
 
