@@ -27,7 +27,7 @@ fn main() -> ExitCode {
         Command::Context(args) => {
             lro_cli::context::context(args, &mut std::io::stdin(), &mut stdout)
         }
-        Command::Extract(args) => cli::extract(args, Box::new(std::io::stdout()), &mut stderr),
+        Command::Extract(args) => cli::extract(args, extract_output(), &mut stderr),
         Command::Inspect(args) => cli::inspect(args, &mut stdout),
         Command::Gc(args) => cli::gc(args, SystemTime::now(), &mut stdout),
         Command::Metrics(args) => cli::metrics(args, &mut stdout),
@@ -38,5 +38,19 @@ fn main() -> ExitCode {
             eprintln!("lro: {err}");
             ExitCode::from(err.exit_status())
         }
+    }
+}
+
+/// Where `lro extract` prints: buffered in 64 KiB blocks into a pipe or
+/// file (stdout alone writes every line with its own system call: 100,000
+/// of them for 100,000 results), line by line on a terminal, as jq does.
+fn extract_output() -> Box<dyn std::io::Write + Send> {
+    use std::io::IsTerminal;
+
+    let stdout = std::io::stdout();
+    if stdout.is_terminal() {
+        Box::new(stdout)
+    } else {
+        Box::new(std::io::BufWriter::with_capacity(64 * 1024, stdout))
     }
 }
