@@ -215,6 +215,7 @@ impl OffloadConfig {
                 "must be greater than 0 when set",
             ));
         }
+        self.extraction.validate()?;
         for (tool, tc) in &self.tools {
             tc.validate(tool)?;
         }

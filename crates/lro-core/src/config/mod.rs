@@ -23,8 +23,10 @@
 //! ```
 //!
 //! The section itself is here; loading and its errors are in `load.rs`,
-//! the `tools` table in `tool.rs`.
+//! the `tools` table in `tool.rs`, the `extraction` table in
+//! `extraction.rs`.
 
+mod extraction;
 mod load;
 mod tool;
 
@@ -32,6 +34,12 @@ use std::{collections::BTreeMap, path::PathBuf, sync::Arc};
 
 use serde::{Deserialize, Serialize};
 
+pub use extraction::{
+    DEFAULT_EXTRACT_MAX_CONCURRENT, DEFAULT_EXTRACT_MAX_PER_PRINCIPAL,
+    DEFAULT_EXTRACT_MEMORY_BUDGET_MIB, DEFAULT_EXTRACT_QUEUE_TIMEOUT_SECONDS,
+    DEFAULT_EXTRACT_TIMEOUT_SECONDS, ExtractionLimits, MAX_EXTRACT_TIMEOUT_SECONDS,
+    MIN_EXTRACT_MEMORY_BUDGET_MIB,
+};
 pub use load::{ConfigError, env_var_for};
 pub use tool::{ToolConfig, default_operation};
 
@@ -124,6 +132,9 @@ pub struct OffloadConfig {
     /// Offers the native `lro_extract` tool and points the guidance at it
     /// (the descriptor keeps its jq recipes). Defaults to `true`.
     pub extract: bool,
+    /// Limits of `lro_extract`: memory, concurrency, waiting and time.
+    /// Defaults to [`ExtractionLimits::default`].
+    pub extraction: ExtractionLimits,
     /// Per-tool overrides, keyed by tool name. Defaults to none.
     pub tools: BTreeMap<String, ToolConfig>,
 }
@@ -143,6 +154,7 @@ impl Default for OffloadConfig {
             estimator: Estimator::Chars,
             exact_band: DEFAULT_EXACT_BAND,
             extract: true,
+            extraction: ExtractionLimits::default(),
             tools: BTreeMap::new(),
         }
     }
@@ -284,6 +296,16 @@ impl OffloadConfig {
     pub fn extract(self, on: bool) -> Self {
         Self {
             extract: on,
+            ..self
+        }
+    }
+
+    /// Sets the limits of `lro_extract`. Defaults to
+    /// [`ExtractionLimits::default`].
+    #[must_use]
+    pub fn extraction(self, limits: ExtractionLimits) -> Self {
+        Self {
+            extraction: limits,
             ..self
         }
     }
