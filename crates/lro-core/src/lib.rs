@@ -57,7 +57,9 @@ pub mod schema;
 pub mod tokens;
 pub mod wire;
 
-pub use config::{ConfigError, DescriptorProfile, Estimator, OffloadConfig, ToolConfig};
+pub use config::{
+    ConfigError, DescriptorProfile, Estimator, ExtractionLimits, OffloadConfig, ToolConfig,
+};
 pub use descriptor::{
     Detail, GuidanceStyle, JqRecipe, OffloadHeader, OffloadResponse, OffloadSummary,
     OffloadedResult,

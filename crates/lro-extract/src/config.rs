@@ -12,20 +12,32 @@
 
 use std::{path::PathBuf, time::Duration};
 
-/// Default [`ExtractConfig::timeout`].
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
+use lro_core::config::{
+    DEFAULT_EXTRACT_MAX_CONCURRENT, DEFAULT_EXTRACT_MAX_PER_PRINCIPAL,
+    DEFAULT_EXTRACT_MEMORY_BUDGET_MIB, DEFAULT_EXTRACT_QUEUE_TIMEOUT_SECONDS,
+    DEFAULT_EXTRACT_TIMEOUT_SECONDS, ExtractionLimits,
+};
+
+// The limits an operator sets (`[prompt.offload.extraction]`) take their
+// defaults from lro-core, so the two cannot drift apart.
+
+/// Default [`ExtractConfig::timeout`]: 5 s.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(DEFAULT_EXTRACT_TIMEOUT_SECONDS);
 /// Default [`ExtractConfig::max_output_bytes`]: 256 KiB, about 64k tokens.
 pub const DEFAULT_MAX_OUTPUT_BYTES: usize = 256 * 1024;
 /// Default [`ExtractConfig::max_output_values`].
 pub const DEFAULT_MAX_OUTPUT_VALUES: usize = 10_000;
 /// Default [`ExtractConfig::memory_budget`]: 512 MiB.
-pub const DEFAULT_MEMORY_BUDGET: usize = 512 * 1024 * 1024;
-/// Default [`ExtractConfig::max_concurrent`].
-pub const DEFAULT_MAX_CONCURRENT: usize = 4;
-/// Default [`ExtractConfig::max_per_principal`].
-pub const DEFAULT_MAX_PER_PRINCIPAL: usize = 2;
-/// Default [`ExtractConfig::queue_timeout`].
-pub const DEFAULT_QUEUE_TIMEOUT: Duration = Duration::from_secs(30);
+pub const DEFAULT_MEMORY_BUDGET: usize = DEFAULT_EXTRACT_MEMORY_BUDGET_MIB as usize * MIB;
+/// Default [`ExtractConfig::max_concurrent`]: 4.
+pub const DEFAULT_MAX_CONCURRENT: usize = DEFAULT_EXTRACT_MAX_CONCURRENT as usize;
+/// Default [`ExtractConfig::max_per_principal`]: 2.
+pub const DEFAULT_MAX_PER_PRINCIPAL: usize = DEFAULT_EXTRACT_MAX_PER_PRINCIPAL as usize;
+/// Default [`ExtractConfig::queue_timeout`]: 30 s.
+pub const DEFAULT_QUEUE_TIMEOUT: Duration =
+    Duration::from_secs(DEFAULT_EXTRACT_QUEUE_TIMEOUT_SECONDS);
+
+const MIB: usize = 1024 * 1024;
 
 /// Configuration of an [`crate::Extractor`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -176,6 +188,20 @@ impl ExtractConfig {
         self.queue_timeout = wait;
         self
     }
+
+    /// Sets the limits an operator configures (`[prompt.offload.extraction]`):
+    /// memory budget, concurrency in total and per principal, the wait for
+    /// a slot and the timeout. Defaults to [`ExtractionLimits::default`],
+    /// whose numbers are this configuration's defaults.
+    #[must_use]
+    pub fn limits(self, limits: &ExtractionLimits) -> Self {
+        let mib = usize::try_from(limits.memory_budget_mib).unwrap_or(usize::MAX);
+        self.memory_budget(mib.saturating_mul(MIB))
+            .max_concurrent(limits.max_concurrent as usize)
+            .max_per_principal(limits.max_per_principal as usize)
+            .queue_timeout(Duration::from_secs(limits.queue_timeout_seconds))
+            .timeout(Duration::from_secs(limits.timeout_seconds))
+    }
 }
 
 #[cfg(test)]
@@ -193,5 +219,26 @@ mod tests {
         assert_eq!(cfg.memory_budget, 512 * 1024 * 1024);
         let cfg = cfg.max_concurrent(0).max_per_principal(0);
         assert_eq!((cfg.max_concurrent, cfg.max_per_principal), (1, 1));
+    }
+
+    #[test]
+    fn the_operators_limits_default_to_these_defaults_and_set_each_limit() {
+        let cfg = ExtractConfig::new("/x");
+        assert_eq!(cfg.clone().limits(&ExtractionLimits::default()), cfg);
+        let cfg = cfg.limits(
+            &ExtractionLimits::new()
+                .memory_budget_mib(64)
+                .max_concurrent(8)
+                .max_per_principal(3)
+                .queue_timeout_seconds(0)
+                .timeout_seconds(20),
+        );
+        assert_eq!(cfg.memory_budget, 64 * 1024 * 1024);
+        assert_eq!((cfg.max_concurrent, cfg.max_per_principal), (8, 3));
+        assert_eq!(cfg.queue_timeout, Duration::ZERO);
+        assert_eq!(cfg.timeout, Duration::from_secs(20));
+        // What it does not set stays.
+        assert_eq!(cfg.root_dir, PathBuf::from("/x"));
+        assert_eq!(cfg.max_output_bytes, DEFAULT_MAX_OUTPUT_BYTES);
     }
 }

@@ -7,7 +7,8 @@ use std::sync::{
     atomic::{AtomicBool, Ordering},
 };
 
-use lro_core::{ScriptAware, TokenEstimator};
+use lro_core::{OffloadConfig, ScriptAware, TokenEstimator};
+use lro_extract::Job;
 use lro_tower::{EXTRACT_TOOL, LroLayer};
 use rmcp::{
     ErrorData as McpError, RoleServer, ServerHandler,
@@ -337,4 +338,75 @@ async fn grep_takes_a_plain_pattern_through_the_tool() {
     assert_ne!(got.is_error, Some(true), "{got:?}");
     let text = got.content[0].as_text().unwrap().text.clone();
     assert!(text.starts_with("8:"), "{text}");
+}
+
+#[tokio::test]
+async fn the_configured_limits_hold_a_second_call_of_one_principal_and_time_the_first_out() {
+    let dir = tempfile::tempdir().unwrap();
+    // As an operator writes it: one extraction per principal, a 1 s wait
+    // for a slot and a 3 s timeout; `lro proxy` loads the same table.
+    let cfg = OffloadConfig::from_toml_str(
+        "[prompt.offload.extraction]
+         max_per_principal = 1
+         queue_timeout_seconds = 1
+         timeout_seconds = 3",
+    )
+    .unwrap()
+    .output_dir(dir.path())
+    .threshold_tokens(500);
+    // In-process, but saying when a query has its slot and starts.
+    let (started_tx, mut started) = tokio::sync::mpsc::unbounded_channel();
+    let isolation = move |job: Job<'_>| {
+        let _ = started_tx.send(job.request.query.clone());
+        job.run_in_process()
+    };
+    let client = connect(
+        LroLayer::new(cfg)
+            .extract_isolation(isolation)
+            .wrap(TestServer::default()),
+    )
+    .await;
+    let d = first_json(&call(&client, "items", json!({"n": 300})).await);
+    let path = d["file_path"].as_str().unwrap();
+
+    // Every caller here is the anonymous principal: the second call waits
+    // for the one slot the endless first holds, and gives up after 1 s.
+    let endless = call(
+        &client,
+        EXTRACT_TOOL,
+        json!({"file_path": path, "query": "last(range(infinite))"}),
+    );
+    let second = async {
+        assert_eq!(
+            started.recv().await.flatten().as_deref(),
+            Some("last(range(infinite))")
+        );
+        call(
+            &client,
+            EXTRACT_TOOL,
+            json!({"file_path": path, "query": ".id"}),
+        )
+        .await
+    };
+    let (endless, second) = tokio::join!(endless, second);
+    assert_eq!(second.is_error, Some(true), "{second:?}");
+    let text = &second.content[0].as_text().unwrap().text;
+    assert!(
+        text.contains("busy") && text.contains("at most 1 at once"),
+        "{text}"
+    );
+    assert_eq!(endless.is_error, Some(true), "{endless:?}");
+    let text = &endless.content[0].as_text().unwrap().text;
+    assert!(text.contains("stopped after 3000ms"), "{text}");
+    // With its slot free again, the same caller's query runs.
+    let again = call(
+        &client,
+        EXTRACT_TOOL,
+        json!({"file_path": path, "count": true}),
+    )
+    .await;
+    assert_eq!(
+        again.content[0].as_text().unwrap().text.trim(),
+        r#"{"count":300}"#
+    );
 }

@@ -92,12 +92,14 @@ impl LroLayer {
         self.map(|s| s.sink = Arc::new(sink))
     }
 
-    /// Sets the limits of `lro_extract` (time, output size). Its root
-    /// directory is always the output directory, and its output is always
-    /// kept within the threshold (of the `lro_extract` tool, when it has its
-    /// own). Defaults to 5 s, 256 KiB, a 512 MiB memory budget (see
-    /// [`LroLayer::extract_isolation`]), 4 extractions at once, 2 per
-    /// principal, and a 30 s wait for a slot.
+    /// Sets the limits of `lro_extract` (time, output size), in place of
+    /// the configured ones. Its root directory is always the output
+    /// directory, and its output is always kept within the threshold (of
+    /// the `lro_extract` tool, when it has its own). Defaults to the
+    /// configuration's `[prompt.offload.extraction]` table (by default
+    /// 5 s, a 512 MiB memory budget (see [`LroLayer::extract_isolation`]),
+    /// 4 extractions at once, 2 per principal, and a 30 s wait for a slot)
+    /// and 256 KiB of output.
     /// Has no effect when `extract` is off in the configuration.
     #[must_use]
     pub fn extract_config(self, cfg: ExtractConfig) -> Self {
@@ -108,8 +110,8 @@ impl LroLayer {
     /// [`WorkerPool`](lro_extract::WorkerPool) of the current executable,
     /// which must then call `lro_extract::worker::run_if_worker()` first
     /// thing in `main`: each query runs in a worker process bounded by the
-    /// memory budget of [`LroLayer::extract_config`], so no filter can take
-    /// the server down. `()` runs queries in this process (no memory bound:
+    /// memory budget (`memory_budget_mib`, or [`LroLayer::extract_config`]),
+    /// so no filter can take the server down. `()` runs queries in this process (no memory bound:
     /// for trusted, single-user embedders); a closure can send them
     /// elsewhere.
     #[must_use]

@@ -33,8 +33,9 @@ pub(crate) struct Shared {
 
 impl Shared {
     /// The state for `cfg`: its offloader, the estimator its `estimator` and
-    /// `exact_band` ask for, `lro_extract` when `extract` is on, no event
-    /// sink and no context tools.
+    /// `exact_band` ask for, `lro_extract` when `extract` is on (within the
+    /// limits of its `extraction` table), no event sink and no context
+    /// tools.
     pub(crate) fn new(cfg: OffloadConfig) -> Self {
         let dir = cfg.resolved_output_dir();
         let ttl = std::time::Duration::from_secs(cfg.ttl_seconds);
@@ -48,9 +49,13 @@ impl Shared {
         let estimator = cfg.token_estimator();
         let isolation: Arc<dyn Isolation> =
             Arc::new(WorkerPool::new().estimator(cfg.estimator, cfg.exact_band));
+        // The pool needs none of the limits up front: it reads the memory
+        // budget, the timeout and how many idle workers to keep from each
+        // job's extractor.
+        let limits = ExtractConfig::new(dir).limits(&cfg.extraction);
         let extractor = cfg
             .extract
-            .then(|| extractor(&cfg, ExtractConfig::new(dir), &estimator, &isolation));
+            .then(|| extractor(&cfg, limits, &estimator, &isolation));
         Self {
             cfg,
             offloader,
