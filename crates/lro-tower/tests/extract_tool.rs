@@ -410,3 +410,34 @@ async fn the_configured_limits_hold_a_second_call_of_one_principal_and_time_the_
         r#"{"count":300}"#
     );
 }
+
+#[tokio::test]
+async fn an_empty_answer_says_which_condition_was_wrong_and_how_to_fix_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let client = served(dir.path(), 500).await;
+    let d = first_json(&call(&client, "items", json!({"n": 300, "size": 10})).await);
+    let path = d["file_path"].as_str().unwrap();
+    let got = call(
+        &client,
+        EXTRACT_TOOL,
+        json!({"file_path": path, "count": true, "where": [
+            {"field": "rank", "op": "gte", "value": "3"},
+            {"field": "knd", "op": "eq", "value": "beta"}
+        ]}),
+    )
+    .await;
+    assert_ne!(got.is_error, Some(true), "{got:?}");
+    assert_eq!(
+        got.content[0].as_text().unwrap().text.trim(),
+        r#"{"count":0}"#
+    );
+    let notice = &got.content[1].as_text().unwrap().text;
+    assert!(
+        notice.contains("\"rank\" holds numbers: write the value as a number (3)"),
+        "{notice}"
+    );
+    assert!(
+        notice.contains("no record has the field \"knd\"; did you mean \"kind\"?"),
+        "{notice}"
+    );
+}

@@ -4,7 +4,10 @@
 //!
 //! Only sorting keeps records in memory (the rendered output line and the
 //! sort key of each match); `count` and `group_by` keep a counter per group,
-//! and plain filtering stops reading as soon as `limit` is reached.
+//! and plain filtering stops reading as soon as `limit` is reached. An
+//! empty answer says why, where the records show it (`diagnose.rs`).
+
+mod diagnose;
 
 use std::{cmp::Ordering, collections::HashMap, io::Read};
 
@@ -34,11 +37,13 @@ pub(crate) struct Structured {
 
 #[derive(Debug, Clone)]
 struct Cond {
+    field: String,
     path: Vec<String>,
     op: Op,
     value: Value,
     regex: Option<Regex>,
     lower: Option<String>,
+    caseless: diagnose::Caseless,
 }
 
 fn invalid(msg: impl Into<String>) -> ExtractError {
@@ -98,12 +103,15 @@ impl Cond {
             (Op::Contains, Value::String(s)) => Some(s.to_lowercase()),
             _ => None,
         };
+        let caseless = diagnose::Caseless::new(op, &value);
         Ok(Self {
+            field: c.field.clone(),
             path,
             op,
             value,
             regex,
             lower,
+            caseless,
         })
     }
 
@@ -357,6 +365,7 @@ impl Structured {
         let mut matched = 0usize;
         let mut groups: HashMap<String, (Value, usize)> = HashMap::new();
         let mut sorted: Vec<(Value, Vec<u8>)> = Vec::new();
+        let mut seen: Vec<diagnose::Seen> = self.conds.iter().map(|_| Default::default()).collect();
         while let Some((line_no, line)) = lines.next_line()? {
             if guard.cancelled() {
                 return Err(ExtractError::Timeout {
@@ -369,6 +378,11 @@ impl Structured {
                     message: e.to_string(),
                 })?;
             if !self.matches(&record) {
+                if matched == 0 {
+                    for (c, seen) in self.conds.iter().zip(&mut seen) {
+                        c.observe(&record, seen);
+                    }
+                }
                 continue;
             }
             matched += 1;
@@ -411,6 +425,13 @@ impl Structured {
             });
             if flow == Flow::Stop {
                 return Ok(());
+            }
+        }
+        if matched == 0 {
+            for (c, seen) in self.conds.iter().zip(&seen) {
+                if let Some(notice) = c.explain(seen) {
+                    out.note(notice);
+                }
             }
         }
         if self.count {
