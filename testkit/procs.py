@@ -71,6 +71,14 @@ def children(pid: int) -> list[int]:
     return found
 
 
+def parent(pid: int) -> int | None:
+    """The parent pid of `pid` (from /proc), or None once it is gone."""
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def kill_quietly(pid: int) -> None:
     """SIGKILL to `pid`, if it is still there."""
     try:

@@ -269,9 +269,12 @@ async def proxy_workload(url: str, proxy: Background, prom: Prometheus) -> Proxy
     async with mcp_session(url) as session:
         spawned = children(proxy.pid)  # spawned for the session's initialize
         assert len(spawned) == 1, f"one child per session, found {spawned}"
-        # The child is the upstream's watchdog; the upstream runs under it.
-        upstream = children(spawned[0])
-        assert len(upstream) == 1, f"one upstream under the watchdog, found {upstream}"
+        # The child is the upstream's outer watchdog; the inner one under it
+        # started the upstream.
+        inner = children(spawned[0])
+        assert len(inner) == 1, f"one inner watchdog under the outer one, found {inner}"
+        upstream = children(inner[0])
+        assert len(upstream) == 1, f"one upstream under the watchdogs, found {upstream}"
         os.kill(upstream[0], signal.SIGKILL)
         seen.killed = upstream
         await scraped(prom, f"{exits(EXIT.Failed)} >= 1")

@@ -209,7 +209,6 @@ impl rmcp::ServerHandler for NoTools {
 }
 
 fn mcp(args: &McpArgs) -> Result<(), CliError> {
-    use rmcp::ServiceExt as _;
     use tower_layer::Layer as _;
 
     let roots =
@@ -225,22 +224,10 @@ fn mcp(args: &McpArgs) -> Result<(), CliError> {
         .enable_all()
         .build()
         .map_err(|err| CliError::Runtime(format!("cannot start the runtime: {err}")))?;
-    runtime.block_on(async {
-        let running = handler
-            .serve(rmcp::transport::stdio())
-            .await
-            .map_err(|e| CliError::Runtime(format!("MCP initialization failed: {e}")))?;
-        let token = running.cancellation_token();
-        tokio::spawn(async move {
-            lro_host::shutdown_signal().await;
-            token.cancel();
-        });
-        running
-            .waiting()
-            .await
-            .map(|_| ())
-            .map_err(|e| CliError::Runtime(format!("the server failed: {e}")))
-    })
+    // The stdio face both hosts serve: a bad line gets a JSON-RPC error.
+    runtime
+        .block_on(lro_host::serve_stdio(handler, lro_host::Shutdown::signal()))
+        .map_err(CliError::from)
 }
 
 fn serve(args: &ServeArgs) -> Result<(), CliError> {

@@ -14,7 +14,7 @@ use lro_cli::cli::{self, Cli, Command};
 
 fn main() -> ExitCode {
     lro_extract::worker::run_if_worker();
-    // `lro proxy` starts each upstream under this executable as its watchdog.
+    // `lro proxy` starts each upstream under this executable as its watchdogs.
     if let Some(code) = lro_proxy::watchdog::run_if_asked() {
         return code;
     }

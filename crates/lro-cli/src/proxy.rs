@@ -141,7 +141,7 @@ async fn run(
         .log_filter("info,rmcp=warn")
         .metrics_addr(args.metrics)
         .install()?;
-    // Each child runs under this executable as its watchdog (see main.rs),
+    // Each child runs under this executable as its watchdogs (see main.rs),
     // so no upstream process outlives the proxy, even one killed with SIGKILL.
     let watchdog = std::env::current_exe()
         .inspect_err(|err| {

@@ -1,6 +1,6 @@
-//! Why a host could not start.
+//! Why a host could not start or serve.
 
-/// Why a host could not start. Each variant keeps its cause as its source,
+/// Why a host could not start, or serve. Each variant keeps its cause as its source,
 /// so `anyhow`'s `{:#}` prints the whole chain.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -17,4 +17,8 @@ pub enum HostError {
     /// names the flag both hosts take them from.
     #[error("cannot use --context-store-root")]
     ContextStoreRoots(#[source] lro_context::ContextError),
+    /// The stdio session never started (stdin closed before the first
+    /// request), or its task failed ([`serve_stdio`](crate::serve_stdio)).
+    #[error("cannot serve MCP over stdio")]
+    Stdio(#[source] Box<dyn std::error::Error + Send + Sync>),
 }

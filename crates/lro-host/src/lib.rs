@@ -11,8 +11,10 @@
 //! 3. builds the [`LroLayer`](lro_tower::LroLayer), with the context tools
 //!    when context store roots are given;
 //! 4. hands the layer and the [`Shutdown`] future (ctrl-c or SIGTERM) to the
-//!    caller's serve step, which wraps its handler and serves stdio or
-//!    streamable HTTP as it likes, until the future resolves;
+//!    caller's serve step, which wraps its handler and serves it until the
+//!    future resolves: over stdio with [`serve_stdio`] (through
+//!    [`lro_stdio`], which answers a bad or over-long line with a JSON-RPC
+//!    error), or streamable HTTP as it likes;
 //! 5. shuts down in order: the cleanup task, then telemetry (flushing
 //!    spans).
 //!
@@ -27,7 +29,7 @@
 //! ```no_run
 //! use lro_core::OffloadConfig;
 //! use lro_host::{Host, Offload};
-//! use rmcp::{ServerHandler, ServiceExt as _};
+//! use rmcp::ServerHandler;
 //! use tower_layer::Layer as _;
 //!
 //! #[derive(Clone)]
@@ -39,13 +41,7 @@
 //!     let cfg = OffloadConfig::load(None)?;
 //!     let host = Host::builder("my-server").install()?;
 //!     host.run(Offload::new(cfg), |layer, shutdown| async move {
-//!         let running = layer.layer(MyServer).serve(rmcp::transport::stdio()).await?;
-//!         let token = running.cancellation_token();
-//!         tokio::spawn(async move {
-//!             shutdown.await;
-//!             token.cancel();
-//!         });
-//!         running.waiting().await?;
+//!         lro_host::serve_stdio(layer.layer(MyServer), shutdown).await?;
 //!         Ok(())
 //!     })
 //!     .await
@@ -58,7 +54,9 @@
 mod error;
 mod host;
 mod signal;
+mod stdio;
 
 pub use error::HostError;
 pub use host::{Host, HostBuilder, Offload};
 pub use signal::{Shutdown, shutdown_signal};
+pub use stdio::serve_stdio;

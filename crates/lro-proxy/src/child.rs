@@ -53,9 +53,9 @@ impl ChildGuard {
 
 /// Spawns `program args` and returns the guard and the client transport over
 /// its pipes, which accepts lines up to `max_line` bytes.
-/// Under a `watchdog` executable, the child is the watchdog, which starts
-/// `program args` and ends all of it when the proxy dies (see
-/// [`crate::watchdog`]).
+/// Under a `watchdog` executable, the child is the outer watchdog, which
+/// starts the inner one, which starts `program args`; they end all of it
+/// when the proxy, or either of them, dies (see [`crate::watchdog`]).
 pub(crate) fn spawn(
     program: &OsString,
     args: &[OsString],

@@ -57,13 +57,14 @@ impl ProxyConfig {
         self
     }
 
-    /// Starts each child of a command upstream under a watchdog: this
+    /// Starts each child of a command upstream under watchdogs: this
     /// executable, which must call
     /// [`watchdog::run_if_asked`](crate::watchdog::run_if_asked) first thing
     /// in `main` (`lro` does). Then no process of the upstream, grandchildren
-    /// included, outlives the proxy, even when the proxy is killed with
-    /// SIGKILL (see [`crate::watchdog`]). Without one, the proxy ends the
-    /// child's process group itself, which it cannot do if it is killed.
+    /// included, outlives the proxy, even when the proxy, or one of the
+    /// watchdogs, is killed with SIGKILL (see [`crate::watchdog`]). Without
+    /// one, the proxy ends the child's process group itself, which it cannot
+    /// do if it is killed.
     ///
     /// Defaults to none.
     #[must_use]

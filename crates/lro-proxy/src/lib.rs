@@ -18,7 +18,7 @@
 //! let layer = lro_tower::LroLayer::new(lro_core::OffloadConfig::default());
 //! let running = layer
 //!     .layer(Proxy::new(shared.clone()))
-//!     .serve(rmcp::transport::stdio())
+//!     .serve(lro_stdio::stdio())
 //!     .await?;
 //! running.waiting().await?;
 //! shared.shutdown().await; // every child ended and reaped
@@ -40,13 +40,11 @@ mod error;
 mod exit;
 mod flag;
 mod forward;
-mod line;
 mod reclaim;
 mod relay;
 pub mod serve;
 mod session;
 mod shared;
-mod stdio;
 mod telemetry;
 mod transport;
 mod upstream;

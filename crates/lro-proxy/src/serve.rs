@@ -24,10 +24,9 @@ use std::{future::Future, net::SocketAddr, time::Duration};
 
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ServerHandler, ServiceExt as _};
-use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_util::sync::CancellationToken;
 
-use crate::{ProxyError, ProxyShared, reclaim::Reclaiming, stdio::ClientStdio};
+use crate::{ProxyError, ProxyShared, reclaim::Reclaiming};
 
 /// Path the streamable HTTP face serves.
 pub const MCP_PATH: &str = "/mcp";
@@ -57,8 +56,8 @@ pub async fn stdio<H: ServerHandler>(
     shared: &ProxyShared,
     shutdown: impl Future<Output = ()>,
 ) -> Result<Stopped, ProxyError> {
-    let (read, write) = stdio_pipes();
-    let transport = ClientStdio::new(read, write, MAX_CLIENT_LINE);
+    // A bad or over-long line gets a JSON-RPC error (see `lro_stdio`).
+    let transport = lro_stdio::stdio();
     // Polled from the start, so a signal during the handshake is handled too.
     tokio::pin!(shutdown);
     let running = tokio::select! {
@@ -82,40 +81,6 @@ pub async fn stdio<H: ServerHandler>(
     token.cancel();
     let _ = session.await;
     Ok(stopped)
-}
-
-/// The largest message accepted from the client on stdio (a tool call's
-/// arguments, a sampling answer): rmcp's default. A longer line gets a
-/// JSON-RPC error naming it (see [`crate::stdio`]).
-const MAX_CLIENT_LINE: usize = 16 << 20;
-
-/// Reader and writer of the process's stdin and stdout. When they are pipes
-/// (as MCP clients start servers), they are read and written through the
-/// reactor: tokio's own `stdin()`/`stdout()` go through a blocking thread
-/// for every read and write, which costs each call a thread hand-off.
-fn stdio_pipes() -> (
-    Box<dyn AsyncRead + Send + Unpin>,
-    Box<dyn AsyncWrite + Send + Unpin>,
-) {
-    use std::os::fd::AsFd as _;
-    use tokio::net::unix::pipe;
-    let read: Box<dyn AsyncRead + Send + Unpin> = match std::io::stdin()
-        .as_fd()
-        .try_clone_to_owned()
-        .and_then(pipe::Receiver::from_owned_fd)
-    {
-        Ok(pipe) => Box::new(pipe),
-        Err(_) => Box::new(tokio::io::stdin()),
-    };
-    let write: Box<dyn AsyncWrite + Send + Unpin> = match std::io::stdout()
-        .as_fd()
-        .try_clone_to_owned()
-        .and_then(pipe::Sender::from_owned_fd)
-    {
-        Ok(pipe) => Box::new(pipe),
-        Err(_) => Box::new(tokio::io::stdout()),
-    };
-    (read, write)
 }
 
 /// How the HTTP face keeps its sessions: [`HttpOptions::new`], then a

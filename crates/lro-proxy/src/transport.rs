@@ -13,6 +13,7 @@
 
 use std::sync::Arc;
 
+use lro_stdio::line::{Head, Lines, Next, head_of, trimmed, write_line};
 use rmcp::{
     RoleClient,
     model::{
@@ -33,7 +34,6 @@ use tokio_util::task::TaskTracker;
 use crate::{
     exit::{ChildExit, GRACE},
     flag,
-    line::{Head, Lines, Next, head_of, trimmed, write_line},
 };
 
 /// Lines longer than this take the direct path when they hold a tool result.

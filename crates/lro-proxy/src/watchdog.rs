@@ -1,26 +1,36 @@
-//! The watchdog between the proxy and a stdio upstream, so that no upstream
+//! The watchdogs between the proxy and a stdio upstream, so that no upstream
 //! process survives the proxy, even a proxy killed with SIGKILL, and even
 //! the grandchildren that `npx` and `uvx` start.
 //!
 //! A process killed with SIGKILL runs no code, so the proxy cannot end its
 //! children then; and `PR_SET_PDEATHSIG` can only be set by the process
 //! itself, which for an arbitrary upstream needs `pre_exec` (`unsafe`). So
-//! the proxy starts a small process between itself and the upstream: the
-//! same executable, told by [`MARKER`] to be a watchdog. The watchdog
+//! the proxy starts small processes between itself and the upstream: the
+//! same executable, told by [`MARKER`] to be a watchdog. Each watchdog
 //!
 //! - asks for SIGTERM when its parent dies (`set_pdeathsig`), then checks
 //!   that the parent did not die before it asked;
 //! - becomes a child subreaper, so that every descendant orphaned under it
 //!   is reparented to it, not to init, and it can find and end them;
-//! - starts the upstream in a process group of its own, with its own stdin,
+//! - starts its child in a process group of its own, with its own stdin,
 //!   stdout and stderr: the upstream reads and writes the proxy's pipes
-//!   directly, and no byte passes through the watchdog;
-//! - when the upstream exits, kills what is left of its group and every
-//!   descendant, then exits with the upstream's status (128 + the signal
-//!   when it was killed by one);
+//!   directly, and no byte passes through a watchdog;
+//! - when its child exits, kills what is left of its group and every
+//!   descendant, then exits with the child's status (128 + the signal when
+//!   it was killed by one);
 //! - on SIGTERM (its parent died, or the proxy is ending the session),
-//!   sends SIGTERM to the upstream's group, waits a grace period shorter
-//!   than the proxy's own, then kills the group and every descendant.
+//!   sends SIGTERM to its child's group, waits a grace period shorter than
+//!   its parent's, then kills the group and every descendant.
+//!
+//! There are two, in a chain: the proxy starts the outer one ([`MARKER`]),
+//! which starts the inner one ([`INNER_MARKER`]), which starts the upstream.
+//! One alone would be the tree's single point of failure: SIGKILL to it
+//! (the OOM killer, a stray `kill -9`) runs none of its code, and its
+//! orphans go to init, out of anyone's reach, the grandchildren that left
+//! the upstream's group included. With two, each covers the other's death:
+//! the inner one's parent-death signal fires when the outer one dies, and
+//! the outer one, a subreaper, inherits the upstream's tree when the inner
+//! one dies and sweeps it as after any exit of its child.
 //!
 //! A host opts in by calling [`run_if_asked`] first thing in `main` and
 //! naming its own executable in [`ProxyConfig::watchdog`](crate::ProxyConfig::watchdog):
@@ -50,24 +60,40 @@ use nix::{
 
 use crate::exit::GRACE;
 
-/// The first argument that makes the executable a watchdog:
-/// `EXE __lro-proxy-watchdog PARENT_PID PROGRAM [ARGS…]`.
+/// The first argument that makes the executable the outer watchdog, the
+/// one the proxy starts: `EXE __lro-proxy-watchdog PARENT_PID PROGRAM [ARGS…]`.
 pub const MARKER: &str = "__lro-proxy-watchdog";
 
-/// What the upstream has after SIGTERM before SIGKILL: less than the proxy's
-/// [`GRACE`], so the watchdog has ended everything before the proxy would
-/// kill the watchdog itself.
-const TERM_GRACE: Duration = GRACE.saturating_sub(Duration::from_millis(500));
+/// The first argument that makes the executable the inner watchdog, the one
+/// the outer one starts and that starts `PROGRAM`; same arguments.
+pub const INNER_MARKER: &str = "__lro-proxy-watchdog-inner";
+
+/// The executable the outer watchdog starts the inner one from: itself, by
+/// the kernel's link, which works even when the file was replaced meanwhile
+/// (an upgrade).
+const SELF_EXE: &str = "/proc/self/exe";
+
+/// What the outer watchdog's child has after SIGTERM before SIGKILL: less
+/// than the proxy's [`GRACE`], so the outer watchdog has ended everything
+/// before the proxy would kill it.
+const OUTER_TERM_GRACE: Duration = GRACE.saturating_sub(Duration::from_millis(500));
+
+/// What the upstream has after SIGTERM before SIGKILL: less again, so the
+/// inner watchdog has ended everything before the outer one would kill it.
+const INNER_TERM_GRACE: Duration = GRACE.saturating_sub(Duration::from_millis(1000));
 
 /// The longest the final sweep of descendants takes.
 const SWEEP_LIMIT: Duration = Duration::from_secs(5);
 
 /// Runs the watchdog when this process was started as one (its first
-/// argument is [`MARKER`]), and returns its exit status; `None` otherwise.
+/// argument is [`MARKER`] or [`INNER_MARKER`]), and returns its exit
+/// status; `None` otherwise.
 #[must_use]
 pub fn run_if_asked() -> Option<ExitCode> {
     let mut argv = std::env::args_os().skip(1);
-    if argv.next()? != MARKER {
+    let marker = argv.next()?;
+    let outer = marker == MARKER;
+    if !outer && marker != INNER_MARKER {
         return None;
     }
     let parent = argv
@@ -75,16 +101,31 @@ pub fn run_if_asked() -> Option<ExitCode> {
         .and_then(|p| p.to_str()?.parse::<i32>().ok())
         .map(Pid::from_raw);
     let (Some(parent), Some(program)) = (parent, argv.next()) else {
-        eprintln!("lro-proxy watchdog: usage: {MARKER} PARENT_PID PROGRAM [ARGS…]");
+        eprintln!(
+            "lro-proxy watchdog: usage: {} PARENT_PID PROGRAM [ARGS…]",
+            marker.to_string_lossy()
+        );
         return Some(ExitCode::from(2));
     };
-    Some(ExitCode::from(watch(parent, program, argv.collect())))
+    let args: Vec<OsString> = argv.collect();
+    let code = if outer {
+        let inner = marked(INNER_MARKER, &program, &args);
+        watch(parent, SELF_EXE.into(), inner, OUTER_TERM_GRACE)
+    } else {
+        watch(parent, program, args, INNER_TERM_GRACE)
+    };
+    Some(ExitCode::from(code))
 }
 
-/// The arguments that start `program args` under the watchdog.
+/// The arguments that start `program args` under the (outer) watchdog.
 pub(crate) fn argv(program: &OsString, args: &[OsString]) -> Vec<OsString> {
+    marked(MARKER, program, args)
+}
+
+/// `marker`, this process's pid (the parent to watch), then `program args`.
+fn marked(marker: &str, program: &OsString, args: &[OsString]) -> Vec<OsString> {
     let mut argv = vec![
-        MARKER.into(),
+        marker.into(),
         std::process::id().to_string().into(),
         program.clone(),
     ];
@@ -92,7 +133,10 @@ pub(crate) fn argv(program: &OsString, args: &[OsString]) -> Vec<OsString> {
     argv
 }
 
-fn watch(parent: Pid, program: OsString, args: Vec<OsString>) -> u8 {
+/// Starts `program args` and watches it, and the parent, as the module says;
+/// returns the exit status. `term_grace` is what the child has after
+/// SIGTERM.
+fn watch(parent: Pid, program: OsString, args: Vec<OsString>, term_grace: Duration) -> u8 {
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -121,9 +165,12 @@ fn watch(parent: Pid, program: OsString, args: Vec<OsString>) -> u8 {
             return 1;
         }
         if getppid() != parent {
-            // The proxy died before we asked to be told.
+            // The parent died before we asked to be told.
             return 1;
         }
+        // Spawned from this thread, which lives as long as the process: a
+        // child's parent-death signal fires when the thread that started it
+        // exits, so the inner watchdog's fires exactly when this one dies.
         let mut child = match tokio::process::Command::new(&program)
             .args(&args)
             .process_group(0)
@@ -145,7 +192,7 @@ fn watch(parent: Pid, program: OsString, args: Vec<OsString>) -> u8 {
                 if let Some(group) = group {
                     let _ = killpg(group, Signal::SIGTERM);
                 }
-                tokio::time::timeout(TERM_GRACE, child.wait()).await.ok().and_then(Result::ok)
+                tokio::time::timeout(term_grace, child.wait()).await.ok().and_then(Result::ok)
             }
         };
         sweep(group);
@@ -221,5 +268,9 @@ mod tests {
             argv[2..],
             [OsString::from("npx"), "-y".into(), "server".into()]
         );
+        // The outer one starts the inner one the same way, watching itself.
+        let inner = marked(INNER_MARKER, &argv[2], &argv[3..]);
+        assert_eq!(inner[0], INNER_MARKER);
+        assert_eq!(inner[1..], argv[1..]);
     }
 }

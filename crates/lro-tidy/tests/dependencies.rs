@@ -231,8 +231,8 @@ fn both_hosts_share_one_wiring_and_the_proxy_stays_out_of_it() {
     let graph = Graph::load();
     // `lro proxy` and the memory-server install telemetry, start cleanup and
     // shut down through lro-host; libraries never reach it (it installs an
-    // exporter, checked above), and it serves no face of its own, so it
-    // needs neither the proxy nor rmcp's transports.
+    // exporter, checked above), and the one face it serves, stdio, is
+    // lro-stdio's, so it needs neither the proxy nor rmcp's transports.
     for host in ["lro-cli", "memory-server"] {
         assert!(graph.reaches(host, "lro-host"), "{host} has its own wiring");
     }
@@ -240,4 +240,25 @@ fn both_hosts_share_one_wiring_and_the_proxy_stays_out_of_it() {
         !graph.reaches("lro-host", "lro-proxy"),
         "lro-host depends on lro-proxy"
     );
+}
+
+#[test]
+fn every_stdio_face_reads_its_client_through_one_transport() {
+    let graph = Graph::load();
+    // A line that is not JSON, or is over the cap, gets the same JSON-RPC
+    // error from `lro proxy` and from every server lro-host serves: the
+    // transport is lro-stdio's. It is a leaf, so the proxy can use it without
+    // reaching the offload path, and lro-host without reaching the proxy.
+    for face in ["lro-proxy", "lro-host"] {
+        assert!(
+            graph.reaches(face, "lro-stdio"),
+            "{face} has its own stdio transport"
+        );
+    }
+    let ours: Vec<&String> = graph.reach["lro-stdio"]
+        .iter()
+        .filter(|d| graph.members.contains(*d))
+        .collect();
+    assert!(ours.is_empty(), "lro-stdio depends on {ours:?}");
+    assert!(graph.reaches("lro-stdio", "rmcp"));
 }

@@ -41,12 +41,9 @@ use memory_server::{
     corpus::{Corpus, DEFAULT_SEED, DEFAULT_SIZE},
 };
 use rmcp::{
-    ServerHandler, ServiceExt,
-    transport::{
-        stdio,
-        streamable_http_server::{
-            StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
-        },
+    ServerHandler,
+    transport::streamable_http_server::{
+        StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
     },
 };
 use tokio_util::sync::CancellationToken;
@@ -173,19 +170,9 @@ where
     F: Fn() -> H + Send + Sync + 'static,
 {
     match http {
-        None => {
-            let running = make()
-                .serve(stdio())
-                .await
-                .context("MCP initialization over stdio failed")?;
-            let token = running.cancellation_token();
-            tokio::spawn(async move {
-                shutdown.await;
-                token.cancel();
-            });
-            running.waiting().await.context("server task failed")?;
-            Ok(())
-        }
+        // A line that is not JSON, or is over the cap, gets a JSON-RPC
+        // error, and the session goes on (see `lro_stdio`).
+        None => Ok(lro_host::serve_stdio(make(), shutdown).await?),
         Some((addr, guard)) => {
             let ct = CancellationToken::new();
             // The guard checks Host and Origin, and the body's size and

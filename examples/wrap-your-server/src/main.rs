@@ -67,11 +67,9 @@ async fn main() -> anyhow::Result<()> {
     let handler = ServiceBuilder::new()
         .layer(LroLayer::new(cfg))
         .service(Rows::new());
-    handler
-        .serve(rmcp::transport::stdio())
-        .await?
-        .waiting()
-        .await?;
+    // lro_stdio::stdio() is rmcp's stdio() that answers a line that is not
+    // JSON, or over 16 MiB, with a JSON-RPC error instead of dropping it.
+    handler.serve(lro_stdio::stdio()).await?.waiting().await?;
     cleanup.shutdown().await?;
     Ok(())
 }

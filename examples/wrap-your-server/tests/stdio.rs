@@ -106,3 +106,40 @@ fn the_readme_shows_main_rs_as_it_is() {
         "README.md must show examples/wrap-your-server/src/main.rs verbatim, in a ```rust block"
     );
 }
+
+#[tokio::test]
+async fn a_line_that_is_not_json_gets_a_parse_error_and_the_next_is_served() {
+    use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _};
+
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_wrap-your-server"))
+        .env("ATLATL_PROMPT__OFFLOAD__OUTPUT_DIR", dir.path())
+        .env("RUST_LOG", "warn")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    // rmcp's own stdio() dropped this line without a word.
+    stdin
+        .write_all(b"not json\n{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n")
+        .await
+        .unwrap();
+    let mut answer = async || -> Value {
+        let line = tokio::time::timeout(std::time::Duration::from_secs(60), stdout.next_line())
+            .await
+            .expect("the server answers")
+            .unwrap()
+            .expect("a line");
+        serde_json::from_str(&line).unwrap()
+    };
+    let garbage = answer().await;
+    assert_eq!(
+        (&garbage["error"]["code"], &garbage["id"]),
+        (&json!(-32700), &Value::Null)
+    );
+    let ping = answer().await;
+    assert_eq!((&ping["id"], &ping["result"]), (&json!(1), &json!({})));
+}

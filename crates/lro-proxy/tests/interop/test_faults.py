@@ -10,6 +10,7 @@ import os
 import signal
 import sys
 import time
+from pathlib import Path
 
 import anyio
 import pytest
@@ -18,7 +19,7 @@ from mcp.shared.exceptions import MCPError
 from support import (
     EXIT_S, fixture_cmd, full_env, offload_env, proxied_process, proxy_argv, read_pids, run_cli, stdio_process, upstream_pid,
 )
-from testkit.procs import free_port, kill_quietly, pid_alive
+from testkit.procs import free_port, kill_quietly, parent, pid_alive
 from testkit.waiting import await_until
 
 # A pending call must fail well before any client-side timeout.
@@ -211,18 +212,24 @@ async def test_sigterm_during_a_call_answers_it_with_an_error(tmp_path, fixture_
     no_panic(proc.stderr())
 
 
-@pytest.mark.anyio
-async def test_sigkill_of_the_proxy_leaves_no_upstream_process(tmp_path, fixture_env, out_dir):
-    """The upstream starts two grandchildren, one in its process group and one
-    in a session of its own (as npx and uvx start theirs); after SIGKILL to the
-    proxy, neither they nor the upstream survive."""
+def _upstream_with_grandchildren(tmp_path) -> tuple[list[str], Path]:
+    """An upstream that starts two grandchildren, one in its process group and
+    one in a session of its own (as npx and uvx start theirs), then becomes the
+    fixture; and the file their pids go to."""
     grandchildren_file = tmp_path / "grandchildren.pids"
     script = (
         f"sleep 300 & echo $! >> {grandchildren_file}; "
         f"setsid sleep 300 & echo $! >> {grandchildren_file}; "
         'exec "$@"'
     )
-    upstream = ["sh", "-c", script, "sh", *fixture_cmd()]
+    return ["sh", "-c", script, "sh", *fixture_cmd()], grandchildren_file
+
+
+@pytest.mark.anyio
+async def test_sigkill_of_the_proxy_leaves_no_upstream_process(tmp_path, fixture_env, out_dir):
+    """After SIGKILL to the proxy, neither the upstream nor its grandchildren
+    (in its group and out of it) survive."""
+    upstream, grandchildren_file = _upstream_with_grandchildren(tmp_path)
     env = full_env({**fixture_env, **offload_env(out_dir)})
     async with stdio_process(proxy_argv(upstream=upstream), env, tmp_path / "proxy.err") as proc:
         async with proc.session() as session:
@@ -239,3 +246,60 @@ async def test_sigkill_of_the_proxy_leaves_no_upstream_process(tmp_path, fixture
                 for pid in upstream_processes:
                     if pid_alive(pid):
                         kill_quietly(pid)
+
+
+def _ancestor_under(top: int, pid: int) -> int:
+    """The ancestor of `pid` (or `pid` itself) whose parent is `top`."""
+    while (up := parent(pid)) != top:
+        assert up not in (None, 0, 1), f"{pid} is not under {top}"
+        pid = up
+    return pid
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(("which", "proxy_says"), [("outer", "was killed by signal 9"), ("inner", "exited with status 137")])
+async def test_sigkill_of_a_watchdog_fails_the_call_and_leaves_no_upstream_process(tmp_path, fixture_env, out_dir, which, proxy_says):
+    """The proxy lives; one of the upstream's two watchdogs (the proxy's child,
+    or the one under it that started the upstream) gets SIGKILL during a call.
+    The call gets an error at once rather than hanging, no process of the
+    upstream tree survives, and the proxy (stdio) exits with status 1: its
+    upstream is lost."""
+    upstream, grandchildren_file = _upstream_with_grandchildren(tmp_path)
+    env = full_env({**fixture_env, **offload_env(out_dir)})
+    started = fixture_env["FIXTURE_STARTED_FILE"]
+    async with stdio_process(proxy_argv(upstream=upstream), env, tmp_path / "proxy.err") as proc:
+        async with proc.session() as session:
+            child = await upstream_pid(session)
+            grandchildren = read_pids(grandchildren_file)
+            assert len(grandchildren) == 2, grandchildren
+            upstream_processes = [child, *grandchildren]
+            # proxy -> outer watchdog -> inner watchdog -> upstream
+            outer = _ancestor_under(proc.pid, child)
+            inner = parent(child)
+            assert parent(inner) == outer, (proc.pid, outer, inner, child)
+            watchdog = outer if which == "outer" else inner
+            killed_at = 0.0
+            try:
+
+                async def kill_once_started() -> None:
+                    nonlocal killed_at
+                    await await_until(lambda: os.path.exists(started), what="the slow call to start")
+                    os.kill(watchdog, signal.SIGKILL)
+                    killed_at = time.monotonic()
+
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(kill_once_started)
+                    with pytest.raises(MCPError), anyio.fail_after(PROMPT_ERROR_S):
+                        await session.call_tool("slow", {"seconds": 60})
+                for pid in upstream_processes:
+                    await await_until(lambda: not pid_alive(pid), timeout=EXIT_S, what=f"upstream process {pid} to end")
+                print(f"upstream tree gone {time.monotonic() - killed_at:.3f}s after SIGKILL to the {which} watchdog")
+                code = await proc.wait_exit(why="after a watchdog was killed")
+            finally:
+                for pid in upstream_processes:
+                    if pid_alive(pid):
+                        kill_quietly(pid)
+    assert code == 1, proc.stderr()
+    # The outer watchdog reports the inner one's death as its upstream's.
+    assert proxy_says in proc.stderr(), proc.stderr()
+    no_panic(proc.stderr())

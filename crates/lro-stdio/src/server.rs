@@ -1,15 +1,20 @@
-//! The server transport of the stdio face: newline-delimited JSON-RPC from
+//! The server transport of a stdio face: newline-delimited JSON-RPC from
 //! the client, read with a cap.
 //!
-//! It replaces rmcp's `AsyncRwTransport`, which drops a line that is not
-//! JSON or is over its cap without a word, so the client waits for ever. Here
-//! such a line gets a JSON-RPC error and the next line is read:
+//! It replaces rmcp's `AsyncRwTransport` (behind `rmcp::transport::stdio`),
+//! which drops a line that is not JSON or is over its cap without a word, so
+//! the client waits for ever. Here such a line gets a JSON-RPC error and the
+//! next line is read:
 //!
 //! - not JSON: -32700 (parse error), `id` null;
 //! - JSON but not a JSON-RPC message: -32600 (invalid request), with its
 //!   `id` when it has one (a notification gets nothing, as JSON-RPC says);
 //! - over the cap: -32600 naming the cap, with the `id` when it can be read
 //!   from the line's start ([`head_of`]), else null.
+//!
+//! It answers before rmcp sees a message, so it holds whichever lifecycle
+//! the client speaks: `initialize` first, or requests that carry their own
+//! protocol version (`server/discover`).
 
 use std::sync::Arc;
 
@@ -26,18 +31,27 @@ use tokio::{
 
 use crate::line::{Lines, Next, head_of, trimmed, write_line};
 
+/// The largest message a stdio face accepts from its client by default (a
+/// tool call's arguments, a sampling answer): rmcp's own cap, so a client
+/// that worked with rmcp's transport works here, and one line never holds
+/// more than this much of the server's memory. A longer line gets an error
+/// naming it.
+pub const MAX_LINE_BYTES: usize = 16 << 20;
+
 /// A line buffer grown past this is released after its line.
 const KEEP_BUFFER_BYTES: usize = 1 << 20;
 
-/// MCP over a client's stdin and stdout (or any reader and writer).
-pub(crate) struct ClientStdio<R, W> {
+/// MCP over a client's stdin and stdout (or any reader and writer), as a
+/// server: serve a handler with it (`handler.serve(transport)`).
+pub struct ServerStdio<R, W> {
     lines: Lines<BufReader<R>>,
     write: Arc<Mutex<Option<W>>>,
 }
 
-impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> ClientStdio<R, W> {
-    /// Reads lines of at most `max_line` bytes from `read`.
-    pub(crate) fn new(read: R, write: W, max_line: usize) -> Self {
+impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> ServerStdio<R, W> {
+    /// Reads lines of at most `max_line` bytes from `read` and writes
+    /// answers to `write`.
+    pub fn new(read: R, write: W, max_line: usize) -> Self {
         Self {
             lines: Lines::new(BufReader::new(read), max_line),
             write: Arc::new(Mutex::new(Some(write))),
@@ -87,7 +101,42 @@ fn error_line(id: Option<RequestId>, code: ErrorCode, message: &str) -> Vec<u8> 
 
 const STDOUT: &str = "stdout";
 
-impl<R, W> Transport<RoleServer> for ClientStdio<R, W>
+/// A boxed reader of the process's stdin.
+pub type StdinReader = Box<dyn AsyncRead + Send + Unpin>;
+/// A boxed writer of the process's stdout.
+pub type StdoutWriter = Box<dyn AsyncWrite + Send + Unpin>;
+
+/// MCP over the process's stdin and stdout, with lines of at most
+/// [`MAX_LINE_BYTES`]: the drop-in replacement of `rmcp::transport::stdio()`.
+///
+/// When stdin and stdout are pipes (as MCP clients start servers), they are
+/// read and written through the reactor: tokio's own `stdin()`/`stdout()` go
+/// through a blocking thread for every read and write, which costs each
+/// call a thread hand-off.
+#[must_use]
+pub fn stdio() -> ServerStdio<StdinReader, StdoutWriter> {
+    use std::os::fd::AsFd as _;
+    use tokio::net::unix::pipe;
+    let read: StdinReader = match std::io::stdin()
+        .as_fd()
+        .try_clone_to_owned()
+        .and_then(pipe::Receiver::from_owned_fd)
+    {
+        Ok(pipe) => Box::new(pipe),
+        Err(_) => Box::new(tokio::io::stdin()),
+    };
+    let write: StdoutWriter = match std::io::stdout()
+        .as_fd()
+        .try_clone_to_owned()
+        .and_then(pipe::Sender::from_owned_fd)
+    {
+        Ok(pipe) => Box::new(pipe),
+        Err(_) => Box::new(tokio::io::stdout()),
+    };
+    ServerStdio::new(read, write, MAX_LINE_BYTES)
+}
+
+impl<R, W> Transport<RoleServer> for ServerStdio<R, W>
 where
     R: AsyncRead + Send + Unpin + 'static,
     W: AsyncWrite + Send + Unpin + 'static,
@@ -125,7 +174,7 @@ where
                         head.id,
                         ErrorCode::INVALID_REQUEST,
                         &format!(
-                            "the message is over lro proxy's stdio line cap of {max} bytes ({} MiB) and was dropped",
+                            "the message is over the stdio line cap of {max} bytes ({} MiB) and was dropped",
                             max >> 20
                         ),
                     ))
@@ -159,7 +208,7 @@ mod tests {
     use super::*;
 
     fn answer(line: &[u8]) -> Option<Value> {
-        match ClientStdio::<&[u8], Vec<u8>>::read(line) {
+        match ServerStdio::<&[u8], Vec<u8>>::read(line) {
             Ok(_) => None,
             Err(answer) => answer.map(|line| serde_json::from_slice(&line).unwrap()),
         }
@@ -199,7 +248,7 @@ mod tests {
         let input =
             format!("{long}not json\n{{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\"}}\n");
         let (client, mut server) = tokio::io::duplex(1 << 16);
-        let mut transport = ClientStdio::new(std::io::Cursor::new(input.into_bytes()), client, 200);
+        let mut transport = ServerStdio::new(std::io::Cursor::new(input.into_bytes()), client, 200);
         let next = transport.receive().await.expect("the ping");
         assert!(matches!(next, ClientJsonRpcMessage::Request(r) if r.id == RequestId::Number(3)));
         drop(transport);

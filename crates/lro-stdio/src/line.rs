@@ -1,8 +1,9 @@
 //! Newline-delimited JSON-RPC, read with a cap: [`Lines`] reads one line at a
 //! time without ever holding more than the cap, and keeps the start of a line
 //! that went over it, so that [`head_of`] can read the request's `id` there.
-//! Both stdio faces use it: the client's ([`crate::stdio`]) and the
-//! child's ([`crate::transport`]).
+//! Both sides of a stdio connection use it: the server's
+//! ([`ServerStdio`](crate::ServerStdio)) and `lro proxy`'s towards its
+//! upstream child.
 
 use rmcp::model::{NumberOrString, RequestId};
 use tokio::{
@@ -15,7 +16,7 @@ const HEAD_BYTES: usize = 4096;
 
 /// What [`Lines::next`] read.
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Next {
+pub enum Next {
     /// A line, in [`Lines::line`] (without its newline).
     Line,
     /// A line over the cap, dropped; its first bytes are in [`Lines::head`].
@@ -25,19 +26,20 @@ pub(crate) enum Next {
 }
 
 /// Lines of `read`, each at most `max` bytes.
-pub(crate) struct Lines<R> {
+pub struct Lines<R> {
     read: R,
     /// The line read, once [`Next::Line`] says so.
-    pub(crate) line: Vec<u8>,
+    pub line: Vec<u8>,
     /// The start of the line that was over the cap.
-    pub(crate) head: Vec<u8>,
+    pub head: Vec<u8>,
     max: usize,
     /// Dropping the rest of a line over `max`.
     discarding: bool,
 }
 
 impl<R: AsyncBufRead + Unpin> Lines<R> {
-    pub(crate) fn new(read: R, max: usize) -> Self {
+    /// Lines of `read`, each at most `max` bytes.
+    pub fn new(read: R, max: usize) -> Self {
         Self {
             read,
             line: Vec::new(),
@@ -48,19 +50,19 @@ impl<R: AsyncBufRead + Unpin> Lines<R> {
     }
 
     /// The reader, to drain what is left.
-    pub(crate) fn into_inner(self) -> R {
+    pub fn into_inner(self) -> R {
         self.read
     }
 
     /// The cap.
-    pub(crate) fn max(&self) -> usize {
+    pub fn max(&self) -> usize {
         self.max
     }
 
     /// Reads the next line. Cancel-safe: the state lives in `self`, so a line
     /// read halfway when `select!` drops the future is finished by the next
     /// call. The caller clears [`Lines::line`] when it is done with it.
-    pub(crate) async fn next(&mut self) -> std::io::Result<Next> {
+    pub async fn next(&mut self) -> std::io::Result<Next> {
         loop {
             let available = self.read.fill_buf().await?;
             if available.is_empty() {
@@ -106,7 +108,7 @@ impl<R: AsyncBufRead + Unpin> Lines<R> {
 /// Writes one message's bytes and its newline to the writer in `write`,
 /// which is shared by every task that sends; `None` once closed (`what`
 /// names it in the error).
-pub(crate) async fn write_line<W: AsyncWrite + Unpin>(
+pub async fn write_line<W: AsyncWrite + Unpin>(
     write: &Mutex<Option<W>>,
     mut bytes: Vec<u8>,
     what: &'static str,
@@ -125,24 +127,24 @@ pub(crate) async fn write_line<W: AsyncWrite + Unpin>(
 
 /// A line without its `\r` and a leading UTF-8 BOM (.NET's console writes
 /// one), as rmcp reads it.
-pub(crate) fn trimmed(line: &[u8]) -> &[u8] {
+pub fn trimmed(line: &[u8]) -> &[u8] {
     let line = line.strip_suffix(b"\r").unwrap_or(line);
     line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line)
 }
 
 /// What the start of a JSON-RPC message says about it.
 #[derive(Debug, Default, PartialEq, Eq)]
-pub(crate) struct Head {
+pub struct Head {
     /// Its top-level `id`, when it comes before the end of the bytes given.
-    pub(crate) id: Option<RequestId>,
+    pub id: Option<RequestId>,
     /// It has a top-level `method` there (a request or a notification).
-    pub(crate) method: bool,
+    pub method: bool,
 }
 
 /// Reads the top-level `id` and whether there is a `method` from the start
 /// of a JSON object, which may be cut anywhere. Values are skipped without
 /// being parsed, so this costs nothing on a large head.
-pub(crate) fn head_of(bytes: &[u8]) -> Head {
+pub fn head_of(bytes: &[u8]) -> Head {
     let mut head = Head::default();
     let mut s = Scan { bytes, at: 0 };
     s.ws();
