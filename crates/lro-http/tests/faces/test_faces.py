@@ -2,7 +2,8 @@
 `memory-server --http`, `lro proxy --http` (over `lro context mcp`, an MCP
 server of the same binary) and `lro context serve`, each behind lro-http's
 guard: bearer tokens (401 with `WWW-Authenticate`), the Origin and Host check
-(403), malformed JSON (400; a JSON-RPC -32700 on the MCP faces), a refusal to
+(403), malformed JSON (400; a JSON-RPC -32700 on the MCP faces), JSON that is
+not a JSON-RPC message on the MCP faces (400, -32600), a refusal to
 listen beyond loopback without tokens (exit 2), and 300 slow-header
 connections that are closed after the header-read timeout while a good
 request is still answered. Every test ends by checking the face still serves.
@@ -139,6 +140,26 @@ def test_malformed_json_is_a_json_error(face, start):
         assert body["error"]["code"] == -32700 and body["id"] is None and body["jsonrpc"] == "2.0", body
     else:
         assert body["success"] is False, body
+    served(port, face)
+
+
+# The MCP faces only: the context service's bodies are JSON of its own shape.
+@pytest.mark.parametrize("face", FACES[:2], ids=lambda f: f.name, indirect=True)
+@pytest.mark.parametrize(
+    "body",
+    ["[]", "42", '{"foo": 1}', '"text"', '[{"jsonrpc": "2.0", "id": 1, "method": "ping"}]', '{"jsonrpc": "2.0", "id": null, "method": "ping"}'],
+    ids=["empty-array", "number", "object", "string", "batch", "null-id"],
+)
+def test_json_that_is_not_json_rpc_is_an_invalid_request(face, start, body):
+    """The MCP transport: a body the server cannot accept gets an HTTP error
+    status (400) whose body MAY be a JSON-RPC error with no id; rmcp alone
+    answered 415 in plain text."""
+    _, port = start()
+    status, headers, answer = post(port, face, {"Authorization": f"Bearer {GOOD}"}, body.encode())
+    assert status == 400, (status, answer)
+    assert headers["content-type"].startswith("application/json")
+    assert answer["jsonrpc"] == "2.0" and answer["id"] is None, answer
+    assert answer["error"]["code"] == -32600 and "JSON-RPC message" in answer["error"]["message"], answer
     served(port, face)
 
 
