@@ -4,9 +4,10 @@ server of the same binary) and `lro context serve`, each behind lro-http's
 guard: bearer tokens (401 with `WWW-Authenticate`), the Origin and Host check
 (403), malformed JSON (400; a JSON-RPC -32700 on the MCP faces), JSON that is
 not a JSON-RPC message on the MCP faces (400, -32600), a refusal to
-listen beyond loopback without tokens (exit 2), and 300 slow-header
+listen beyond loopback without tokens (exit 2), 300 slow-header
 connections that are closed after the header-read timeout while a good
-request is still answered. Every test ends by checking the face still serves.
+request is still answered, and a connection opening with the HTTP/2 preface
+closed rather than held. Every test ends by checking the face still serves.
 """
 
 from __future__ import annotations
@@ -235,5 +236,21 @@ def test_past_the_connection_cap_a_good_request_waits_its_turn(start, face):
     finally:
         for s in socks:
             s.close()
+    served(port, face)
+    assert proc.alive()
+
+
+@pytest.mark.parametrize("face", FACES[:1], ids=lambda f: f.name, indirect=True)
+def test_an_http2_preface_holds_no_connection(start, face):
+    """h2c is not served (lro_http::serve says why): a connection that opens
+    with the HTTP/2 preface and then waits is closed, where an HTTP/2 server
+    without an idle timeout would keep it, and its connection slot, for ever."""
+    proc, port = start("--header-read-timeout", "1")
+    sock = socket.create_connection(("127.0.0.1", port), timeout=PROMPT_S)
+    try:
+        sock.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+        wait_closed([sock], within=PROMPT_S)
+    finally:
+        sock.close()
     served(port, face)
     assert proc.alive()
