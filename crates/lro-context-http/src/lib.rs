@@ -46,7 +46,7 @@ use axum::{
 };
 use lro_context::{ContextError, ContextOffloader, FileContents};
 use lro_core::principal::Principal;
-use lro_http::{Guard, refusal::Refusal};
+use lro_http::{Guard, body::Expect, refusal::Refusal};
 use serde_json::{Value, json};
 
 /// The service's state: the offloader, with its store roots.
@@ -115,7 +115,10 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
     ready: impl FnOnce(SocketAddr),
 ) -> Result<(), ServeError> {
-    let guard = guard.respond(|r: &Refusal| refuse(r.status(), r.to_string()));
+    // ReMe's bodies are JSON of their own shape, not JSON-RPC.
+    let guard = guard
+        .respond(|r: &Refusal| refuse(r.status(), r.to_string()))
+        .expect(Expect::Json);
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|source| ServeError::Bind { addr, source })?;

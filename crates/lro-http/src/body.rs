@@ -1,18 +1,21 @@
 //! The request body, read whole before the face sees it: at most
 //! `max_bytes` (413 past it, from `Content-Length` before reading when the
 //! client sends one), within one timeout for the whole body (408; a client
-//! that trickles a byte at a time is cut off too), and, for the MCP faces,
-//! checked to be JSON (400 with a JSON-RPC -32700 Parse error, where rmcp
-//! answers 415 in plain text).
+//! that trickles a byte at a time is cut off too), and checked to be what
+//! the face takes ([`Expect`]): for the MCP faces one JSON-RPC message,
+//! where rmcp answers 415 in plain text. A body that is not JSON gets 400
+//! with a JSON-RPC -32700 Parse error; JSON that is not a JSON-RPC message
+//! gets 400 with -32600 Invalid Request, as the MCP streamable-HTTP
+//! transport asks of a body the server cannot accept.
 //!
 //! ```
 //! use std::time::Duration;
 //! use axum::{Router, routing::post};
-//! use lro_http::{body::BodyLayer, refusal::JsonRpc};
+//! use lro_http::{body::{BodyLayer, Expect}, refusal::JsonRpc};
 //!
 //! let app: Router = Router::new()
 //!     .route("/mcp", post(|body: String| async move { body }))
-//!     .layer(BodyLayer::new(4 << 20, Duration::from_secs(30), JsonRpc).json(true));
+//!     .layer(BodyLayer::new(4 << 20, Duration::from_secs(30), JsonRpc).expect(Expect::JsonRpc));
 //! ```
 
 use std::{convert::Infallible, time::Duration};
@@ -24,15 +27,33 @@ use tower::{Layer, Service};
 
 use crate::{
     check::{BoxFuture, Stage, Staged},
+    jsonrpc,
     refusal::{Refusal, Respond, Responder},
 };
+
+/// What a `POST` body must be before the face sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Expect {
+    /// Anything: the face reads it itself.
+    #[default]
+    Anything,
+    /// JSON ([`Refusal::NotJson`] when not): a face with JSON bodies of its
+    /// own shape.
+    Json,
+    /// One JSON-RPC 2.0 request, notification or response, in the shapes
+    /// MCP's schema gives them ([`Refusal::NotJson`] when not JSON,
+    /// [`Refusal::NotJsonRpc`] when JSON but no such message; a batch is
+    /// refused too): the MCP faces.
+    JsonRpc,
+}
 
 /// The layer that reads the body whole, bounded in size and time.
 #[derive(Debug, Clone)]
 pub struct BodyLayer {
     max_bytes: usize,
     timeout: Duration,
-    json: bool,
+    expect: Expect,
     responder: Responder,
 }
 
@@ -52,16 +73,15 @@ impl BodyLayer {
         Self {
             max_bytes,
             timeout,
-            json: false,
+            expect: Expect::Anything,
             responder,
         }
     }
 
-    /// Whether a `POST` body must be JSON ([`Refusal::NotJson`] when not).
-    /// Defaults to false.
+    /// What a `POST` body must be. Defaults to [`Expect::Anything`].
     #[must_use]
-    pub fn json(mut self, json: bool) -> Self {
-        self.json = json;
+    pub fn expect(mut self, expect: Expect) -> Self {
+        self.expect = expect;
         self
     }
 }
@@ -110,10 +130,19 @@ async fn read(request: Request<Body>, layer: &BodyLayer) -> Result<Request<Body>
         Ok(Err(err)) => return Err(Refusal::BodyUnreadable(err.to_string())),
         Ok(Ok(collected)) => collected.to_bytes(),
     };
-    if layer.json && parts.method == Method::POST {
-        // Syntax only: the face parses the message itself.
-        serde_json::from_slice::<serde::de::IgnoredAny>(&bytes)
-            .map_err(|e| Refusal::NotJson(e.to_string()))?;
+    if parts.method == Method::POST {
+        let not_json = |e: serde_json::Error| Refusal::NotJson(e.to_string());
+        match layer.expect {
+            Expect::Anything => {}
+            // Syntax only: the face parses the body itself.
+            Expect::Json => {
+                serde_json::from_slice::<serde::de::IgnoredAny>(&bytes).map_err(not_json)?;
+            }
+            // The envelope only: the face decodes the message itself.
+            Expect::JsonRpc => jsonrpc::check(&bytes)
+                .map_err(not_json)?
+                .map_err(|why| Refusal::NotJsonRpc(why.to_owned()))?,
+        }
     }
     Ok(Request::from_parts(parts, Body::from(bytes)))
 }
@@ -144,8 +173,9 @@ mod tests {
 
     #[tokio::test]
     async fn bounded_in_size_and_checked_for_json() {
-        let layer =
-            || BodyLayer::new(16, Duration::from_secs(5), crate::refusal::JsonRpc).json(true);
+        let layer = || {
+            BodyLayer::new(16, Duration::from_secs(5), crate::refusal::JsonRpc).expect(Expect::Json)
+        };
         assert_eq!(
             send(layer(), Body::from("[1,2]")).await,
             (StatusCode::OK, "[1,2]".into())
@@ -157,6 +187,28 @@ mod tests {
         assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
         let plain = BodyLayer::new(16, Duration::from_secs(5), ());
         assert_eq!(send(plain, Body::from("text")).await.0, StatusCode::OK);
+    }
+
+    #[tokio::test]
+    async fn json_rpc_bodies_are_one_message() {
+        let layer = || {
+            BodyLayer::new(1 << 10, Duration::from_secs(5), crate::refusal::JsonRpc)
+                .expect(Expect::JsonRpc)
+        };
+        let ping = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
+        assert_eq!(
+            send(layer(), Body::from(ping)).await,
+            (StatusCode::OK, ping.into())
+        );
+        for (body, code) in [
+            ("[]", "-32600"),
+            ("{\"foo\":1}", "-32600"),
+            ("[1,", "-32700"),
+        ] {
+            let (status, text) = send(layer(), Body::from(body)).await;
+            assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+            assert!(text.contains(code), "{body}: {text}");
+        }
     }
 
     /// A body whose next frame never comes.

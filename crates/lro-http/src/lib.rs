@@ -3,7 +3,8 @@
 //! caller's [`Principal`](lro_core::principal::Principal) into the request
 //! ([`auth`]), the `Host`/`Origin` check ([`origin`]), a cap on requests in
 //! progress ([`slots`]), the body read whole within a size and a time and
-//! checked to be JSON ([`body`]), JSON refusals ([`refusal`]), and the
+//! checked to be what the face takes, one JSON-RPC message for the MCP
+//! faces ([`body`]), JSON refusals ([`refusal`]), and the
 //! accept loop with its header-read timeout and connection cap ([`serve`]).
 //! [`Guard`] puts them together in that order; a face hands it its router.
 //!
@@ -35,6 +36,7 @@ pub mod body;
 pub mod check;
 #[cfg(feature = "clap")]
 pub mod cli;
+mod jsonrpc;
 pub mod origin;
 pub mod refusal;
 pub mod serve;
@@ -49,7 +51,7 @@ use tower::{Service, ServiceBuilder};
 
 use crate::{
     auth::Tokens,
-    body::BodyLayer,
+    body::{BodyLayer, Expect},
     check::CheckLayer,
     origin::{BadOrigin, OriginPolicy},
     refusal::{Respond, Responder},
@@ -84,8 +86,9 @@ pub enum GuardError {
 /// One face's guards and bounds, in the order a request meets them: the
 /// `Host`/`Origin` check (403), the bearer check (401; inserts the
 /// principal), a request slot (503 after the queue timeout), the body read
-/// whole (413, 408, and for `POST` a -32700 400 unless it is JSON), then the
-/// face's own service.
+/// whole (413, 408, and for `POST` a 400 with -32700 unless it is JSON, or
+/// with -32600 unless it is one JSON-RPC message), then the face's own
+/// service.
 #[derive(Debug, Clone)]
 pub struct Guard {
     bind: SocketAddr,
@@ -93,13 +96,14 @@ pub struct Guard {
     origins: OriginPolicy,
     limits: Limits,
     responder: Responder,
-    json: bool,
+    expect: Expect,
 }
 
 impl Guard {
     /// The guard of a face listening on `bind` with `tokens` (none: no
     /// authentication). Defaults to loopback origins only,
-    /// [`Limits::mcp`], JSON-RPC refusals, and JSON bodies required.
+    /// [`Limits::mcp`], JSON-RPC refusals, and one JSON-RPC message per
+    /// `POST` ([`Expect::JsonRpc`]): an MCP face.
     #[must_use]
     pub fn new(bind: SocketAddr, tokens: Tokens) -> Self {
         Self {
@@ -108,7 +112,7 @@ impl Guard {
             tokens,
             limits: Limits::mcp(),
             responder: Responder::default(),
-            json: true,
+            expect: Expect::JsonRpc,
         }
     }
 
@@ -139,12 +143,12 @@ impl Guard {
         self
     }
 
-    /// Whether a `POST` body must be JSON before the face sees it. Defaults
-    /// to true (the MCP faces); a face that parses and answers bad JSON
-    /// itself turns it off.
+    /// What a `POST` body must be before the face sees it. Defaults to
+    /// [`Expect::JsonRpc`] (the MCP faces); a face with JSON bodies of its
+    /// own shape asks for [`Expect::Json`].
     #[must_use]
-    pub fn json(mut self, json: bool) -> Self {
-        self.json = json;
+    pub fn expect(mut self, expect: Expect) -> Self {
+        self.expect = expect;
         self
     }
 
@@ -220,7 +224,7 @@ impl Guard {
                     limits.body_read_timeout,
                     responder.clone(),
                 )
-                .json(self.json),
+                .expect(self.expect),
             )
             .service(service)
     }

@@ -54,6 +54,10 @@ pub enum Refusal {
     /// The body is not JSON (400, JSON-RPC's -32700 Parse error).
     #[error("Parse error: the body is not JSON: {0}")]
     NotJson(String),
+    /// The body is JSON but not one JSON-RPC message (400, JSON-RPC's
+    /// -32600 Invalid Request); the text says what is wrong.
+    #[error("Invalid Request: the body is not a JSON-RPC message: {0}")]
+    NotJsonRpc(String),
     /// Every request slot stayed busy for the queue timeout (503).
     #[error("the server is busy: too many requests at once; retry shortly")]
     Busy,
@@ -68,7 +72,9 @@ impl Refusal {
             Self::Forbidden(_) => StatusCode::FORBIDDEN,
             Self::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Self::BodyTimeout(_) => StatusCode::REQUEST_TIMEOUT,
-            Self::BodyUnreadable(_) | Self::NotJson(_) => StatusCode::BAD_REQUEST,
+            Self::BodyUnreadable(_) | Self::NotJson(_) | Self::NotJsonRpc(_) => {
+                StatusCode::BAD_REQUEST
+            }
             Self::Busy => StatusCode::SERVICE_UNAVAILABLE,
         }
     }

@@ -5,9 +5,15 @@
 //! when a slot frees, so it never spins and never starves), and a graceful
 //! shutdown (hyper-util's).
 //!
-//! HTTP/2 is not served: the MCP clients speak HTTP/1.1, and hyper's
-//! protocol detection would read the first bytes with no timeout; put a TLS
-//! reverse proxy in front for HTTP/2.
+//! HTTP/2 is not served, not even cleartext with prior knowledge (h2c; a
+//! client sending the HTTP/2 preface has its connection closed at once).
+//! The MCP clients speak HTTP/1.1, and two of this loop's bounds have no
+//! HTTP/2 counterpart in hyper: hyper-util's protocol detection reads the
+//! first bytes with no timeout, and hyper's HTTP/2 server has neither a
+//! header-read nor an idle timeout, so an HTTP/2 connection with no stream
+//! open would keep its connection slot for ever. Serving it would need a
+//! per-connection count of open streams and a shutdown of our own per
+//! connection. Put a reverse proxy in front for HTTP/2.
 //!
 //! ```no_run
 //! use axum::{Router, routing::get};

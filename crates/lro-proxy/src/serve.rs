@@ -162,8 +162,8 @@ where
     F: Fn() -> H + Send + Sync + 'static,
 {
     let ct = CancellationToken::new();
-    // The guard checks Host and Origin (and the body's size and syntax)
-    // before rmcp sees the request.
+    // The guard checks Host and Origin (and that the body is one JSON-RPC
+    // message within its size) before rmcp sees the request.
     let config = StreamableHttpServerConfig::default()
         .disable_allowed_hosts()
         .with_max_request_body_bytes(guard.bounds().max_body_bytes)

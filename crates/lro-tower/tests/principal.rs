@@ -3,38 +3,24 @@
 //! still reads its results after reconnecting (a new session, or none), and
 //! an expired name is refused from its timestamp alone.
 //!
-//! A tiny tower layer plays the HTTP face's authentication: it turns the
-//! `x-test-principal` header into a `Principal` in the request's extensions,
-//! which the layer's default `FromHttpRequest` source reads.
+//! `support::serve_http_as` plays the HTTP face's authentication with a
+//! header naming the principal.
 
 mod support;
 
 use std::{
-    collections::HashMap,
     net::SocketAddr,
     path::Path,
     time::{Duration, SystemTime},
 };
 
-use axum::{extract::Request, middleware::Next};
 use lro_core::{file::OffloadFileName, principal::Principal};
 use lro_tower::LroLayer;
-use rmcp::{
-    ServiceExt,
-    model::ClientConfig,
-    transport::{
-        StreamableHttpClientTransport,
-        streamable_http_client::StreamableHttpClientTransportConfig,
-        streamable_http_server::{
-            StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
-        },
-    },
-};
+use rmcp::model::ClientConfig;
 use serde_json::json;
-use support::{Client, TestServer, call, config};
+use support::{Client, TestServer, call, config, connect_http_as, serve_http_as};
 use tokio_util::sync::CancellationToken;
 
-const HEADER: &str = "x-test-principal";
 /// Every test here is over in a few seconds; a hang fails it.
 const PATIENCE: Duration = Duration::from_secs(60);
 
@@ -48,49 +34,11 @@ fn read() -> (String, bool) {
 async fn serve(dir: &Path, stateful: bool, ct: &CancellationToken) -> SocketAddr {
     // A test binary cannot be a worker process: queries run in-process.
     let layer = LroLayer::new(config(dir, 200)).extract_isolation(());
-    let service: StreamableHttpService<_, LocalSessionManager> = StreamableHttpService::new(
-        move || Ok(layer.wrap(TestServer::default())),
-        Default::default(),
-        StreamableHttpServerConfig::default()
-            .with_sse_keep_alive(None)
-            .with_legacy_session_mode(stateful)
-            .with_cancellation_token(ct.child_token()),
-    );
-    let authenticate = axum::middleware::from_fn(|mut req: Request, next: Next| async move {
-        let principal = req
-            .headers()
-            .get(HEADER)
-            .and_then(|v| v.to_str().ok())
-            .map(Principal::new);
-        if let Some(p) = principal {
-            req.extensions_mut().insert(p);
-        }
-        next.run(req).await
-    });
-    let router = axum::Router::new()
-        .nest_service("/mcp", service)
-        .layer(authenticate);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let ct = ct.clone();
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, router)
-            .with_graceful_shutdown(async move { ct.cancelled_owned().await })
-            .await;
-    });
-    addr
+    serve_http_as(move || layer.wrap(TestServer::default()), stateful, ct).await
 }
 
 async fn connect_as(addr: SocketAddr, principal: &str) -> Client {
-    let headers = HashMap::from([(
-        http::HeaderName::from_static(HEADER),
-        http::HeaderValue::from_str(principal).unwrap(),
-    )]);
-    let transport = StreamableHttpClientTransport::from_config(
-        StreamableHttpClientTransportConfig::with_uri(format!("http://{addr}/mcp"))
-            .custom_headers(headers),
-    );
-    ClientConfig::default().serve(transport).await.unwrap()
+    connect_http_as(addr, principal, ClientConfig::default()).await
 }
 
 /// Offloads one result and returns its `file_path`.

@@ -175,8 +175,8 @@ where
         None => Ok(lro_host::serve_stdio(make(), shutdown).await?),
         Some((addr, guard)) => {
             let ct = CancellationToken::new();
-            // The guard checks Host and Origin, and the body's size and
-            // syntax, before rmcp sees the request.
+            // The guard checks Host and Origin, and that the body is one
+            // JSON-RPC message within its size, before rmcp sees the request.
             let config = StreamableHttpServerConfig::default()
                 .disable_allowed_hosts()
                 .with_max_request_body_bytes(guard.bounds().max_body_bytes)

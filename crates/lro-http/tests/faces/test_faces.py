@@ -2,10 +2,12 @@
 `memory-server --http`, `lro proxy --http` (over `lro context mcp`, an MCP
 server of the same binary) and `lro context serve`, each behind lro-http's
 guard: bearer tokens (401 with `WWW-Authenticate`), the Origin and Host check
-(403), malformed JSON (400; a JSON-RPC -32700 on the MCP faces), a refusal to
-listen beyond loopback without tokens (exit 2), and 300 slow-header
+(403), malformed JSON (400; a JSON-RPC -32700 on the MCP faces), JSON that is
+not a JSON-RPC message on the MCP faces (400, -32600), a refusal to
+listen beyond loopback without tokens (exit 2), 300 slow-header
 connections that are closed after the header-read timeout while a good
-request is still answered. Every test ends by checking the face still serves.
+request is still answered, and a connection opening with the HTTP/2 preface
+closed rather than held. Every test ends by checking the face still serves.
 """
 
 from __future__ import annotations
@@ -142,6 +144,26 @@ def test_malformed_json_is_a_json_error(face, start):
     served(port, face)
 
 
+# The MCP faces only: the context service's bodies are JSON of its own shape.
+@pytest.mark.parametrize("face", FACES[:2], ids=lambda f: f.name, indirect=True)
+@pytest.mark.parametrize(
+    "body",
+    ["[]", "42", '{"foo": 1}', '"text"', '[{"jsonrpc": "2.0", "id": 1, "method": "ping"}]', '{"jsonrpc": "2.0", "id": null, "method": "ping"}'],
+    ids=["empty-array", "number", "object", "string", "batch", "null-id"],
+)
+def test_json_that_is_not_json_rpc_is_an_invalid_request(face, start, body):
+    """The MCP transport: a body the server cannot accept gets an HTTP error
+    status (400) whose body MAY be a JSON-RPC error with no id; rmcp alone
+    answered 415 in plain text."""
+    _, port = start()
+    status, headers, answer = post(port, face, {"Authorization": f"Bearer {GOOD}"}, body.encode())
+    assert status == 400, (status, answer)
+    assert headers["content-type"].startswith("application/json")
+    assert answer["jsonrpc"] == "2.0" and answer["id"] is None, answer
+    assert answer["error"]["code"] == -32600 and "JSON-RPC message" in answer["error"]["message"], answer
+    served(port, face)
+
+
 def test_beyond_loopback_needs_tokens_or_the_flag(face, tmp_path, binaries):
     env = environ_without("LRO_BEARER_TOKENS", "ATLATL_")
     env["ATLATL_PROMPT__OFFLOAD__OUTPUT_DIR"] = str(tmp_path / "out")
@@ -214,5 +236,21 @@ def test_past_the_connection_cap_a_good_request_waits_its_turn(start, face):
     finally:
         for s in socks:
             s.close()
+    served(port, face)
+    assert proc.alive()
+
+
+@pytest.mark.parametrize("face", FACES[:1], ids=lambda f: f.name, indirect=True)
+def test_an_http2_preface_holds_no_connection(start, face):
+    """h2c is not served (lro_http::serve says why): a connection that opens
+    with the HTTP/2 preface and then waits is closed, where an HTTP/2 server
+    without an idle timeout would keep it, and its connection slot, for ever."""
+    proc, port = start("--header-read-timeout", "1")
+    sock = socket.create_connection(("127.0.0.1", port), timeout=PROMPT_S)
+    try:
+        sock.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+        wait_closed([sock], within=PROMPT_S)
+    finally:
+        sock.close()
     served(port, face)
     assert proc.alive()

@@ -1,14 +1,21 @@
 """G. The HTTP face: `lro proxy --http 127.0.0.1:0 -- python3 py_server.py`,
 with the official SDK's streamable-HTTP client: tools, server-to-client
 requests and notifications, one child per session, --max-sessions, and the
-DNS-rebinding guards (Origin, Host).
+DNS-rebinding guards (Origin, Host); over raw HTTP, a session that ends
+mid-call (DELETE, or its upstream killed) answers the pending call with a
+JSON-RPC error on the call's own stream.
 """
 
 from __future__ import annotations
 
 import http.client
 import json
+import os
+import signal
+import socket
+import time
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -236,3 +243,111 @@ async def test_cancellation_over_http_reaches_upstream(start_proxy, fixture_env)
         await await_until(cancelled.exists, what="the upstream's cancellation marker")
         with anyio.fail_after(PROMPT_S):
             assert texts(await session.call_tool("short")) == ["ok"]
+
+
+class RawSession:
+    """One MCP session over plain HTTP/1.1: initialized, then each request on
+    a connection of its own, its answer read from its SSE stream."""
+
+    def __init__(self, url: str):
+        parts = urlsplit(url)
+        self.host, self.port, self.path = parts.hostname, parts.port, parts.path
+        self.id = raw_initialize(url)
+        assert self.id, "the proxy names the session"
+        status, _ = self.send("POST", {"jsonrpc": "2.0", "method": "notifications/initialized"})
+        assert status == 202, status
+
+    def headers(self) -> dict[str, str]:
+        return {
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            "Mcp-Session-Id": self.id,
+            "MCP-Protocol-Version": INIT["params"]["protocolVersion"],
+        }
+
+    def open(self, method: str, message: dict | None) -> Stream:
+        """The response of one request, its head read, its body not yet."""
+        conn = http.client.HTTPConnection(self.host, self.port, timeout=PROMPT_S)
+        body = json.dumps(message) if message is not None else None
+        conn.request(method, self.path, body=body, headers=self.headers())
+        # Kept before the response: reads of the body honour its timeout.
+        sock = conn.sock
+        return Stream(conn.getresponse(), sock)
+
+    def send(self, method: str, message: dict | None) -> tuple[int, str]:
+        response = self.open(method, message).response
+        return response.status, response.read().decode()
+
+
+@dataclass
+class Stream:
+    response: http.client.HTTPResponse
+    sock: socket.socket
+
+
+def answer_on(stream: Stream, request_id: int, within: float) -> dict:
+    """The message that answers `request_id` on an SSE stream, read within
+    `within` seconds."""
+    deadline = time.monotonic() + within
+    seen = []
+    while (left := deadline - time.monotonic()) > 0:
+        stream.sock.settimeout(left)
+        line = stream.response.readline().decode()
+        if not line:
+            raise AssertionError(f"the stream ended without an answer to {request_id}; saw {seen}")
+        if not line.startswith("data:") or not line[5:].strip():
+            continue
+        message = json.loads(line[5:])
+        seen.append(message)
+        if message.get("id") == request_id and ("result" in message or "error" in message):
+            return message
+    raise AssertionError(f"no answer to {request_id} within {within}s; saw {seen}")
+
+
+# A pending call's error comes well before any client gives up.
+PROMPT_ERROR_S = 8.0
+SLOW_CALL = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "slow", "arguments": {"seconds": 600}}}
+
+
+def start_slow_call(url: str, fixture_env: dict[str, str]) -> tuple[RawSession, Stream]:
+    """A session whose `slow` call is running in the upstream."""
+    session = RawSession(url)
+    stream = session.open("POST", SLOW_CALL)
+    head = stream.response
+    assert head.status == 200 and head.getheader("Content-Type", "").startswith("text/event-stream"), head.status
+    started = fixture_env["FIXTURE_STARTED_FILE"]
+    wait_until(lambda: os.path.exists(started), what="the slow call to reach the upstream")
+    return session, stream
+
+
+def test_a_session_deleted_mid_call_answers_the_call_with_an_error(start_proxy, fixture_env, pid_file):
+    _, url = start_proxy()
+    session, stream = start_slow_call(url, fixture_env)
+    child = read_pids(pid_file)[0]
+    status, body = session.send("DELETE", None)
+    assert status in (200, 202, 204), (status, body)
+    assert_error(answer_on(stream, SLOW_CALL["id"], within=PROMPT_ERROR_S), "session ended")
+    # The session is gone, with its upstream.
+    assert session.send("POST", {"jsonrpc": "2.0", "id": 8, "method": "tools/list"})[0] == 404
+    wait_until(lambda: not pid_alive(child), timeout=EXIT_S, what=f"the deleted session's child {child} to end")
+
+
+def test_an_upstream_killed_mid_call_answers_the_call_with_an_error(start_proxy, fixture_env, pid_file):
+    _, url = start_proxy()
+    _, stream = start_slow_call(url, fixture_env)
+    os.kill(read_pids(pid_file)[0], signal.SIGKILL)
+    assert_error(answer_on(stream, SLOW_CALL["id"], within=PROMPT_ERROR_S), "exited")
+
+
+def test_a_proxy_terminated_mid_call_answers_the_call_with_an_error(start_proxy, fixture_env):
+    proxy, url = start_proxy()
+    _, stream = start_slow_call(url, fixture_env)
+    os.kill(proxy.pid, signal.SIGTERM)
+    assert_error(answer_on(stream, SLOW_CALL["id"], within=PROMPT_ERROR_S), "shutting down")
+    assert proxy.wait_exit(EXIT_S) == 0, proxy.tail()
+
+
+def assert_error(answer: dict, says: str) -> None:
+    """`answer` is a JSON-RPC error whose message says `says`."""
+    assert answer["jsonrpc"] == "2.0" and "result" not in answer, answer
+    assert isinstance(answer["error"]["code"], int) and says in answer["error"]["message"], answer

@@ -37,10 +37,13 @@
 mod context;
 mod error;
 mod extract;
+mod forward;
 mod intercept;
 mod layer;
 mod service;
 mod shared;
+mod tasks;
+mod tools;
 mod trace;
 
 pub use context::CONTEXT_TOOLS;

@@ -2,9 +2,10 @@
 //! streamable HTTP, and file checks.
 #![allow(dead_code, unreachable_pub)]
 
-use std::{net::SocketAddr, path::Path};
+use std::{collections::HashMap, net::SocketAddr, path::Path};
 
-use lro_core::{OffloadConfig, file::OffloadFileName};
+use axum::{extract::Request, middleware::Next};
+use lro_core::{OffloadConfig, file::OffloadFileName, principal::Principal};
 use rmcp::{
     ErrorData as McpError, RoleClient, ServerHandler, ServiceExt,
     handler::server::{router::tool::ToolRouter, wrapper::Parameters},
@@ -143,8 +144,26 @@ pub fn proxy_client() -> ClientConfig {
     )
 }
 
-/// Serves `make()` over streamable HTTP on 127.0.0.1 and returns the URL.
+/// The header a test client names its principal in: [`serve_http_as`]'s
+/// stand-in for the HTTP face's authentication.
+pub const PRINCIPAL_HEADER: &str = "x-test-principal";
+
+/// Serves `make()` over streamable HTTP on 127.0.0.1 with sessions and
+/// returns the address.
 pub async fn serve_http<H, F>(make: F, ct: CancellationToken) -> SocketAddr
+where
+    H: ServerHandler,
+    F: Fn() -> H + Send + Sync + 'static,
+{
+    serve_http_as(make, true, &ct).await
+}
+
+/// Serves `make()` over streamable HTTP on 127.0.0.1, with sessions
+/// (`stateful`) or without, and returns the address. A tiny tower layer
+/// plays the HTTP face's authentication: it turns the [`PRINCIPAL_HEADER`]
+/// into a `Principal` in the request's extensions, which the layer's default
+/// `FromHttpRequest` source reads.
+pub async fn serve_http_as<H, F>(make: F, stateful: bool, ct: &CancellationToken) -> SocketAddr
 where
     H: ServerHandler,
     F: Fn() -> H + Send + Sync + 'static,
@@ -154,11 +173,26 @@ where
         Default::default(),
         StreamableHttpServerConfig::default()
             .with_sse_keep_alive(None)
+            .with_legacy_session_mode(stateful)
             .with_cancellation_token(ct.child_token()),
     );
-    let router = axum::Router::new().nest_service("/mcp", service);
+    let authenticate = axum::middleware::from_fn(|mut req: Request, next: Next| async move {
+        let principal = req
+            .headers()
+            .get(PRINCIPAL_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .map(Principal::new);
+        if let Some(p) = principal {
+            req.extensions_mut().insert(p);
+        }
+        next.run(req).await
+    });
+    let router = axum::Router::new()
+        .nest_service("/mcp", service)
+        .layer(authenticate);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
+    let ct = ct.clone();
     tokio::spawn(async move {
         let _ = axum::serve(listener, router)
             .with_graceful_shutdown(async move { ct.cancelled_owned().await })
@@ -175,6 +209,19 @@ pub async fn connect_http(addr: SocketAddr) -> Client {
         .serve(transport)
         .await
         .expect("http client connects")
+}
+
+/// A client of [`serve_http_as`] authenticated as `principal`.
+pub async fn connect_http_as(addr: SocketAddr, principal: &str, client: ClientConfig) -> Client {
+    let headers = HashMap::from([(
+        http::HeaderName::from_static(PRINCIPAL_HEADER),
+        http::HeaderValue::from_str(principal).unwrap(),
+    )]);
+    let transport = StreamableHttpClientTransport::from_config(
+        StreamableHttpClientTransportConfig::with_uri(format!("http://{addr}/mcp"))
+            .custom_headers(headers),
+    );
+    client.serve(transport).await.expect("http client connects")
 }
 
 pub async fn call(client: &Client, tool: &str, args: Value) -> CallToolResult {

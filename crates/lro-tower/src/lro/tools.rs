@@ -1,0 +1,220 @@
+//! The tool listing as the layer presents it: the inner handler's tools,
+//! their output schemas relaxed to admit a descriptor, plus the layer's own
+//! tools (`lro_extract`, the context tools) unless the inner handler has
+//! tools of the same names, which then shadow the layer's.
+
+use std::sync::{
+    Arc,
+    atomic::{AtomicBool, Ordering},
+};
+
+use rmcp::model::{JsonObject, ListToolsResult, Tool};
+
+use super::{context, extract, shared::Shared};
+
+/// Whether the inner handler lists a tool of the layer's own name.
+///
+/// A tool list can change (`tools/list_changed`, a reconnected upstream), so
+/// every listing is observed. A page that has the tool shadows at once: the
+/// server's own tool must win from the first call. Only the last page of a
+/// listing in which no page had the tool lifts the shadow.
+#[derive(Debug, Default)]
+struct Shadow {
+    on: AtomicBool,
+    /// An earlier page of the listing being read had the tool.
+    pending: AtomicBool,
+}
+
+impl Shadow {
+    /// Records one page of a listing; true when this page starts a shadow.
+    fn observe(&self, first_page: bool, last_page: bool, here: bool) -> bool {
+        let seen = here || (!first_page && self.pending.load(Ordering::Relaxed));
+        self.pending.store(seen && !last_page, Ordering::Relaxed);
+        if seen {
+            !self.on.swap(true, Ordering::Relaxed)
+        } else {
+            if last_page {
+                self.on.store(false, Ordering::Relaxed);
+            }
+            false
+        }
+    }
+
+    fn is_on(&self) -> bool {
+        self.on.load(Ordering::Relaxed)
+    }
+}
+
+/// What the layer has learned from the inner handler's listings.
+#[derive(Debug, Default)]
+pub(super) struct Listing {
+    /// The inner handler lists a tool named `lro_extract` (a proxied
+    /// upstream may): that tool wins, and ours is neither listed nor called.
+    shadowed: Shadow,
+    /// The inner handler's tools have been listed to the end once (or could
+    /// not be), so `shadowed` is known.
+    listed: AtomicBool,
+    /// The inner handler lists a tool named like one of the context tools:
+    /// it serves them all, and the layer lists none.
+    context_shadowed: Shadow,
+}
+
+impl Listing {
+    /// Whether a listing has been read to its end, or given up on.
+    pub(super) fn listed(&self) -> bool {
+        self.listed.load(Ordering::Relaxed)
+    }
+
+    /// Gives up learning: the inner handler could not list its tools.
+    pub(super) fn give_up(&self) {
+        self.listed.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether the inner handler has its own `lro_extract`.
+    pub(super) fn is_shadowed(&self) -> bool {
+        self.shadowed.is_on()
+    }
+
+    /// Whether `lro_extract` is ours to serve.
+    pub(super) fn extracts(&self, shared: &Shared) -> bool {
+        shared.extractor.is_some() && !self.is_shadowed()
+    }
+
+    /// The context engine, when `tool` is one of its tools and the server has
+    /// none of that name.
+    pub(super) fn context_tool<'s>(
+        &self,
+        shared: &'s Shared,
+        tool: &str,
+    ) -> Option<&'s lro_context::ContextOffloader> {
+        let ours = context::CONTEXT_TOOLS.contains(&tool) && !self.context_shadowed.is_on();
+        shared.context.as_ref().filter(|_| ours)
+    }
+
+    /// The layer's own tool named `name`, when it serves one.
+    pub(super) fn own_tool(&self, shared: &Shared, name: &str) -> Option<Tool> {
+        if name == extract::EXTRACT_TOOL && self.extracts(shared) {
+            return Some(extract::tool(shared));
+        }
+        self.context_tool(shared, name)?;
+        context::tools().into_iter().find(|t| t.name == name)
+    }
+
+    /// The inner handler's `tool`, its output schema relaxed when the layer
+    /// may offload its results.
+    pub(super) fn relaxed(shared: &Shared, mut tool: Tool) -> Tool {
+        if let Some(schema) = &tool.output_schema
+            && shared.enabled_for(&tool.name)
+        {
+            tool.output_schema = Some(Arc::new(relax_output_schema(schema)));
+        }
+        tool
+    }
+
+    /// Adds the layer's tools to the inner handler's listing, unless it has
+    /// its own of the same names. `first_page` says the request had no cursor.
+    pub(super) fn patch(
+        &self,
+        shared: &Shared,
+        mut list: ListToolsResult,
+        first_page: bool,
+    ) -> ListToolsResult {
+        let last_page = list.next_cursor.is_none();
+        let has = |names: &[&str]| list.tools.iter().any(|t| names.contains(&t.name.as_ref()));
+        if shared.extractor.is_some()
+            && self
+                .shadowed
+                .observe(first_page, last_page, has(&[extract::EXTRACT_TOOL]))
+        {
+            // Never a silent shadow: say so when one starts, on the log (stderr
+            // in `lro proxy`).
+            tracing::warn!(
+                "the server has its own `{}` tool: it is listed and called instead of the LRO \
+                 extraction tool, and descriptors point at the jq recipes",
+                extract::EXTRACT_TOOL
+            );
+        }
+        if shared.context.is_some()
+            && self
+                .context_shadowed
+                .observe(first_page, last_page, has(&context::CONTEXT_TOOLS))
+        {
+            tracing::warn!(
+                "the server has its own context tools: they are listed and called instead of LRO's"
+            );
+        }
+        // The extraction and context tools are added once, on the last page.
+        if last_page {
+            self.listed.store(true, Ordering::Relaxed);
+            if self.extracts(shared) {
+                list.tools.push(extract::tool(shared));
+            }
+            if shared.context.is_some() && !self.context_shadowed.is_on() {
+                list.tools.extend(context::tools());
+                lro_core::metric::register_context_zeroed();
+            }
+        }
+        list.tools = list
+            .tools
+            .into_iter()
+            .map(|tool| {
+                lro_core::metric::register_tool(&tool.name);
+                Self::relaxed(shared, tool)
+            })
+            .collect();
+        list
+    }
+}
+
+/// An output schema that also admits the offload descriptor, so clients that
+/// validate structured content accept an offloaded result.
+fn relax_output_schema(schema: &JsonObject) -> JsonObject {
+    let relaxed = serde_json::json!({
+        "type": "object",
+        "anyOf": [
+            serde_json::Value::Object(schema.clone()),
+            {
+                "type": "object",
+                "required": ["offloaded", "file_path"],
+                "properties": {
+                    "offloaded": {"const": true},
+                    "file_path": {"type": "string"}
+                }
+            }
+        ]
+    });
+    match relaxed {
+        serde_json::Value::Object(map) => map,
+        _ => unreachable!("json! object literal"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_shadow_starts_on_any_page_and_ends_on_the_last_page_of_a_listing_without_the_tool() {
+        let shadow = Shadow::default();
+        // Pages: (first, last, has the tool).
+        assert!(!shadow.observe(true, false, false) && !shadow.is_on());
+        assert!(shadow.observe(false, true, true), "a later page shadows");
+        assert!(
+            !shadow.observe(true, true, true),
+            "already on: no new start"
+        );
+        // A two-page listing without the tool lifts it on its last page only.
+        assert!(!shadow.observe(true, false, false));
+        assert!(shadow.is_on());
+        assert!(!shadow.observe(false, true, false));
+        assert!(!shadow.is_on());
+        // The tool on page one of three keeps the shadow through the last page.
+        assert!(shadow.observe(true, false, true));
+        shadow.observe(false, false, false);
+        shadow.observe(false, true, false);
+        assert!(shadow.is_on());
+        // A single-page listing without the tool lifts it.
+        shadow.observe(true, true, false);
+        assert!(!shadow.is_on());
+    }
+}
