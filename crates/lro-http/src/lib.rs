@@ -1,7 +1,8 @@
 //! What the three HTTP faces share (`memory-server --http`, `lro proxy
 //! --http`, `lro context serve`): bearer authentication that puts the
 //! caller's [`Principal`](lro_core::principal::Principal) into the request
-//! ([`auth`]), the `Host`/`Origin` check ([`origin`]), a cap on requests in
+//! ([`auth`]), sessions bound to the principal that opened them
+//! ([`sessions`]), the `Host`/`Origin` check ([`origin`]), a cap on requests in
 //! progress ([`slots`]), the body read whole within a size and a time and
 //! checked to be what the face takes, one JSON-RPC message for the MCP
 //! faces ([`body`]), JSON refusals ([`refusal`]), and the
@@ -40,6 +41,7 @@ mod jsonrpc;
 pub mod origin;
 pub mod refusal;
 pub mod serve;
+pub mod sessions;
 pub mod slots;
 
 use std::{convert::Infallible, future::Future, net::SocketAddr};
@@ -56,6 +58,7 @@ use crate::{
     origin::{BadOrigin, OriginPolicy},
     refusal::{Respond, Responder},
     serve::Limits,
+    sessions::SessionsLayer,
     slots::SlotsLayer,
 };
 
@@ -85,7 +88,8 @@ pub enum GuardError {
 
 /// One face's guards and bounds, in the order a request meets them: the
 /// `Host`/`Origin` check (403), the bearer check (401; inserts the
-/// principal), a request slot (503 after the queue timeout), the body read
+/// principal), the session binding (404 for another principal's
+/// `Mcp-Session-Id`), a request slot (503 after the queue timeout), the body read
 /// whole (413, 408, and for `POST` a 400 with -32700 unless it is JSON, or
 /// with -32600 unless it is one JSON-RPC message), then the face's own
 /// service.
@@ -97,6 +101,7 @@ pub struct Guard {
     limits: Limits,
     responder: Responder,
     expect: Expect,
+    sessions: SessionsLayer,
 }
 
 impl Guard {
@@ -113,6 +118,7 @@ impl Guard {
             limits: Limits::mcp(),
             responder: Responder::default(),
             expect: Expect::JsonRpc,
+            sessions: SessionsLayer::with_responder(Responder::default()),
         }
     }
 
@@ -140,6 +146,7 @@ impl Guard {
     #[must_use]
     pub fn respond(mut self, respond: impl Respond) -> Self {
         self.responder = Responder::new(respond);
+        self.sessions = SessionsLayer::with_responder(self.responder.clone());
         self
     }
 
@@ -213,6 +220,7 @@ impl Guard {
                 self.tokens.clone(),
                 responder.clone(),
             ))
+            .layer(self.sessions.clone())
             .layer(SlotsLayer::with_responder(
                 limits.max_requests,
                 limits.queue_timeout,

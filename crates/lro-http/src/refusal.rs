@@ -61,6 +61,10 @@ pub enum Refusal {
     /// Every request slot stayed busy for the queue timeout (503).
     #[error("the server is busy: too many requests at once; retry shortly")]
     Busy,
+    /// The `Mcp-Session-Id` names no session of this caller (404, what the
+    /// transport answers for an unknown or ended session).
+    #[error("Session not found")]
+    UnknownSession,
 }
 
 impl Refusal {
@@ -76,6 +80,7 @@ impl Refusal {
                 StatusCode::BAD_REQUEST
             }
             Self::Busy => StatusCode::SERVICE_UNAVAILABLE,
+            Self::UnknownSession => StatusCode::NOT_FOUND,
         }
     }
 

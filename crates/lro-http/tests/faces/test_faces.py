@@ -6,8 +6,9 @@ guard: bearer tokens (401 with `WWW-Authenticate`), the Origin and Host check
 not a JSON-RPC message on the MCP faces (400, -32600), a refusal to
 listen beyond loopback without tokens (exit 2), 300 slow-header
 connections that are closed after the header-read timeout while a good
-request is still answered, and a connection opening with the HTTP/2 preface
-closed rather than held. Every test ends by checking the face still serves.
+request is still answered, a connection opening with the HTTP/2 preface
+closed rather than held, and a session id refused to any principal but the
+one that opened it (404, as an unknown session). Every test ends by checking the face still serves.
 """
 
 from __future__ import annotations
@@ -130,6 +131,47 @@ def test_foreign_origin_and_host_are_refused(face, start):
     status, _, _ = post(port, face, {**auth, "Origin": f"http://localhost:{port}"})
     assert status == 200
     assert proc.alive()
+
+
+OTHER = "other-token-0123456789"
+PING = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
+
+
+def open_session(port: int, face: Face, token: str) -> str:
+    """Initializes as TOKEN's principal; the session id handed out."""
+    status, headers, _ = post(port, face, {"Authorization": f"Bearer {token}"})
+    assert status == 200
+    session = {k.lower(): v for k, v in headers.items()}["mcp-session-id"]
+    note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    status, _, _ = raw(port, face, token, session, note)
+    assert status == 202, status
+    return session
+
+
+def raw(port: int, face: Face, token: str, session: str, message: dict) -> tuple[int, dict, str]:
+    """(status, headers, text) of one POST in SESSION as TOKEN."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=PROMPT_S)
+    try:
+        headers = {**MCP_HEADERS, "Authorization": f"Bearer {token}", "Mcp-Session-Id": session}
+        conn.request("POST", face.path, body=json.dumps(message).encode(), headers=headers)
+        response = conn.getresponse()
+        return response.status, {k.lower(): v for k, v in response.getheaders()}, response.read().decode()
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("face", FACES[:2], ids=lambda f: f.name, indirect=True)
+def test_a_session_serves_only_the_principal_that_opened_it(face, start):
+    _, port = start()
+    session = open_session(port, face, GOOD)
+    # Bob holds Alice's session id: the answer of an unknown session.
+    status, _, text = raw(port, face, OTHER, session, PING)
+    assert status == 404 and "Session not found" in text, (status, text)
+    status, _, text = raw(port, face, OTHER, "no-such-session", PING)
+    assert status == 404, (status, text)
+    # Alice's session goes on.
+    status, _, text = raw(port, face, GOOD, session, PING)
+    assert status == 200 and '"result"' in text, (status, text)
 
 
 def test_malformed_json_is_a_json_error(face, start):
