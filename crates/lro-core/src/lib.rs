@@ -45,6 +45,7 @@
 pub mod config;
 pub mod descriptor;
 pub mod event;
+pub mod example;
 pub mod file;
 pub mod metric;
 pub mod offload;

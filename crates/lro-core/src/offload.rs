@@ -31,6 +31,7 @@ use crate::{
         Detail, GuidanceInput, GuidanceStyle, MinimalOffloadResponse, OffloadHeader,
         OffloadResponse, OffloadSummary, OffloadedResult, native_guidance, shell_guidance,
     },
+    example::WorkedExample,
     file::{OffloadFileName, WriteError, WrittenFile, encoded_len, write_in},
     principal::Principal,
     quota::{Ledger, Quota, measure},
@@ -348,6 +349,10 @@ impl Offloader {
                 detail: header.detail,
             }),
             DescriptorProfile::Full => {
+                let example = self
+                    .native_extract
+                    .then(|| WorkedExample::derive(&sample))
+                    .flatten();
                 let guidance_input = GuidanceInput {
                     count: header.count,
                     tokens: input.estimated_tokens,
@@ -355,6 +360,7 @@ impl Offloader {
                     detail,
                     memories,
                     style: self.guidance,
+                    example: example.as_ref(),
                 };
                 let guidance = if self.native_extract {
                     native_guidance(guidance_input)

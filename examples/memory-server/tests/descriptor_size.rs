@@ -110,6 +110,9 @@ fn check_full(
     for r in &d.jq_recipes {
         assert!(r.command.contains(path), "{}", r.command);
     }
+    if native && style == GuidanceStyle::Spec {
+        run_worked_example(&d.guidance, path, records);
+    }
     for needle in ["500 memories", &format!("Detail level: {detail}"), path] {
         assert!(d.guidance.contains(needle), "{needle} in {}", d.guidance);
     }
@@ -118,6 +121,52 @@ fn check_full(
         assert!(validates(&d.line_schema, record), "{record}");
     }
     ScriptAware.estimate(text)
+}
+
+/// Runs the guidance's worked example verbatim through the extractor, and
+/// checks it counts what its conditions say, over the records themselves.
+fn run_worked_example(guidance: &str, path: &str, records: &[Value]) {
+    let line = guidance
+        .lines()
+        .find_map(|l| l.strip_prefix("- Count with conditions: "))
+        .unwrap_or_else(|| panic!("a worked example in {guidance}"));
+    let conds = line
+        .strip_prefix("where=")
+        .and_then(|l| l.strip_suffix(", count=true"))
+        .unwrap_or_else(|| panic!("where=[...], count=true: {line}"));
+    let conds: Vec<Value> = serde_json::from_str(conds).unwrap();
+    assert_eq!(conds.len(), 3, "prefix, comparison and text search: {line}");
+    let request: lro_extract::ExtractRequest = serde_json::from_value(
+        serde_json::json!({"file_path": path, "where": conds, "count": true}),
+    )
+    .unwrap();
+    let root = std::path::Path::new(path).parent().unwrap();
+    let out = lro_extract::Extractor::new(lro_extract::ExtractConfig::new(root))
+        .run(&request)
+        .unwrap();
+    let got: Value = serde_json::from_str(out.text.trim()).unwrap();
+    let holds = |r: &Value, c: &Value| {
+        let field = &r[c["field"].as_str().unwrap()];
+        match c["op"].as_str().unwrap() {
+            "prefix" => field
+                .as_str()
+                .is_some_and(|s| s.starts_with(c["value"].as_str().unwrap())),
+            "gte" => field
+                .as_f64()
+                .is_some_and(|n| n >= c["value"].as_f64().unwrap()),
+            "contains" => field.as_str().is_some_and(|s| {
+                s.to_lowercase()
+                    .contains(&c["value"].as_str().unwrap().to_lowercase())
+            }),
+            op => panic!("unexpected op {op}"),
+        }
+    };
+    let truth = records
+        .iter()
+        .filter(|r| conds.iter().all(|c| holds(r, c)))
+        .count();
+    assert!(truth > 0, "the example counts something: {line}");
+    assert_eq!(got["count"], truth, "{line}");
 }
 
 #[test]
