@@ -8,7 +8,8 @@ driven by the official Python SDK over streamable HTTP on 127.0.0.1:
 - `context_grep` never returns the other's lines, and `context_read_file`
   answers the other's entry like a missing one;
 - no token gets HTTP 401 with `WWW-Authenticate`;
-- the server's log at its default level never names a result.
+- the server's log at its default level never names a result, a token or a
+  path.
 """
 
 from __future__ import annotations
@@ -138,6 +139,9 @@ def test_two_principals_see_only_their_own(tmp_path: Path):
         assert name not in log and ulid not in log, "a result's name reached the log"
     for token in TOKENS.values():
         assert token not in log
+    # No path at all: neither the offload directory nor the context store.
+    assert "offload cleanup scheduled" in log, "the default level does log"
+    assert str(tmp_path) not in log, "a path reached the log"
 
 
 def test_no_token_gets_401(tmp_path: Path):

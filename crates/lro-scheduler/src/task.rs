@@ -176,9 +176,10 @@ impl OffloadCleanup {
             .await
             .map_err(scheduler_error("add the job"))?;
         scheduler.start().await.map_err(scheduler_error("start"))?;
+        // Paths stay out of INFO logs; the directory is at DEBUG.
+        tracing::debug!(task = TASK_NAME, dir = %runner.dir.display(), "offload cleanup directory");
         tracing::info!(
             task = TASK_NAME,
-            dir = %runner.dir.display(),
             schedule = %self.schedule,
             ttl_s = runner.policy.ttl.as_secs(),
             max_total_bytes = runner.policy.max_total_bytes,

@@ -139,9 +139,10 @@ async fn run(cli: Cli, http: Option<(SocketAddr, Guard)>) -> anyhow::Result<()> 
         lro = !cli.no_lro,
         enabled = cfg.enabled,
         threshold_tokens = cfg.threshold_tokens,
-        output_dir = %cfg.resolved_output_dir().display(),
         "memory-server starting"
     );
+    // Paths stay out of INFO logs.
+    tracing::debug!(output_dir = %cfg.resolved_output_dir().display(), "offload directory");
     if cli.no_lro {
         host.run_bare(|shutdown| serve(move || MemoryServer::new(corpus.clone()), http, shutdown))
             .await
