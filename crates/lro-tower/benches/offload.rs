@@ -248,7 +248,10 @@ fn main() {
     // The ratio is measured by hand (interleaved, medians); criterion runs
     // the rest. A name filter that does not ask for it skips it.
     let filter = std::env::args().skip(1).find(|a| !a.starts_with('-'));
-    if filter.as_deref().is_none_or(|f| "offload_vs_raw".contains(f)) {
+    if filter
+        .as_deref()
+        .is_none_or(|f| "offload_vs_raw".contains(f))
+    {
         offload_vs_raw();
     }
     benches();
