@@ -47,8 +47,8 @@ impl ProxyConfig {
         self
     }
 
-    /// The largest message accepted from the upstream: one stdio line or one
-    /// SSE event.
+    /// The largest message accepted from the upstream: one stdio line, one
+    /// SSE event or one JSON reply.
     ///
     /// Defaults to 256 MiB (rmcp's own default is 16 MiB).
     #[must_use]

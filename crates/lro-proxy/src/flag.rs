@@ -1,4 +1,5 @@
-//! The spec's form of the proxy flag, `clientInfo.proxy: true`, on the wire.
+//! The spec's form of the proxy flag, `clientInfo.proxy: true`, on the wire,
+//! and the HTTP client that sends it.
 //!
 //! rmcp's `Implementation` type has no field for it and drops unknown keys,
 //! so the key is added where the proxy owns the bytes: in the transport of a
@@ -14,6 +15,7 @@ use rmcp::{
     model::{ClientJsonRpcMessage, ClientRequest, CustomRequest, JsonRpcMessage, JsonRpcRequest},
     transport::streamable_http_client::{
         StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
+        StreamableHttpResponseLimits,
     },
 };
 use sse_stream::{Error as SseError, Sse};
@@ -87,23 +89,24 @@ impl StreamableHttpClient for FlaggingClient {
             .await
     }
 
-    async fn post_message_with_max_sse_event_size(
+    /// The one POST rmcp's worker makes (3.11), with the flag.
+    async fn post_message_with_response_limits(
         &self,
         uri: Arc<str>,
         message: ClientJsonRpcMessage,
         session_id: Option<Arc<str>>,
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
-        max_sse_event_size: usize,
+        limits: StreamableHttpResponseLimits,
     ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
         self.0
-            .post_message_with_max_sse_event_size(
+            .post_message_with_response_limits(
                 uri,
                 mark_message(message),
                 session_id,
                 auth_header,
                 custom_headers,
-                max_sse_event_size,
+                limits,
             )
             .await
     }

@@ -206,7 +206,8 @@ impl Proxy {
             Upstream::Http { url, headers } => {
                 let config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
                     .custom_headers(headers.iter().cloned().collect())
-                    .max_sse_event_size(cfg.max_message_bytes);
+                    .max_sse_event_size(cfg.max_message_bytes)
+                    .max_json_response_size(cfg.max_message_bytes);
                 let transport =
                     StreamableHttpClientTransport::with_client(FlaggingClient::new(), config);
                 match tokio::time::timeout(INIT_TIMEOUT, relay.serve(transport)).await {

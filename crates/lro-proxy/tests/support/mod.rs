@@ -35,6 +35,8 @@ pub struct Seen {
     pub cancelled: Notify,
     /// The progress token each `progress` call arrived with.
     pub progress_tokens: Mutex<Vec<Option<ProgressToken>>>,
+    /// The `Content-Type` of each reply to a POST.
+    pub replies: Mutex<Vec<String>>,
 }
 
 /// The upstream: a hand-written handler, so every answer is exactly known.
@@ -185,14 +187,48 @@ impl Drop for HttpUpstream {
 }
 
 pub async fn http_upstream(addr: SocketAddr, seen: Arc<Seen>) -> HttpUpstream {
+    serve_upstream(addr, seen, StreamableHttpServerConfig::default()).await
+}
+
+/// The upstream without sessions, answering each request with one JSON
+/// body, not an SSE stream (as many HTTP servers do).
+pub async fn json_upstream(seen: Arc<Seen>) -> HttpUpstream {
+    let config = StreamableHttpServerConfig::default()
+        .with_legacy_session_mode(false)
+        .with_json_response(true);
+    serve_upstream("127.0.0.1:0".parse().unwrap(), seen, config).await
+}
+
+async fn serve_upstream(
+    addr: SocketAddr,
+    seen: Arc<Seen>,
+    config: StreamableHttpServerConfig,
+) -> HttpUpstream {
     let stop = CancellationToken::new();
     let handler = Upstreamer { seen: seen.clone() };
     let service = StreamableHttpService::new(
         move || Ok(handler.clone()),
         Arc::new(LocalSessionManager::default()),
-        StreamableHttpServerConfig::default().with_cancellation_token(stop.child_token()),
+        config.with_cancellation_token(stop.child_token()),
     );
-    let router = axum::Router::new().nest_service("/mcp", service);
+    let replies = seen.clone();
+    let router =
+        axum::Router::new()
+            .nest_service("/mcp", service)
+            .layer(axum::middleware::map_response(
+                move |response: axum::response::Response| {
+                    let replies = replies.clone();
+                    async move {
+                        let kind = response
+                            .headers()
+                            .get(http::header::CONTENT_TYPE)
+                            .and_then(|v| v.to_str().ok())
+                            .unwrap_or_default();
+                        replies.replies.lock().unwrap().push(kind.to_owned());
+                        response
+                    }
+                },
+            ));
     let listener = tokio::net::TcpListener::bind(addr).await.unwrap();
     let addr = listener.local_addr().unwrap();
     let token = stop.clone();
