@@ -302,7 +302,14 @@ impl Proxy {
         let method = telemetry::method_label(request.method());
         let started = Instant::now();
         let outcome = tokio::select! {
-            outcome = forward(conn.peer(), request, cx.meta, &cx.ct, &conn.upstream_tokens) => outcome,
+            outcome = forward(
+                conn.peer(),
+                request,
+                cx.meta,
+                &cx.ct,
+                &conn.upstream_tokens,
+                self.shared.config().request_timeout,
+            ) => outcome,
             // The session ends with the proxy: the call gets an error, not silence.
             () = self.shared.closing().cancelled() => {
                 telemetry::request_failed(method, UpstreamErrorCode::Cancelled);

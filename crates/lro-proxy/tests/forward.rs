@@ -49,6 +49,7 @@ async fn answers_errors_and_meta_cross_unchanged() {
             "progress",
             "sample",
             "slow",
+            "ticks",
             "lro_extract"
         ]
     );

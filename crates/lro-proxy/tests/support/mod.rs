@@ -99,6 +99,10 @@ impl ServerHandler for Upstreamer {
             tool("progress", "n progress notifications, then done"),
             tool("sample", "asks the client to sample"),
             tool("slow", "waits until cancelled"),
+            tool(
+                "ticks",
+                "n progress notifications a quarter second apart, then done",
+            ),
         ]))
     }
 
@@ -149,6 +153,21 @@ impl ServerHandler for Upstreamer {
                     }
                 }
                 CallToolResult::success(vec![ContentBlock::text("done")])
+            }
+            "ticks" => {
+                let token = context
+                    .meta
+                    .get_progress_token()
+                    .expect("rmcp gives every request a token");
+                for step in 1..=n {
+                    // The work a long call does between two reports.
+                    tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+                    let _ = context
+                        .peer
+                        .notify_progress(ProgressNotificationParam::new(token.clone(), step as f64))
+                        .await;
+                }
+                CallToolResult::success(vec![ContentBlock::text("ticked")])
             }
             "sample" => {
                 let answer = context
@@ -294,7 +313,15 @@ pub async fn connect(
     upstream: Upstream,
     cfg: OffloadConfig,
 ) -> (RunningService<RoleClient, Client>, ProxyShared, Client) {
-    let shared = ProxyShared::new(ProxyConfig::new(upstream));
+    connect_with(ProxyConfig::new(upstream), cfg).await
+}
+
+/// [`connect`], with the proxy's settings.
+pub async fn connect_with(
+    proxy: ProxyConfig,
+    cfg: OffloadConfig,
+) -> (RunningService<RoleClient, Client>, ProxyShared, Client) {
+    let shared = ProxyShared::new(proxy);
     let handler = lro_tower::LroLayer::new(cfg).layer(Proxy::new(shared.clone()));
     let (server_io, client_io) = tokio::io::duplex(1 << 20);
     tokio::spawn(async move {
