@@ -526,7 +526,7 @@ def overview() -> dict:
                         targets((f"sum by (reason) ({rate(M.UPSTREAM_EXITS_TOTAL, fn='increase')})", "{{reason}}")), stack=True, draw="bars"), 10, 8)
     grid.add(timeseries("Upstream restarts", "Upstream sessions opened again after one was lost (a new child, or a reconnect), per rate interval.", "short",
                         targets((f"sum by (instance) ({rate(M.UPSTREAM_RESTARTS_TOTAL, fn='increase')})", "{{instance}}")), draw="bars"), 6, 8)
-    grid.add(timeseries("Upstream errors by method and code", f"Forwarded requests that failed per second, by method and code: the JSON-RPC error code the upstream answered with (passed on to the client unchanged), {ERR.Transport} (the upstream went away before answering) or {ERR.Cancelled} (the client cancelled the request).", "ops",
+    grid.add(timeseries("Upstream errors by method and code", f"Forwarded requests that failed per second, by method and code: the JSON-RPC error code the upstream answered with (passed on to the client unchanged), {ERR.Transport} (the upstream went away before answering), {ERR.Timeout} (no answer within lro proxy's --request-timeout) or {ERR.Cancelled} (the client cancelled the request).", "ops",
                         targets((f"sum by (method, code) ({rate(M.UPSTREAM_ERRORS_TOTAL)})", "{{method}} {{code}}")), stack=True), 9, 8)
     grid.add(timeseries("Upstream request latency", "p50/p95 of the time from forwarding a request to the upstream to its answer, by method.", "s",
                         targets(*[(quantile(q, M.UPSTREAM_REQUEST_DURATION_SECONDS, by="method, le"), f"p{int(q * 100)} {{{{method}}}}") for q in (0.5, 0.95)])), 9, 8)

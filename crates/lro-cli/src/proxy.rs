@@ -57,6 +57,12 @@ pub struct ProxyArgs {
     /// long it runs. 0 never ends an idle session.
     #[arg(long, value_name = "SECONDS", default_value_t = lro_proxy::serve::DEFAULT_SESSION_IDLE_TIMEOUT.as_secs())]
     pub session_idle_timeout: u64,
+    /// End a request the upstream has not answered within this many
+    /// seconds, counted again from each of its progress notifications: the
+    /// client gets a JSON-RPC error naming the timeout, the upstream a
+    /// cancellation. 0 waits for ever.
+    #[arg(long, value_name = "SECONDS", default_value_t = lro_proxy::DEFAULT_REQUEST_TIMEOUT.as_secs())]
+    pub request_timeout: u64,
     /// TOML file with a `[prompt.offload]` section; `ATLATL_PROMPT__OFFLOAD__*`
     /// variables override it.
     #[arg(long, value_name = "FILE")]
@@ -71,6 +77,11 @@ pub struct ProxyArgs {
 }
 
 impl ProxyArgs {
+    /// `--request-timeout`, `None` for 0 (no timeout).
+    pub fn request_timeout(&self) -> Option<std::time::Duration> {
+        (self.request_timeout > 0).then(|| std::time::Duration::from_secs(self.request_timeout))
+    }
+
     /// The upstream these arguments name, with header variables expanded
     /// from `env`.
     ///
@@ -151,6 +162,7 @@ async fn run(
     let shared = ProxyShared::new(
         ProxyConfig::new(upstream)
             .max_sessions(args.max_sessions as usize)
+            .request_timeout(args.request_timeout())
             .watchdog(watchdog),
     );
     shared.preflight().await?;
@@ -241,6 +253,18 @@ mod tests {
                 .to_string()
                 .starts_with("--url: ")
         );
+    }
+
+    #[test]
+    fn the_request_timeout_is_ten_minutes_unless_set_and_0_is_none() {
+        use std::time::Duration;
+
+        let default = args(&["--", "x"]).unwrap();
+        assert_eq!(default.request_timeout(), Some(Duration::from_secs(600)));
+        let set = args(&["--request-timeout", "5", "--", "x"]).unwrap();
+        assert_eq!(set.request_timeout(), Some(Duration::from_secs(5)));
+        let never = args(&["--request-timeout", "0", "--", "x"]).unwrap();
+        assert_eq!(never.request_timeout(), None);
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! [`ProxyConfig`]: the settings shared by every session of one proxy.
 
-use std::path::PathBuf;
+use std::{path::PathBuf, time::Duration};
 
 use crate::Upstream;
 
@@ -23,7 +23,16 @@ pub struct ProxyConfig {
     pub(crate) max_sessions: usize,
     pub(crate) max_message_bytes: usize,
     pub(crate) watchdog: Option<PathBuf>,
+    pub(crate) request_timeout: Option<Duration>,
 }
+
+/// How long a forwarded request waits for the upstream's answer, by
+/// default, counted again from each progress notification: longer than
+/// clients wait themselves (the TypeScript SDK gives up after 60 s), so the
+/// proxy never cuts a call its client still waits for, and long enough for a
+/// slow tool or a person answering an elicitation; but finite, so a call an
+/// upstream never answers ends, and stops holding its session open.
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(600);
 
 impl ProxyConfig {
     /// A configuration for `upstream`, every other setting at its default.
@@ -34,6 +43,7 @@ impl ProxyConfig {
             max_sessions: 16,
             max_message_bytes: 256 << 20,
             watchdog: None,
+            request_timeout: Some(DEFAULT_REQUEST_TIMEOUT),
         }
     }
 
@@ -47,8 +57,8 @@ impl ProxyConfig {
         self
     }
 
-    /// The largest message accepted from the upstream: one stdio line or one
-    /// SSE event.
+    /// The largest message accepted from the upstream: one stdio line, one
+    /// SSE event or one JSON reply.
     ///
     /// Defaults to 256 MiB (rmcp's own default is 16 MiB).
     #[must_use]
@@ -70,6 +80,18 @@ impl ProxyConfig {
     #[must_use]
     pub fn watchdog(mut self, executable: Option<PathBuf>) -> Self {
         self.watchdog = executable;
+        self
+    }
+
+    /// How long a request forwarded to the upstream waits for its answer;
+    /// each progress notification for it starts the wait again. Past it, the
+    /// client gets a JSON-RPC error naming the timeout and the upstream a
+    /// `notifications/cancelled`. `None` waits for ever.
+    ///
+    /// Defaults to [`DEFAULT_REQUEST_TIMEOUT`] (10 minutes).
+    #[must_use]
+    pub fn request_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.request_timeout = timeout;
         self
     }
 

@@ -1,4 +1,5 @@
-//! The spec's form of the proxy flag, `clientInfo.proxy: true`, on the wire.
+//! The spec's form of the proxy flag, `clientInfo.proxy: true`, on the wire,
+//! and the HTTP client that sends it.
 //!
 //! rmcp's `Implementation` type has no field for it and drops unknown keys,
 //! so the key is added where the proxy owns the bytes: in the transport of a
@@ -11,9 +12,13 @@ use std::{collections::HashMap, sync::Arc};
 use futures::stream::BoxStream;
 use http::{HeaderName, HeaderValue};
 use rmcp::{
-    model::{ClientJsonRpcMessage, ClientRequest, CustomRequest, JsonRpcMessage, JsonRpcRequest},
+    model::{
+        ClientJsonRpcMessage, ClientRequest, CustomRequest, JsonRpcMessage, JsonRpcRequest,
+        RequestId,
+    },
     transport::streamable_http_client::{
         StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
+        StreamableHttpResponseLimits,
     },
 };
 use sse_stream::{Error as SseError, Sse};
@@ -46,7 +51,33 @@ pub(crate) fn mark_message(message: ClientJsonRpcMessage) -> ClientJsonRpcMessag
     })
 }
 
-/// reqwest's streamable-HTTP client, with the flag added to `initialize`.
+/// The id of `message` when it is a request, which its POST's reply answers.
+fn request_id(message: &ClientJsonRpcMessage) -> Option<RequestId> {
+    match message {
+        JsonRpcMessage::Request(request) => Some(request.id.clone()),
+        _ => None,
+    }
+}
+
+/// `response` with an id-less JSON-RPC error given `id`, the id of the
+/// request whose POST it answers. A server that rejects a request before
+/// reading it answers so (the TypeScript SDK: HTTP 400 with `"id": null`);
+/// rmcp matches such an error to no request, and the call would wait for
+/// ever. A reply on a POST can only answer that POST's request.
+fn correlate(response: StreamableHttpPostResponse, id: RequestId) -> StreamableHttpPostResponse {
+    match response {
+        StreamableHttpPostResponse::Json(JsonRpcMessage::Error(mut error), session)
+            if error.id.is_none() =>
+        {
+            error.id = Some(id);
+            StreamableHttpPostResponse::Json(JsonRpcMessage::Error(error), session)
+        }
+        other => other,
+    }
+}
+
+/// reqwest's streamable-HTTP client, with the flag added to `initialize` and
+/// id-less errors correlated (see [`correlate`]).
 #[derive(Clone)]
 pub(crate) struct FlaggingClient(reqwest::Client);
 
@@ -87,25 +118,33 @@ impl StreamableHttpClient for FlaggingClient {
             .await
     }
 
-    async fn post_message_with_max_sse_event_size(
+    /// The one POST rmcp's worker makes (3.11): with the flag, and with an
+    /// id-less JSON-RPC error given the id of the request it answers.
+    async fn post_message_with_response_limits(
         &self,
         uri: Arc<str>,
         message: ClientJsonRpcMessage,
         session_id: Option<Arc<str>>,
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
-        max_sse_event_size: usize,
+        limits: StreamableHttpResponseLimits,
     ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
-        self.0
-            .post_message_with_max_sse_event_size(
+        let id = request_id(&message);
+        let response = self
+            .0
+            .post_message_with_response_limits(
                 uri,
                 mark_message(message),
                 session_id,
                 auth_header,
                 custom_headers,
-                max_sse_event_size,
+                limits,
             )
-            .await
+            .await?;
+        Ok(match id {
+            Some(id) => correlate(response, id),
+            None => response,
+        })
     }
 
     async fn delete_session(
@@ -179,5 +218,38 @@ mod tests {
         assert_eq!(wire["params"]["clientInfo"]["proxy"], true);
         assert_eq!(wire["params"]["clientInfo"]["name"], "client");
         assert!(wire["params"]["protocolVersion"].is_string());
+    }
+
+    fn json(body: serde_json::Value) -> StreamableHttpPostResponse {
+        StreamableHttpPostResponse::Json(serde_json::from_value(body).unwrap(), None)
+    }
+
+    fn wire(response: StreamableHttpPostResponse) -> serde_json::Value {
+        let StreamableHttpPostResponse::Json(message, _) = response else {
+            panic!("not JSON: {response:?}")
+        };
+        serde_json::to_value(message).unwrap()
+    }
+
+    #[test]
+    fn an_id_less_error_takes_the_id_of_the_request_it_answers() {
+        let error = serde_json::json!({"jsonrpc": "2.0", "id": null,
+            "error": {"code": -32000, "message": "Bad Request"}});
+        let fixed = wire(correlate(json(error), RequestId::Number(4)));
+        assert_eq!(fixed["id"], 4);
+        assert_eq!(fixed["error"]["message"], "Bad Request");
+
+        // An error or a result with its own id is left as it came.
+        let own = serde_json::json!({"jsonrpc": "2.0", "id": 9,
+            "error": {"code": -32601, "message": "no"}});
+        assert_eq!(
+            wire(correlate(json(own.clone()), RequestId::Number(4))),
+            own
+        );
+        let result = serde_json::json!({"jsonrpc": "2.0", "id": 9, "result": {}});
+        assert_eq!(
+            wire(correlate(json(result.clone()), RequestId::Number(4))),
+            result
+        );
     }
 }

@@ -50,7 +50,7 @@ mod transport;
 mod upstream;
 pub mod watchdog;
 
-pub use config::ProxyConfig;
+pub use config::{DEFAULT_REQUEST_TIMEOUT, ProxyConfig};
 pub use error::ProxyError;
 pub use session::Proxy;
 pub use shared::ProxyShared;

@@ -146,6 +146,9 @@ pub(crate) enum Failure {
     Cancelled,
     /// The peer went away before answering.
     Gone(String),
+    /// No answer within the timeout; rmcp told the peer the request is
+    /// cancelled.
+    TimedOut(Duration),
 }
 
 impl Failure {
@@ -158,6 +161,14 @@ impl Failure {
             Failure::Gone(why) => {
                 McpError::internal_error(format!("the peer went away: {why}"), None)
             }
+            Failure::TimedOut(timeout) => McpError::internal_error(
+                format!(
+                    "no answer from the upstream within the request timeout of {}s \
+                     (lro proxy --request-timeout); the request was cancelled upstream",
+                    timeout.as_secs_f64()
+                ),
+                Some(serde_json::json!({"timeoutSeconds": timeout.as_secs_f64()})),
+            ),
         }
     }
 
@@ -166,23 +177,30 @@ impl Failure {
             Failure::Answered(err) => UpstreamErrorCode::from_code(err.code.0),
             Failure::Cancelled => UpstreamErrorCode::Cancelled,
             Failure::Gone(_) => UpstreamErrorCode::Transport,
+            Failure::TimedOut(_) => UpstreamErrorCode::Timeout,
         }
     }
 }
 
 /// Sends `request` to `peer` with the sender's `_meta`, and waits for the
-/// answer or for `ct`. A cancellation is passed on to the peer as
-/// `notifications/cancelled` with the forwarded request's id.
+/// answer, for `ct`, or for `timeout` without an answer or progress. A
+/// cancellation is passed on to the peer as `notifications/cancelled` with
+/// the forwarded request's id (rmcp sends it itself on a timeout).
 pub(crate) async fn forward<R: ServiceRole>(
     peer: &Peer<R>,
     request: R::Req,
     meta: RequestMetaObject,
     ct: &CancellationToken,
     progress: &ProgressMap,
+    timeout: Option<Duration>,
 ) -> Result<R::PeerResp, Failure> {
     let original = meta.get_progress_token();
-    let mut options = PeerRequestOptions::no_options();
-    options.meta = Some(meta);
+    let options = match timeout {
+        // A call that reports progress is working, however long it takes.
+        Some(timeout) => PeerRequestOptions::with_timeout(timeout).reset_timeout_on_progress(),
+        None => PeerRequestOptions::no_options(),
+    };
+    let options = options.with_meta(meta);
     let handle = peer
         .send_request_with_option(request, options)
         .await
@@ -201,6 +219,7 @@ pub(crate) async fn forward<R: ServiceRole>(
             }
             answer.map_err(|err| match err {
                 ServiceError::McpError(err) => Failure::Answered(err),
+                ServiceError::Timeout { timeout } => Failure::TimedOut(timeout),
                 other => gone(other),
             })
         }
@@ -260,12 +279,15 @@ impl Service<RoleClient> for Relay {
             _ => "other",
         });
         let started = Instant::now();
+        // No timeout of the proxy's own: the upstream keeps the one it set
+        // for its request, and an elicitation waits for a person.
         let outcome = forward(
             &self.downstream,
             request,
             context.meta,
             &context.ct,
             &self.client_tokens,
+            None,
         )
         .await;
         telemetry::request_done(method, started.elapsed());

@@ -43,9 +43,14 @@ pub enum Stopped {
     Shutdown,
 }
 
-/// Serves `handler` over stdin/stdout until the client closes, the upstream
-/// is lost, or `shutdown` resolves. Answers still in flight are sent before
-/// it returns. Call [`ProxyShared::shutdown`] afterwards to reap the child.
+/// Serves `handler` over stdin/stdout until the client closes its end of
+/// stdin, the upstream is lost, or `shutdown` resolves; each of them ends
+/// the calls still in progress with an error, sent before it returns. Call
+/// [`ProxyShared::shutdown`] afterwards to reap the child.
+///
+/// The end of stdin is seen at any time, also while the handshake waits for
+/// the upstream (rmcp reads no more lines until it has answered a
+/// `server/discover`), so a proxy never outlives its client.
 ///
 /// # Errors
 ///
@@ -58,14 +63,24 @@ pub async fn stdio<H: ServerHandler>(
 ) -> Result<Stopped, ProxyError> {
     // A bad or over-long line gets a JSON-RPC error (see `lro_stdio`).
     let transport = lro_stdio::stdio();
+    let input_ended = transport.input_ended();
     // Polled from the start, so a signal during the handshake is handled too.
-    tokio::pin!(shutdown);
+    tokio::pin!(shutdown, input_ended);
+    let serving = handler.serve(transport);
+    tokio::pin!(serving);
     let running = tokio::select! {
-        running = handler.serve(transport) => {
+        running = &mut serving => {
             running.map_err(|err| ProxyError::Serve(err.into()))?
         }
         why = shared.lost() => return Ok(Stopped::UpstreamLost(why)),
         () = &mut shutdown => return Ok(Stopped::Shutdown),
+        () = &mut input_ended => {
+            // The request being handled gets its error, sent while the
+            // handshake ends (it reads the end of input next).
+            shared.end_calls();
+            let _ = tokio::time::timeout(SHUTDOWN_ANSWERS, serving).await;
+            return Ok(Stopped::ClientClosed);
+        }
     };
     let token = running.cancellation_token();
     let mut session = tokio::spawn(running.waiting());
@@ -73,6 +88,7 @@ pub async fn stdio<H: ServerHandler>(
         _ = &mut session => return Ok(Stopped::ClientClosed),
         why = shared.lost() => Stopped::UpstreamLost(why),
         () = &mut shutdown => Stopped::Shutdown,
+        () = &mut input_ended => Stopped::ClientClosed,
     };
     // Calls still in progress end with an error; cancelling then lets rmcp
     // send the answers still in flight (those errors, and the errors of

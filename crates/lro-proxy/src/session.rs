@@ -206,7 +206,8 @@ impl Proxy {
             Upstream::Http { url, headers } => {
                 let config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
                     .custom_headers(headers.iter().cloned().collect())
-                    .max_sse_event_size(cfg.max_message_bytes);
+                    .max_sse_event_size(cfg.max_message_bytes)
+                    .max_json_response_size(cfg.max_message_bytes);
                 let transport =
                     StreamableHttpClientTransport::with_client(FlaggingClient::new(), config);
                 match tokio::time::timeout(INIT_TIMEOUT, relay.serve(transport)).await {
@@ -301,7 +302,14 @@ impl Proxy {
         let method = telemetry::method_label(request.method());
         let started = Instant::now();
         let outcome = tokio::select! {
-            outcome = forward(conn.peer(), request, cx.meta, &cx.ct, &conn.upstream_tokens) => outcome,
+            outcome = forward(
+                conn.peer(),
+                request,
+                cx.meta,
+                &cx.ct,
+                &conn.upstream_tokens,
+                self.shared.config().request_timeout,
+            ) => outcome,
             // The session ends with the proxy: the call gets an error, not silence.
             () = self.shared.closing().cancelled() => {
                 telemetry::request_failed(method, UpstreamErrorCode::Cancelled);

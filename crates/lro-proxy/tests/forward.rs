@@ -11,7 +11,7 @@ use lro_core::OffloadConfig;
 use lro_proxy::Upstream;
 use rmcp::model::*;
 use serde_json::{Value, json};
-use support::{Seen, call, connect, http_upstream};
+use support::{Seen, call, connect, http_upstream, json_upstream};
 
 fn cfg(dir: &std::path::Path) -> OffloadConfig {
     OffloadConfig::default()
@@ -49,6 +49,7 @@ async fn answers_errors_and_meta_cross_unchanged() {
             "progress",
             "sample",
             "slow",
+            "ticks",
             "lro_extract"
         ]
     );
@@ -222,4 +223,32 @@ async fn a_64_mib_result_passes_through_and_is_offloaded() {
         .unwrap()
         .len();
     assert!(bytes > 64 << 20, "{bytes} bytes");
+}
+
+#[tokio::test]
+async fn a_result_over_16_mib_in_one_json_reply_passes_through_and_is_offloaded() {
+    let dir = tempfile::tempdir().unwrap();
+    let seen = Arc::new(Seen::default());
+    let upstream = json_upstream(seen.clone()).await;
+    let (client, _shared, _) =
+        connect(Upstream::http(&upstream.url).unwrap(), cfg(dir.path())).await;
+    // ~100 bytes a record: 200,000 records is about 20 MiB, over rmcp's
+    // default cap for a JSON reply (16 MiB).
+    let n = 200_000;
+    let big = client
+        .call_tool(call("big", json!({"n": n})))
+        .await
+        .unwrap();
+    let descriptor: Value = serde_json::from_str(&big.content[0].as_text().unwrap().text).unwrap();
+    assert_eq!(descriptor["summary"]["count"], n);
+    let bytes = std::fs::metadata(descriptor["file_path"].as_str().unwrap())
+        .unwrap()
+        .len();
+    assert!(bytes > 16 << 20, "{bytes} bytes");
+    let replies = seen.replies.lock().unwrap().clone();
+    assert_eq!(
+        replies.last().map(String::as_str),
+        Some("application/json"),
+        "the result came as one JSON body: {replies:?}"
+    );
 }

@@ -15,6 +15,13 @@
 //! It answers before rmcp sees a message, so it holds whichever lifecycle
 //! the client speaks: `initialize` first, or requests that carry their own
 //! protocol version (`server/discover`).
+//!
+//! Lines are read in a task of its own, ahead of rmcp, so the end of the
+//! client's input is seen ([`ServerStdio::input_ended`]) even while rmcp
+//! reads nothing: before a lifecycle is chosen, rmcp handles a request
+//! (`server/discover`) before it reads the next line, and a server whose
+//! handshake waits for something (a proxy's upstream) would never learn that
+//! its client is gone.
 
 use std::sync::Arc;
 
@@ -26,7 +33,8 @@ use rmcp::{
 use serde_json::json;
 use tokio::{
     io::{AsyncRead, AsyncWrite, AsyncWriteExt as _, BufReader},
-    sync::Mutex,
+    sync::{Mutex, mpsc, watch},
+    task::JoinHandle,
 };
 
 use crate::line::{Lines, Next, head_of, trimmed, write_line};
@@ -43,47 +51,137 @@ const KEEP_BUFFER_BYTES: usize = 1 << 20;
 
 /// MCP over a client's stdin and stdout (or any reader and writer), as a
 /// server: serve a handler with it (`handler.serve(transport)`).
-pub struct ServerStdio<R, W> {
-    lines: Lines<BufReader<R>>,
+pub struct ServerStdio<W> {
+    /// What the reader read, in order. Unbounded: once a session runs, rmcp
+    /// takes every message as it comes (each request becomes a task of its
+    /// own), so reading ahead holds no more than rmcp would; and a reader
+    /// that waited for room could not see the end of input.
+    messages: mpsc::UnboundedReceiver<ClientJsonRpcMessage>,
     write: Arc<Mutex<Option<W>>>,
+    ended: watch::Receiver<bool>,
+    reader: JoinHandle<()>,
 }
 
-impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> ServerStdio<R, W> {
-    /// Reads lines of at most `max_line` bytes from `read` and writes
-    /// answers to `write`.
-    pub fn new(read: R, write: W, max_line: usize) -> Self {
+impl<W> Drop for ServerStdio<W> {
+    fn drop(&mut self) {
+        self.reader.abort();
+    }
+}
+
+impl<W: AsyncWrite + Send + Unpin + 'static> ServerStdio<W> {
+    /// Reads lines of at most `max_line` bytes from `read`, in a task of its
+    /// own, and writes answers to `write`.
+    ///
+    /// # Panics
+    ///
+    /// Outside a Tokio runtime.
+    pub fn new<R: AsyncRead + Send + Unpin + 'static>(read: R, write: W, max_line: usize) -> Self {
+        let write = Arc::new(Mutex::new(Some(write)));
+        let (sender, messages) = mpsc::unbounded_channel();
+        let (end, ended) = watch::channel(false);
+        let lines = Lines::new(BufReader::new(read), max_line);
+        let reader = tokio::spawn(read_lines(lines, write.clone(), sender, end));
         Self {
-            lines: Lines::new(BufReader::new(read), max_line),
-            write: Arc::new(Mutex::new(Some(write))),
+            messages,
+            write,
+            ended,
+            reader,
         }
     }
 
-    /// The message of `line`, or the error it gets (`Err(None)`: no answer).
-    fn read(line: &[u8]) -> Result<ClientJsonRpcMessage, Option<Vec<u8>>> {
-        let line = trimmed(line);
-        if line.iter().all(u8::is_ascii_whitespace) {
-            return Err(None);
+    /// Resolves once the client's input has ended (end of file, a read
+    /// error, or an answer that could not be written), or the transport is
+    /// gone, whether or not rmcp is reading. The messages read before it
+    /// are still received.
+    pub fn input_ended(&self) -> impl Future<Output = ()> + Send + 'static {
+        let mut ended = self.ended.clone();
+        async move {
+            // Err: the reader is gone, so the input is over too.
+            let _ = ended.wait_for(|ended| *ended).await;
         }
-        match serde_json::from_slice(line) {
-            Ok(message) => Ok(message),
-            Err(err) if err.is_syntax() || err.is_eof() => Err(Some(error_line(
-                None,
-                ErrorCode::PARSE_ERROR,
-                &format!("parse error: the line is not JSON ({err})"),
-            ))),
-            Err(err) => {
-                let head = head_of(line);
-                if head.method && head.id.is_none() {
-                    // A notification is never answered, not even with an error.
-                    tracing::debug!(%err, "a notification rmcp cannot read was dropped");
-                    return Err(None);
+    }
+}
+
+/// The reader's task: each message goes to `messages`, each line that is
+/// not one gets its error on `write`; `end` says when there is no more.
+async fn read_lines<R: AsyncRead + Unpin, W: AsyncWrite + Unpin>(
+    mut lines: Lines<BufReader<R>>,
+    write: Arc<Mutex<Option<W>>>,
+    messages: mpsc::UnboundedSender<ClientJsonRpcMessage>,
+    end: watch::Sender<bool>,
+) {
+    loop {
+        let answer = match lines.next().await {
+            Ok(Next::Line) => {
+                let line = std::mem::take(&mut lines.line);
+                let read = read(&line);
+                if line.capacity() <= KEEP_BUFFER_BYTES {
+                    lines.line = line;
+                    lines.line.clear();
                 }
-                Err(Some(error_line(
+                match read {
+                    Ok(message) => {
+                        if messages.send(message).is_err() {
+                            break;
+                        }
+                        continue;
+                    }
+                    Err(answer) => answer,
+                }
+            }
+            Ok(Next::TooLong) => {
+                let max = lines.max();
+                let head = head_of(trimmed(&lines.head));
+                tracing::warn!(max, "a client message over the line cap was dropped");
+                Some(error_line(
                     head.id,
                     ErrorCode::INVALID_REQUEST,
-                    &format!("invalid request: not a JSON-RPC message MCP knows ({err})"),
-                )))
+                    &format!(
+                        "the message is over the stdio line cap of {max} bytes ({} MiB) and was dropped",
+                        max >> 20
+                    ),
+                ))
             }
+            Ok(Next::End) => break,
+            Err(err) => {
+                tracing::warn!(%err, "cannot read from the client");
+                break;
+            }
+        };
+        if let Some(line) = answer
+            && write_line(&write, line, STDOUT).await.is_err()
+        {
+            break;
+        }
+    }
+    end.send_replace(true);
+}
+
+/// The message of `line`, or the error it gets (`Err(None)`: no answer).
+fn read(line: &[u8]) -> Result<ClientJsonRpcMessage, Option<Vec<u8>>> {
+    let line = trimmed(line);
+    if line.iter().all(u8::is_ascii_whitespace) {
+        return Err(None);
+    }
+    match serde_json::from_slice(line) {
+        Ok(message) => Ok(message),
+        Err(err) if err.is_syntax() || err.is_eof() => Err(Some(error_line(
+            None,
+            ErrorCode::PARSE_ERROR,
+            &format!("parse error: the line is not JSON ({err})"),
+        ))),
+        Err(err) => {
+            let head = head_of(line);
+            if head.method && head.id.is_none() {
+                // A notification is never answered, not even with an error.
+                tracing::debug!(%err, "a notification rmcp cannot read was dropped");
+                return Err(None);
+            }
+            Err(Some(error_line(
+                head.id,
+                ErrorCode::INVALID_REQUEST,
+                &format!("invalid request: not a JSON-RPC message MCP knows ({err})"),
+            )))
         }
     }
 }
@@ -108,13 +206,14 @@ pub type StdoutWriter = Box<dyn AsyncWrite + Send + Unpin>;
 
 /// MCP over the process's stdin and stdout, with lines of at most
 /// [`MAX_LINE_BYTES`]: the drop-in replacement of `rmcp::transport::stdio()`.
+/// Call it within a Tokio runtime: it starts the reader's task.
 ///
 /// When stdin and stdout are pipes (as MCP clients start servers), they are
 /// read and written through the reactor: tokio's own `stdin()`/`stdout()` go
 /// through a blocking thread for every read and write, which costs each
 /// call a thread hand-off.
 #[must_use]
-pub fn stdio() -> ServerStdio<StdinReader, StdoutWriter> {
+pub fn stdio() -> ServerStdio<StdoutWriter> {
     use std::os::fd::AsFd as _;
     use tokio::net::unix::pipe;
     let read: StdinReader = match std::io::stdin()
@@ -136,9 +235,8 @@ pub fn stdio() -> ServerStdio<StdinReader, StdoutWriter> {
     ServerStdio::new(read, write, MAX_LINE_BYTES)
 }
 
-impl<R, W> Transport<RoleServer> for ServerStdio<R, W>
+impl<W> Transport<RoleServer> for ServerStdio<W>
 where
-    R: AsyncRead + Send + Unpin + 'static,
     W: AsyncWrite + Send + Unpin + 'static,
 {
     type Error = std::io::Error;
@@ -152,45 +250,7 @@ where
     }
 
     async fn receive(&mut self) -> Option<ClientJsonRpcMessage> {
-        loop {
-            let answer = match self.lines.next().await {
-                Ok(Next::Line) => {
-                    let line = std::mem::take(&mut self.lines.line);
-                    let read = Self::read(&line);
-                    if line.capacity() <= KEEP_BUFFER_BYTES {
-                        self.lines.line = line;
-                        self.lines.line.clear();
-                    }
-                    match read {
-                        Ok(message) => return Some(message),
-                        Err(answer) => answer,
-                    }
-                }
-                Ok(Next::TooLong) => {
-                    let max = self.lines.max();
-                    let head = head_of(trimmed(&self.lines.head));
-                    tracing::warn!(max, "a client message over the line cap was dropped");
-                    Some(error_line(
-                        head.id,
-                        ErrorCode::INVALID_REQUEST,
-                        &format!(
-                            "the message is over the stdio line cap of {max} bytes ({} MiB) and was dropped",
-                            max >> 20
-                        ),
-                    ))
-                }
-                Ok(Next::End) => return None,
-                Err(err) => {
-                    tracing::warn!(%err, "cannot read from the client");
-                    return None;
-                }
-            };
-            if let Some(line) = answer
-                && write_line(&self.write, line, STDOUT).await.is_err()
-            {
-                return None;
-            }
-        }
+        self.messages.recv().await
     }
 
     async fn close(&mut self) -> Result<(), Self::Error> {
@@ -208,7 +268,7 @@ mod tests {
     use super::*;
 
     fn answer(line: &[u8]) -> Option<Value> {
-        match ServerStdio::<&[u8], Vec<u8>>::read(line) {
+        match read(line) {
             Ok(_) => None,
             Err(answer) => answer.map(|line| serde_json::from_slice(&line).unwrap()),
         }
@@ -266,5 +326,27 @@ mod tests {
         let message = answers[0]["error"]["message"].as_str().unwrap();
         assert!(message.contains("200 bytes"), "names the cap: {message}");
         assert_eq!(answers[1]["error"]["code"], -32700);
+    }
+
+    #[tokio::test]
+    async fn the_end_of_input_is_seen_while_nothing_receives() {
+        let (mut client, read) = tokio::io::duplex(1 << 16);
+        let mut transport = ServerStdio::new(read, tokio::io::sink(), 1 << 10);
+        let ping = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n";
+        tokio::io::AsyncWriteExt::write_all(&mut client, ping)
+            .await
+            .unwrap();
+        assert!(transport.receive().await.is_some(), "the ping");
+        assert!(!*transport.ended.borrow(), "the client's end is still open");
+        tokio::io::AsyncWriteExt::write_all(&mut client, ping)
+            .await
+            .unwrap();
+        drop(client);
+        // Nothing receives the second ping, and the end is seen all the same.
+        tokio::time::timeout(std::time::Duration::from_secs(10), transport.input_ended())
+            .await
+            .expect("the end of input is seen");
+        assert!(transport.receive().await.is_some(), "read before the end");
+        assert!(transport.receive().await.is_none());
     }
 }

@@ -4,7 +4,8 @@
 //! and the session serves the next request. rmcp's own stdio transport
 //! answered neither, and the client waited for ever. Both MCP lifecycles
 //! are spoken, as raw lines: `initialize` (2025-11-25) and requests that
-//! carry their own protocol version (2026-07-28, `server/discover`).
+//! carry their own protocol version (2026-07-28, `server/discover`). In
+//! both, the capabilities it declares are exactly those it serves.
 
 use std::{process::Stdio, time::Duration};
 
@@ -169,4 +170,69 @@ async fn without_a_session_bad_lines_get_errors_and_requests_are_served() {
         .a_huge_line_gets_an_error_naming_the_cap(meta.clone())
         .await;
     server.tools_are_listed(3, meta).await;
+}
+
+/// Each list-like method and the capability that declares it.
+const DECLARED_BY: [(&str, &str); 5] = [
+    ("prompts/list", "prompts"),
+    ("resources/list", "resources"),
+    ("resources/templates/list", "resources"),
+    ("completion/complete", "completions"),
+    ("logging/setLevel", "logging"),
+];
+
+/// Sends each of [`DECLARED_BY`]'s methods and checks it is served exactly
+/// when `capabilities` declares it (-32601 otherwise): a client reads the
+/// capabilities to know what it may ask.
+async fn serves_what_it_declares(server: &mut Raw, capabilities: &Value, meta: &Value) {
+    assert!(capabilities.get("tools").is_some(), "{capabilities}");
+    for (id, (method, capability)) in (10..).zip(DECLARED_BY) {
+        let params = json!({
+            "_meta": meta, "level": "info",
+            "ref": {"type": "ref/prompt", "name": "none"},
+            "argument": {"name": "a", "value": ""},
+        });
+        server
+            .send_json(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+            .await;
+        let answer = server.answer().await;
+        if capabilities.get(capability).is_some() {
+            assert!(answer.get("result").is_some(), "{method}: {answer}");
+        } else {
+            assert_eq!(answer["error"]["code"], -32601, "{method}: {answer}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn each_lifecycle_declares_every_capability_it_serves() {
+    let mut server = Raw::spawn();
+    server
+        .send_json(json!({
+            "jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25", "capabilities": {},
+                "clientInfo": {"name": "raw", "version": "0"},
+            },
+        }))
+        .await;
+    let init = server.answer().await;
+    server
+        .send_json(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        .await;
+    serves_what_it_declares(&mut server, &init["result"]["capabilities"], &json!({})).await;
+
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "0"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    });
+    let mut server = Raw::spawn();
+    server
+        .send_json(json!({
+            "jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": meta},
+        }))
+        .await;
+    let discover = server.answer().await;
+    serves_what_it_declares(&mut server, &discover["result"]["capabilities"], &meta).await;
 }

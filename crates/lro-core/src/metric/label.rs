@@ -228,6 +228,8 @@ label_values! {
         Transport => "transport",
         /// The client cancelled the call.
         Cancelled => "cancelled",
+        /// No answer within the proxy's request timeout.
+        Timeout => "timeout",
     }
 }
 

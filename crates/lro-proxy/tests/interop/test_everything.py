@@ -62,12 +62,12 @@ TAG_VAR = "LRO_EVERYTHING_TAG"
 
 BUG_TASKS_CAPABILITY = (
     "proxy bug: the initialize answer loses capabilities.tasks "
-    '({"list":{},"cancel":{},"requests":{"tools":{"call":{}}}}): rmcp 3.9 ServerCapabilities has no `tasks` '
+    '({"list":{},"cancel":{},"requests":{"tools":{"call":{}}}}): rmcp 3.11 ServerCapabilities has no `tasks` '
     "field (tasks moved to the io.modelcontextprotocol/tasks extension), so the 2025-11-25 field is dropped"
 )
 BUG_TOOL_EXECUTION = (
     "proxy bug: tools/list loses Tool.execution ({'taskSupport': 'forbidden'|'required'}) on every tool "
-    "(rmcp 3.9 Tool has no `execution`); simulate-research-query requires task augmentation and the client cannot know"
+    "(rmcp 3.11 Tool has no `execution`); simulate-research-query requires task augmentation and the client cannot know"
 )
 BUG_SERVER_REQUESTS = (
     "proxy bug: server->client requests are rewritten: sampling temperature 0.7 -> 0.699999988079071 (f32), "

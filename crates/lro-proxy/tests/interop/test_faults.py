@@ -303,3 +303,107 @@ async def test_sigkill_of_a_watchdog_fails_the_call_and_leaves_no_upstream_proce
     # The outer watchdog reports the inner one's death as its upstream's.
     assert proxy_says in proc.stderr(), proc.stderr()
     no_panic(proc.stderr())
+
+
+# An upstream that answers `initialize` and `tools/list` and nothing else, and
+# logs each method it reads to argv[2], one a line (its pid goes to argv[1]).
+_SILENT_UPSTREAM = """
+import json, os, sys
+with open(sys.argv[1], "a") as f:
+    print(os.getpid(), file=f)
+answers = {
+    "initialize": {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                   "serverInfo": {"name": "silent", "version": "0"}},
+    "tools/list": {"tools": [{"name": "stuck", "inputSchema": {"type": "object"}}]},
+}
+for line in sys.stdin:
+    message = json.loads(line)
+    with open(sys.argv[2], "a") as f:
+        print(message.get("method"), file=f)
+    if message.get("method") in answers:
+        print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": answers[message["method"]]}), flush=True)
+"""
+
+# How soon a proxy and its child are gone after the client closes stdin: the
+# Python and TypeScript SDKs wait 2 s before they send SIGTERM, and a client
+# that died sends nothing at all. (rmcp alone gives pending calls 5 s.)
+CLIENT_GONE_S = 2.0
+
+# The 2026-07-28 request envelope.
+_META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "0"},
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("pending", ["discover", "call"])
+async def test_closing_stdin_during_a_pending_request_leaves_no_proxy_and_no_child(tmp_path, pid_file, pending):
+    """The client closes its end of stdin while a request waits for an
+    upstream that never answers it: `server/discover` before any lifecycle
+    (rmcp reads no more lines until it has answered), or a `tools/call` in a
+    session. The request gets the shutdown error, and the proxy and its child
+    are gone within seconds, not at the request timeout."""
+    methods = tmp_path / "upstream.methods"
+    upstream = [sys.executable, "-c", _SILENT_UPSTREAM, str(pid_file), str(methods)]
+
+    def upstream_read(method: str) -> bool:
+        return methods.exists() and method in methods.read_text().split()
+
+    async with stdio_process(proxy_argv(upstream=upstream), full_env({}), tmp_path / "proxy.err") as proc:
+        async def send(message: dict) -> None:
+            await proc.process.stdin.send(json.dumps(message).encode() + b"\n")
+
+        if pending == "discover":
+            await send({"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": _META}})
+            await await_until(lambda: upstream_read("server/discover"), what="the discover to reach the upstream")
+        else:
+            await send({
+                "jsonrpc": "2.0", "id": 0, "method": "initialize",
+                "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}},
+            })
+            await await_until(lambda: any(m.get("id") == 0 for m in proc.received), what="the initialize answer")
+            await send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            await send({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "stuck", "arguments": {}}})
+            await await_until(lambda: upstream_read("tools/call"), what="the call to reach the upstream")
+        [child] = read_pids(pid_file)
+        assert pid_alive(child)
+
+        await proc.close_stdin()
+        closed = time.monotonic()
+        code = await proc.wait_exit(why="after its client closed stdin")
+        exited = time.monotonic() - closed
+        await await_until(lambda: not pid_alive(child), timeout=EXIT_S, what=f"upstream child {child} to end")
+        gone = time.monotonic() - closed
+    print(f"pending {pending}: proxy exited {exited:.3f}s and its child was gone {gone:.3f}s after stdin closed")
+    assert gone < CLIENT_GONE_S, (exited, gone)
+    assert code == 0, proc.stderr()
+    [answer] = [m for m in proc.received if m.get("id") == 1]
+    assert "shutting down" in answer["error"]["message"], answer
+    no_panic(proc.stderr())
+
+
+@pytest.mark.anyio
+async def test_a_call_the_upstream_never_answers_fails_at_the_request_timeout(tmp_path, pid_file):
+    """`--request-timeout 1`: a call the upstream never answers gets a
+    JSON-RPC error naming the timeout after one second, and the session
+    serves on."""
+    methods = tmp_path / "upstream.methods"
+    upstream = [sys.executable, "-c", _SILENT_UPSTREAM, str(pid_file), str(methods)]
+    argv = proxy_argv("--request-timeout", "1", upstream=upstream)
+    async with stdio_process(argv, full_env({}), tmp_path / "proxy.err") as proc:
+        async with proc.session() as session:
+            with anyio.fail_after(PROMPT_ERROR_S):
+                await session.initialize()
+            started = time.monotonic()
+            with pytest.raises(MCPError) as err, anyio.fail_after(PROMPT_ERROR_S):
+                await session.call_tool("stuck", {})
+            elapsed = time.monotonic() - started
+            print(f"the unanswered call failed {elapsed:.3f}s after it was sent")
+            assert "request timeout of 1s" in err.value.message, err.value.message
+            assert elapsed >= 1.0
+            tools = await session.list_tools()
+            assert [t.name for t in tools.tools][0] == "stuck"
+    assert "notifications/cancelled" in methods.read_text().split(), "the upstream was told"
+    no_panic(proc.stderr())

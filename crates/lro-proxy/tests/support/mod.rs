@@ -35,6 +35,8 @@ pub struct Seen {
     pub cancelled: Notify,
     /// The progress token each `progress` call arrived with.
     pub progress_tokens: Mutex<Vec<Option<ProgressToken>>>,
+    /// The `Content-Type` of each reply to a POST.
+    pub replies: Mutex<Vec<String>>,
 }
 
 /// The upstream: a hand-written handler, so every answer is exactly known.
@@ -97,6 +99,10 @@ impl ServerHandler for Upstreamer {
             tool("progress", "n progress notifications, then done"),
             tool("sample", "asks the client to sample"),
             tool("slow", "waits until cancelled"),
+            tool(
+                "ticks",
+                "n progress notifications a quarter second apart, then done",
+            ),
         ]))
     }
 
@@ -148,6 +154,21 @@ impl ServerHandler for Upstreamer {
                 }
                 CallToolResult::success(vec![ContentBlock::text("done")])
             }
+            "ticks" => {
+                let token = context
+                    .meta
+                    .get_progress_token()
+                    .expect("rmcp gives every request a token");
+                for step in 1..=n {
+                    // The work a long call does between two reports.
+                    tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+                    let _ = context
+                        .peer
+                        .notify_progress(ProgressNotificationParam::new(token.clone(), step as f64))
+                        .await;
+                }
+                CallToolResult::success(vec![ContentBlock::text("ticked")])
+            }
             "sample" => {
                 let answer = context
                     .peer
@@ -185,14 +206,48 @@ impl Drop for HttpUpstream {
 }
 
 pub async fn http_upstream(addr: SocketAddr, seen: Arc<Seen>) -> HttpUpstream {
+    serve_upstream(addr, seen, StreamableHttpServerConfig::default()).await
+}
+
+/// The upstream without sessions, answering each request with one JSON
+/// body, not an SSE stream (as many HTTP servers do).
+pub async fn json_upstream(seen: Arc<Seen>) -> HttpUpstream {
+    let config = StreamableHttpServerConfig::default()
+        .with_legacy_session_mode(false)
+        .with_json_response(true);
+    serve_upstream("127.0.0.1:0".parse().unwrap(), seen, config).await
+}
+
+async fn serve_upstream(
+    addr: SocketAddr,
+    seen: Arc<Seen>,
+    config: StreamableHttpServerConfig,
+) -> HttpUpstream {
     let stop = CancellationToken::new();
     let handler = Upstreamer { seen: seen.clone() };
     let service = StreamableHttpService::new(
         move || Ok(handler.clone()),
         Arc::new(LocalSessionManager::default()),
-        StreamableHttpServerConfig::default().with_cancellation_token(stop.child_token()),
+        config.with_cancellation_token(stop.child_token()),
     );
-    let router = axum::Router::new().nest_service("/mcp", service);
+    let replies = seen.clone();
+    let router =
+        axum::Router::new()
+            .nest_service("/mcp", service)
+            .layer(axum::middleware::map_response(
+                move |response: axum::response::Response| {
+                    let replies = replies.clone();
+                    async move {
+                        let kind = response
+                            .headers()
+                            .get(http::header::CONTENT_TYPE)
+                            .and_then(|v| v.to_str().ok())
+                            .unwrap_or_default();
+                        replies.replies.lock().unwrap().push(kind.to_owned());
+                        response
+                    }
+                },
+            ));
     let listener = tokio::net::TcpListener::bind(addr).await.unwrap();
     let addr = listener.local_addr().unwrap();
     let token = stop.clone();
@@ -258,7 +313,15 @@ pub async fn connect(
     upstream: Upstream,
     cfg: OffloadConfig,
 ) -> (RunningService<RoleClient, Client>, ProxyShared, Client) {
-    let shared = ProxyShared::new(ProxyConfig::new(upstream));
+    connect_with(ProxyConfig::new(upstream), cfg).await
+}
+
+/// [`connect`], with the proxy's settings.
+pub async fn connect_with(
+    proxy: ProxyConfig,
+    cfg: OffloadConfig,
+) -> (RunningService<RoleClient, Client>, ProxyShared, Client) {
+    let shared = ProxyShared::new(proxy);
     let handler = lro_tower::LroLayer::new(cfg).layer(Proxy::new(shared.clone()));
     let (server_io, client_io) = tokio::io::duplex(1 << 20);
     tokio::spawn(async move {
