@@ -65,7 +65,7 @@ pub(super) fn recipes(sample: &[Value]) -> Vec<Recipe> {
     }));
     slots.fill(keyword.iter().map(|k| {
         Recipe::new(
-            "Count the lines containing a keyword (case-insensitive)",
+            "Count the lines containing the keyword",
             "map(select(.text | test($keyword; \"i\"))) | length",
         )
         .slurp()
@@ -85,13 +85,13 @@ pub(super) fn recipes(sample: &[Value]) -> Vec<Recipe> {
     let paths = texts.iter().all(|t| t.starts_with('/'));
     slots.fill([if paths {
         Recipe::new(
-            "The 10 folders with the most paths, with their count",
+            "The folders with the most paths (top 10)",
             "map(.text | split(\"/\") | .[:-1] | join(\"/\")) | group_by(.) | sort_by(-length) \
              | .[:10] | map({folder: .[0], count: length})",
         )
     } else {
         Recipe::new(
-            "The 10 most repeated lines, with their count",
+            "The most repeated lines (top 10)",
             "group_by(.text) | sort_by(-length) | .[:10] | map({text: .[0].text, count: length})",
         )
     }
@@ -112,16 +112,15 @@ pub(super) fn recipes(sample: &[Value]) -> Vec<Recipe> {
         )
     } else {
         Recipe::new(
-            "The 10 most common first words, with their count",
-            "map(.text | split(\" \") | map(select(length > 0)) | .[0] // \"\") | group_by(.) \
-             | sort_by(-length) | .[:10] | map({word: .[0], count: length})",
+            "The most common first words (top 10)",
+            "map(.text | [scan(\"\\\\S+\")][0] // \"\") | group_by(.) | sort_by(-length) | .[:10] \
+             | map({word: .[0], count: length})",
         )
     }
     .slurp()]);
     slots.fill([Recipe::new(
-        "Count lines, blank lines, and the longest line's length",
-        "{lines: length, blank: (map(select(.text | test(\"^\\\\s*$\"))) | length), \
-         longest: (map(.text | length) | max)}",
+        "Count lines and blank lines",
+        "{lines: length, blank: (map(select(.text | test(\"^\\\\s*$\"))) | length)}",
     )
     .slurp()]);
     slots.finish()
