@@ -11,7 +11,7 @@
 //! Every derived recipe prints something when run exactly as given: its
 //! example values come from the records (`values.rs`), and no two recipes
 //! of a set run the same command; a slot whose own recipe does not apply
-//! takes the next of a list that applies to any records ([`Slots`]).
+//! takes the next of a list that applies to any records (`Slots`).
 //!
 //! A recipe is a jq filter plus named parameters. Parameters are passed as jq
 //! variables (`--arg name value`, `$name` in the filter), so a value can never

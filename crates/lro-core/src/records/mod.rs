@@ -138,13 +138,17 @@ impl<'a> RecordSet<'a> {
     /// Records of JSON texts, as a tree when they are one.
     fn from_items(kind: RecordKind, items: Vec<&'a RawValue>) -> Self {
         let records: Vec<Cow<'a, str>> = items.into_iter().map(compact).collect();
-        let sample: Vec<Value> = records
-            .iter()
-            .take(SAMPLE_SIZE)
-            .filter_map(|r| serde_json::from_str(r).ok())
-            .collect();
-        if let Some(set) = Self::tree(&sample, records.iter().map(|r| &**r)) {
-            return set;
+        // A tree nests an array of objects; without one in the sample's text
+        // (memories, log entries) nothing is parsed here.
+        let head = &records[..records.len().min(SAMPLE_SIZE)];
+        if head.iter().any(|r| nests_objects(r)) {
+            let sample: Vec<Value> = head
+                .iter()
+                .filter_map(|r| serde_json::from_str(r).ok())
+                .collect();
+            if let Some(set) = Self::tree(&sample, records.iter().map(|r| &**r)) {
+                return set;
+            }
         }
         let what = array_what(&kind, records.first().map(|r| &**r));
         RecordSet {
@@ -282,6 +286,13 @@ impl<'a> RecordSet<'a> {
         }
         range
     }
+}
+
+/// Whether a JSON text has an array opening with an object (`[{`, or with
+/// whitespace between), inside a string or not: a cheap test before a parse.
+fn nests_objects(json: &str) -> bool {
+    json.match_indices('[')
+        .any(|(i, _)| json[i + 1..].trim_start().starts_with('{'))
 }
 
 /// What the records of a JSON array (or JSONL) are: the array field's name
@@ -562,6 +573,12 @@ mod tests {
         );
         assert_eq!(set.what, "commits");
         assert_eq!(set.records[2], r#"{"commit":"3","author":"c"}"#);
+    }
+
+    #[test]
+    fn only_texts_that_nest_objects_in_arrays_are_parsed_for_a_tree() {
+        assert!(nests_objects(r#"{"c":[ {"n":1}]}"#));
+        assert!(!nests_objects(r#"{"tags":["a"],"p":{"c":1}}"#));
     }
 
     #[test]
