@@ -6,8 +6,8 @@
 # only runs `check-install` and exits (about a second).
 #
 # The packages: deploy/conformance (the MCP conformance suite and its reference
-# server) and crates/lro-proxy/tests/interop/ts (server-everything and the
-# TypeScript SDK). Needs node >= 20 and npm; network only for the npm registry,
+# server) and crates/lro-proxy/tests/interop/ts (server-everything, -filesystem,
+# -memory and the TypeScript SDK). Needs node >= 20 and npm; network only for the npm registry,
 # and only when node_modules is missing or stale. Safe to run concurrently (flock).
 #
 #   testkit/npm-ci.sh DIR            install if needed

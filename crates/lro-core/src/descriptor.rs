@@ -3,8 +3,10 @@
 //!
 //! The spec's structs (`OffloadHeader`, `OffloadResponse`, `OffloadSummary`,
 //! `JqRecipe`, and the minimal profile's `MinimalOffloadResponse`) have the
-//! spec's fields, no more; they change only with the spec, so they are not
-//! `#[non_exhaustive]` and can be built and matched field by field.
+//! spec's fields; they change only with the spec, so they are not
+//! `#[non_exhaustive]` and can be built and matched field by field. One
+//! field is this project's: `OffloadSummary::records`, what records that
+//! are not memories are, left out for memories.
 //!
 //! ```
 //! use lro_core::descriptor::{Detail, OffloadHeader};
@@ -180,6 +182,12 @@ pub fn is_compact(descriptor: &serde_json::Map<String, serde_json::Value>) -> bo
 pub struct OffloadSummary {
     /// Total number of records in the file.
     pub count: usize,
+    /// What the records are ("commits", "lines of text", "tree entries"),
+    /// when they are not memories. Not in the spec, whose summary speaks of
+    /// memories only; left out for memories, so their summary is the
+    /// spec's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub records: Option<String>,
     /// Estimated total tokens saved by offloading.
     pub estimated_tokens: usize,
     /// The operation that was performed.
@@ -253,8 +261,15 @@ pub struct GuidanceInput<'a> {
     pub path: &'a str,
     /// Detail level.
     pub detail: Detail,
-    /// Whether the records are MIF memories (changes the nouns).
+    /// Whether the records are MIF memories (the spec's templates).
     pub memories: bool,
+    /// What the records are, when they are not memories ("commits").
+    pub what: &'a str,
+    /// A line the result had before its records, which is not in the file.
+    pub heading: Option<&'a str>,
+    /// The recipes, which the guidance for other records than memories
+    /// names by their descriptions.
+    pub recipes: &'a [JqRecipe],
     /// How much to say.
     pub style: GuidanceStyle,
     /// The native guidance's worked example, built from the records.
@@ -270,9 +285,28 @@ impl<'a> GuidanceInput<'a> {
             path,
             detail,
             memories,
+            what: "records",
+            heading: None,
+            recipes: &[],
             style: GuidanceStyle::Spec,
             example: None,
         }
+    }
+
+    /// Sets what the records are and the result's heading, for records
+    /// that are not memories. Defaults to "records" and none.
+    #[must_use]
+    pub fn records(mut self, what: &'a str, heading: Option<&'a str>) -> Self {
+        self.what = what;
+        self.heading = heading;
+        self
+    }
+
+    /// Sets the recipes the guidance names. Defaults to none.
+    #[must_use]
+    pub fn recipes(mut self, recipes: &'a [JqRecipe]) -> Self {
+        self.recipes = recipes;
+        self
     }
 
     /// Sets the native guidance's worked example. Defaults to none (a jq
@@ -290,8 +324,32 @@ impl<'a> GuidanceInput<'a> {
         self
     }
 
-    fn noun(&self) -> &'static str {
-        if self.memories { "memories" } else { "records" }
+    fn noun(&self) -> &'a str {
+        if self.memories { "memories" } else { self.what }
+    }
+
+    /// Recipe `n`'s description, for records other than memories.
+    fn recipe(&self, n: usize) -> &'a str {
+        self.recipes
+            .get(n - 1)
+            .map_or("see jq_recipes", |r| r.description.as_str())
+    }
+
+    /// Where the records are in the file and that they are whole, for
+    /// records other than memories: it stands for the spec's "Detail level"
+    /// line, which speaks of memory fields.
+    fn layout(&self) -> String {
+        let heading = self
+            .heading
+            .map(|h| format!(" The result's heading {h:?} is not in the file."))
+            .unwrap_or_default();
+        format!(
+            "The header line (line 1) contains metadata; the {count} {what} follow, one a \
+             line, each whole (detail: {detail}).{heading}",
+            count = self.count,
+            what = self.what,
+            detail = self.detail,
+        )
     }
 
     /// The compact style's first sentence: what, at which detail, where.
@@ -315,32 +373,38 @@ pub fn shell_guidance(g: GuidanceInput<'_>) -> String {
             g.compact_head()
         );
     }
-    let obj = if g.memories { "memory" } else { "record" };
-    let (browse, filter, analyze) = if g.memories {
-        (
-            "recipe #1 (titles with namespaces)",
-            "recipe #2 (by namespace) or #3 (by keyword)",
-            "recipe #6 (count by namespace)",
-        )
-    } else {
-        (
-            "recipe #1 (first records)",
-            "recipe #2 (by field value) or #3 (by keyword)",
-            "recipe #6 (count by field)",
-        )
-    };
+    if !g.memories {
+        return format!(
+            "Results offloaded to JSONL ({count} {what}, ~{tokens} tokens saved).\n\
+             File: {path}\n\
+             Use the jq recipes above to extract specific data. Common patterns:\n\
+             - Browse: recipe #1 ({browse})\n\
+             - Filter: recipe #2 ({filter}) or #3 ({search})\n\
+             - Analyze: recipe #6 ({analyze})\n\
+             Read the file directly only if you need the complete dataset.\n\
+             {layout}",
+            count = g.count,
+            what = g.what,
+            tokens = g.tokens,
+            path = g.path,
+            browse = g.recipe(1),
+            filter = g.recipe(2),
+            search = g.recipe(3),
+            analyze = g.recipe(6),
+            layout = g.layout(),
+        );
+    }
     format!(
-        "Results offloaded to JSONL ({count} {noun}, ~{tokens} tokens saved).\n\
+        "Results offloaded to JSONL ({count} memories, ~{tokens} tokens saved).\n\
          File: {path}\n\
          Detail level: {detail}\n\
          Use the jq recipes above to extract specific data. Common patterns:\n\
-         - Browse: {browse}\n\
-         - Filter: {filter}\n\
-         - Analyze: {analyze}\n\
+         - Browse: recipe #1 (titles with namespaces)\n\
+         - Filter: recipe #2 (by namespace) or #3 (by keyword)\n\
+         - Analyze: recipe #6 (count by namespace)\n\
          Read the file directly only if you need the complete dataset.\n\
-         The header line (line 1) contains metadata; {obj} objects start at line 2.",
+         The header line (line 1) contains metadata; memory objects start at line 2.",
         count = g.count,
-        noun = g.noun(),
         tokens = g.tokens,
         path = g.path,
         detail = g.detail,
@@ -367,15 +431,25 @@ pub fn native_guidance(g: GuidanceInput<'_>) -> String {
     // lines: one call with several conditions is what models miss.
     let examples = match g.example {
         Some(example) => format!("- Count with conditions: {}\n", example.call()),
-        None if g.memories => "- Filter by namespace: recipe=2, params={\"namespace\": \"_semantic\"}\n\
+        None if g.memories => {
+            "- Filter by namespace: recipe=2, params={\"namespace\": \"_semantic\"}\n\
              - Search by keyword: recipe=3, params={\"keyword\": \"your term\"}\n"
-            .to_owned(),
-        None => "- Filter by field: recipe=2\n- Search by keyword: recipe=3, params={\"keyword\": \"your term\"}\n"
-            .to_owned(),
+                .to_owned()
+        }
+        None => format!(
+            "- Filter: recipe=2 ({}); search: recipe=3 ({})\n",
+            g.recipe(2),
+            g.recipe(3)
+        ),
+    };
+    let about = if g.memories {
+        format!("Detail level: {}", g.detail)
+    } else {
+        g.layout()
     };
     format!(
         "Results offloaded to JSONL ({count} {noun}, ~{tokens} tokens saved).\n\
-         Detail level: {detail}\n\
+         {about}\n\
          Query it with the `lro_extract` tool:\n\
          - Browse: lro_extract(file_path=\"{path}\", recipe=1)\n\
          {examples}\
@@ -384,7 +458,6 @@ pub fn native_guidance(g: GuidanceInput<'_>) -> String {
         noun = g.noun(),
         tokens = g.tokens,
         path = g.path,
-        detail = g.detail,
     )
 }
 
@@ -400,6 +473,7 @@ mod tests {
                 count: 3,
                 estimated_tokens: 10,
                 operation: "recall".into(),
+                records: None,
                 top_namespaces: vec!["_semantic/knowledge".into()],
                 score_range: Some((0.5, 0.9)),
                 detail: Detail::Light,
@@ -460,6 +534,48 @@ mod tests {
         assert!(native.contains("Detail level: full"));
         assert!(native.contains("lro_extract(file_path=\"/tmp/a.jsonl\", recipe=1)"));
         assert_eq!(native.matches("/tmp/a.jsonl").count(), 1, "{native}");
+    }
+
+    #[test]
+    fn other_records_are_named_and_so_are_their_recipes() {
+        let recipes: Vec<JqRecipe> = (1..=10)
+            .map(|n| JqRecipe {
+                description: format!("what {n} does"),
+                command: String::new(),
+            })
+            .collect();
+        let g = GuidanceInput::new(300, 9000, "/tmp/a.jsonl", Detail::Full, false)
+            .records("commits", Some("Commit history:"))
+            .recipes(&recipes);
+        let shell = shell_guidance(g);
+        assert!(
+            shell.starts_with(
+                "Results offloaded to JSONL (300 commits, ~9000 tokens saved).\nFile: /tmp/a.jsonl\n"
+            ),
+            "{shell}"
+        );
+        assert!(shell.contains("- Filter: recipe #2 (what 2 does) or #3 (what 3 does)"));
+        assert!(shell.contains("- Analyze: recipe #6 (what 6 does)"));
+        assert!(shell.ends_with(
+            "the 300 commits follow, one a line, each whole (detail: full). The result's \
+             heading \"Commit history:\" is not in the file."
+        ));
+        let native = native_guidance(g);
+        assert!(
+            native.contains("- Filter: recipe=2 (what 2 does); search: recipe=3 (what 3 does)")
+        );
+        assert_eq!(native.matches("/tmp/a.jsonl").count(), 1, "{native}");
+        for text in [&shell, &native] {
+            assert!(
+                !text.contains("memor") && !text.contains("Detail level"),
+                "{text}"
+            );
+        }
+        let compact = native_guidance(g.style(GuidanceStyle::Compact));
+        assert!(
+            compact.starts_with("300 commits (detail: full"),
+            "{compact}"
+        );
     }
 
     #[test]

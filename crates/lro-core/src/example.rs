@@ -168,12 +168,13 @@ fn numeric_condition(rows: &[&serde_json::Map<String, Value>]) -> Option<(String
     None
 }
 
-/// The longest text field, and the word it holds most often.
+/// The longest text field, and the word it holds most often. Text has
+/// spaces: a commit hash or a path is no text to search words in.
 fn text_condition(rows: &[&serde_json::Map<String, Value>]) -> Option<(String, String)> {
     let mut best: Option<(&String, usize)> = None;
     for field in fields(rows, "content") {
         let texts: Vec<&str> = rows.iter().filter_map(|r| str_of(r, field)).collect();
-        if texts.is_empty() {
+        if !texts.iter().any(|t| t.contains(' ')) {
             continue;
         }
         let mean = texts.iter().map(|t| t.chars().count()).sum::<usize>() / texts.len();
@@ -253,5 +254,11 @@ mod tests {
         // Line 2 only (line >= 2): its words, ties in alphabetical order.
         assert_eq!(e.conditions[1].value, json!("again"));
         assert_eq!(WorkedExample::derive(&[json!(1), json!("x")]), None);
+        // A long word without spaces (a hash) is no text to search.
+        let commits = [
+            json!({"commit": "aedeae0123456789aedeae0123456789", "message": "fix: bump"}),
+            json!({"commit": "aedeae9876543210aedeae9876543210", "message": "fix: other"}),
+        ];
+        assert_eq!(WorkedExample::derive(&commits), None);
     }
 }

@@ -36,7 +36,7 @@ use crate::{
     principal::Principal,
     quota::{Ledger, Quota, measure},
     recipes::{RecipeSet, SAMPLE_SIZE, is_memory_sample},
-    records::RecordSet,
+    records::{RecordKind, RecordSet},
     root::{PrivateDir, default_output_dir},
     schema::{DESCRIPTOR_SCHEMA_CHARS, descriptor_line_schema},
     tokens::TokenEstimator,
@@ -353,12 +353,23 @@ impl Offloader {
                     .native_extract
                     .then(|| WorkedExample::derive(&sample))
                     .flatten();
+                let jq_recipes = match self.guidance {
+                    GuidanceStyle::Spec => recipes.to_jq_recipes(&file_path),
+                    GuidanceStyle::Compact => recipes.to_compact_recipes(),
+                };
+                let heading = match &input.records.kind {
+                    RecordKind::Blocks { heading, .. } => heading.as_deref(),
+                    _ => None,
+                };
                 let guidance_input = GuidanceInput {
                     count: header.count,
                     tokens: input.estimated_tokens,
                     path: &file_path,
                     detail,
                     memories,
+                    what: &input.records.what,
+                    heading,
+                    recipes: &jq_recipes,
                     style: self.guidance,
                     example: example.as_ref(),
                 };
@@ -371,6 +382,7 @@ impl Offloader {
                     offloaded: true,
                     summary: OffloadSummary {
                         count: header.count,
+                        records: (!memories).then(|| input.records.what.to_string()),
                         estimated_tokens: input.estimated_tokens,
                         operation: input.operation.to_owned(),
                         top_namespaces: input.records.top_namespaces(5),
@@ -392,10 +404,7 @@ impl Offloader {
                         }
                         GuidanceStyle::Compact => serde_json::Value::Null,
                     },
-                    jq_recipes: match self.guidance {
-                        GuidanceStyle::Spec => recipes.to_jq_recipes(&file_path),
-                        GuidanceStyle::Compact => recipes.to_compact_recipes(),
-                    },
+                    jq_recipes,
                     guidance,
                 })
             }
@@ -517,8 +526,45 @@ mod tests {
         assert_eq!(d.jq_recipes.len(), 10);
         assert!(d.guidance.contains("Detail level: medium"));
         assert!(d.file_path.ends_with(".jsonl"));
+        // Memories get the spec's summary: no word on what the records are.
+        assert_eq!(d.summary.records, None);
+        assert!(!out.text.contains("\"records\""), "{}", out.text);
         let written = std::fs::read_to_string(&out.result.path).unwrap();
         assert_eq!(written.lines().count(), 31);
+    }
+
+    #[test]
+    fn other_records_are_named_in_the_summary_and_the_guidance() {
+        let dir = tempfile::tempdir().unwrap();
+        let log: String = (0..40)
+            .map(|i| {
+                format!(
+                    "Commit: {i:040x}\nAuthor: Dev {}\nMessage: fix {i}\n\n",
+                    i % 3
+                )
+            })
+            .collect();
+        let text = format!("Commit history:\n{log}");
+        let records = RecordSet::from_text(&text);
+        let out = Offloader::new(dir.path())
+            .offload(
+                OffloadInput::new("git_log", "git_log", &records, 2000),
+                &|| false,
+            )
+            .unwrap();
+        let Descriptor::Full(d) = &out.descriptor else {
+            panic!("expected full descriptor")
+        };
+        assert_eq!(d.summary.records.as_deref(), Some("commits"));
+        assert_eq!(d.summary.count, 40);
+        assert!(
+            d.guidance.contains("(40 commits, ~2000 tokens saved)"),
+            "{}",
+            d.guidance
+        );
+        assert!(d.guidance.contains("\"Commit history:\""), "{}", d.guidance);
+        // The guidance names the recipes it points at.
+        assert!(d.guidance.contains(&d.jq_recipes[0].description));
     }
 
     #[test]

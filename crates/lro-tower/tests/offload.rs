@@ -60,12 +60,10 @@ async fn over_threshold_returns_a_spec_shaped_descriptor_and_a_complete_file() {
     let records = check_file(&path);
     assert_eq!(records.len(), 300);
     assert_eq!(records[7], item(7, 40));
-    // The same descriptor as structured content, and a link to the file.
+    // The same descriptor as structured content, and no resource link (a
+    // client could not read it: resources/read goes to the inner server).
     assert_eq!(result.structured_content.as_ref(), Some(&d));
-    let link = result.content[1].as_resource_link().expect("resource link");
-    assert_eq!(link.uri, format!("file://{}", path.display()));
-    assert_eq!(link.mime_type.as_deref(), Some(lro_tower::JSONL_MIME));
-    assert_eq!(link.size, Some(std::fs::metadata(&path).unwrap().len()));
+    assert_eq!(result.content.len(), 1, "{:?}", result.content);
     let events = sink.events();
     assert!(
         matches!(&events[..], [LroEvent::Offloaded(e), LroEvent::ToolResult(r)]

@@ -152,30 +152,64 @@ pub(super) fn recipes_fields(ev: &Evidence) -> Verdict {
     )
 }
 
+/// Where confidence is at a detail level: flattened at medium, under
+/// `provenance` at full, nowhere at light.
+fn confidence_path(detail: Option<&str>) -> Option<&'static str> {
+    match detail {
+        Some("medium") => Some("confidence"),
+        Some("full") => Some("provenance.confidence"),
+        _ => None,
+    }
+}
+
+/// Whether the file's first lines hold a value at the dotted `path`.
+fn holds(f: &FileSeen, path: &str) -> bool {
+    f.records().iter().take(SAMPLED_LINES).any(|line| {
+        serde_json::from_str::<Value>(line).is_ok_and(|v| {
+            path.split('.')
+                .try_fold(&v, |v, k| v.get(k))
+                .is_some_and(|c| !c.is_null())
+        })
+    })
+}
+
+/// Lines read to see whether records carry confidence.
+const SAMPLED_LINES: usize = 32;
+
 /// "At Full detail, confidence MUST be accessed via .provenance.confidence;
 /// at Medium detail, via the flattened .confidence field." Recipe 9 sorts
 /// by confidence at both levels, so a recipe must read it, and only there.
+/// Records that carry no confidence (a proxied server's lines, commits,
+/// files) are not judged, and without any the check passes: "Recipes MUST
+/// only reference fields that exist".
 pub(super) fn recipes_confidence(ev: &Evidence) -> Verdict {
     if let Some(v) = compact_profile(ev) {
         return v;
     }
-    let judged = ev
-        .offloads
-        .iter()
-        .filter(|o| matches!(o.detail().as_deref(), Some("medium" | "full")))
-        .count();
-    if judged == 0 && !ev.offloads.is_empty() {
+    let at_level = |o: &Offload| confidence_path(o.detail().as_deref()).is_some();
+    if !ev.offloads.is_empty() && !ev.offloads.iter().any(at_level) {
         return skip("no offload at medium or full detail");
+    }
+    let carries = |o: &Offload| {
+        let want = confidence_path(o.detail().as_deref());
+        o.file
+            .as_ref()
+            .map_or(true, |f| want.is_some_and(|w| holds(f, w)))
+    };
+    // Nothing to read is no failure to prove: the requirement is met.
+    if !ev.offloads.is_empty() && !ev.offloads.iter().any(|o| at_level(o) && carries(o)) {
+        return pass(
+            "no offload at medium or full detail has records with confidence: no recipe may read it",
+        );
     }
     over_files(
         ev,
         "confidence read from the path of each detail level",
         |o, f| {
-            let want = match o.detail().as_deref() {
-                Some("medium") => "confidence",
-                Some("full") => "provenance.confidence",
-                _ => return None,
-            };
+            let want = confidence_path(o.detail().as_deref())?;
+            if !holds(f, want) {
+                return None;
+            }
             let reads: Vec<(usize, String)> = read_paths(o, f)
                 .into_iter()
                 .flat_map(|(i, paths)| paths.into_iter().map(move |p| (i, p)))
@@ -350,6 +384,21 @@ mod tests {
                 .1
                 .contains("no recipe sorts by confidence")
         );
+        // Lines without confidence (commits through a proxy): not judged.
+        let commits = || {
+            let mut o = offload("full", &["'.commit'"]);
+            if let Ok(f) = &mut o.file {
+                let header = f.lines[0].clone();
+                f.lines = vec![header, r#"{"commit":"a1","message":"fix"}"#.to_owned()];
+            }
+            o
+        };
+        let (status, detail) = recipes_confidence(&evidence(vec![commits()]));
+        assert_eq!(status, Status::Pass, "{detail}");
+        assert!(detail.contains("records with confidence"), "{detail}");
+        // Next to a memory file that has it, the memory file is judged.
+        let both = evidence(vec![commits(), offload("full", &["'.id'"])]);
+        assert_eq!(recipes_confidence(&both).0, Status::Fail);
     }
 
     #[test]

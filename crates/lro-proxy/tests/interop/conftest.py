@@ -3,7 +3,8 @@
 
 The suite drives target/debug/lro (and target/debug/memory-server) with real
 third-party parts: the official Python `mcp` SDK as client and as upstream
-server (fixtures/py_server.py), and the real `jq` binary for the recipes.
+server (fixtures/py_server.py), the reference npm servers (ts/, pinned),
+`mcp-server-git` (pinned in .ci/run), and the real `jq` binary for the recipes.
 The binaries and jq come from the test kit's session fixtures (testkit.fixtures).
 """
 

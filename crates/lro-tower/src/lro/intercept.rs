@@ -17,15 +17,12 @@ use lro_core::{
     principal::Principal,
     records::RecordKind,
 };
-use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Resource, ResourceContents};
+use rmcp::model::{CallToolResult, ContentBlock, JsonObject, ResourceContents};
 use serde_json::{Value, value::RawValue};
 use tokio_util::sync::CancellationToken;
 
 use super::shared::Shared;
 use crate::scope::ScopeHints;
-
-/// MIME type of offload files in the `resource_link` block.
-pub const JSONL_MIME: &str = "application/jsonl";
 
 /// The result of [`Shared::process`].
 pub(crate) struct Processed {
@@ -48,15 +45,16 @@ impl Processed {
 
 /// Whether a text block already carries `structured`: its exact JSON text
 /// (what `CallToolResult::structured` writes), the same JSON value in other
-/// whitespace, or, as the official Python SDK sends a `str` return, the text
-/// itself wrapped as `{"result": text}`.
+/// whitespace, or the text itself wrapped in an object of one field, as the
+/// official Python SDK sends a `str` return (`{"result": text}`) and the
+/// reference filesystem server its answers (`{"content": text}`).
 fn carries(text: &str, structured: &Value, json: &str) -> bool {
     if text == json {
         return true;
     }
     if let Value::Object(map) = structured
         && map.len() == 1
-        && let Some(Value::String(wrapped)) = map.get("result")
+        && let Some(Value::String(wrapped)) = map.values().next()
         && wrapped == text
     {
         return true;
@@ -421,29 +419,25 @@ fn rebuild_truncated(payload: &Payload, records: &RecordSet<'_>, kept: usize) ->
         (RecordKind::TextLines, Payload::Text(text)) => {
             text.lines().take(kept).collect::<Vec<_>>().join("\n")
         }
-        (RecordKind::TextLines, Payload::Structured(_)) => String::new(),
+        (RecordKind::Blocks { start, .. }, Payload::Text(text)) => {
+            lro_core::records::leading_blocks(text, start, kept).to_owned()
+        }
+        // The nesting is gone: the kept nodes, each with its path.
+        (RecordKind::Tree { .. }, _) => format!("[{}]", head()),
+        (RecordKind::TextLines | RecordKind::Blocks { .. }, Payload::Structured(_)) => {
+            String::new()
+        }
     }
 }
 
 /// The offloaded tool result: the descriptor as JSON text (what the model
-/// reads), the same object as structured content, and a link to the file.
+/// reads) and the same object as structured content. No `resource_link` to
+/// the file: a client follows one with `resources/read`, which the inner
+/// server answers (it does not know the file), and serving it here would
+/// put the whole result into the context the offload kept it out of.
+/// `file_path` is the way in, with a shell or `lro_extract`.
 fn offloaded_result(out: &OffloadOutput, meta: Option<rmcp::model::MetaObject>) -> CallToolResult {
-    let path = &out.result.path;
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let link = Resource::new(format!("file://{}", path.display()), name)
-        .with_mime_type(JSONL_MIME)
-        .with_size(out.bytes)
-        .with_description(format!(
-            "Offloaded result: {} records, header on line 1",
-            out.result.header.count
-        ));
-    let mut result = CallToolResult::success(vec![
-        ContentBlock::text(out.text.clone()),
-        ContentBlock::resource_link(link),
-    ]);
+    let mut result = CallToolResult::success(vec![ContentBlock::text(out.text.clone())]);
     result.structured_content = serde_json::from_str(&out.text).ok();
     result.meta = meta;
     result
@@ -501,6 +495,9 @@ mod tests {
         let mut python_list = CallToolResult::success(vec![ContentBlock::text("[1, 2]")]);
         python_list.structured_content = Some(serde_json::json!({"result": [1, 2]}));
         assert!(readable_parts(&python_list).1.is_none());
+        let mut typescript_str = CallToolResult::success(vec![ContentBlock::text(text)]);
+        typescript_str.structured_content = Some(serde_json::json!({"content": text}));
+        assert!(readable_parts(&typescript_str).1.is_none());
         let mut different = CallToolResult::success(vec![ContentBlock::text(text)]);
         different.structured_content = Some(serde_json::json!({"result": "other"}));
         assert_eq!(

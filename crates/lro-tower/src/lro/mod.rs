@@ -4,8 +4,8 @@
 //! forwards every method, and intercepts `tools/call` (and completed task
 //! results from `tasks/get`): at or under the threshold a result passes
 //! through unchanged; over it the full result set goes to a JSONL file and
-//! the tool returns the descriptor as JSON text, the same object as
-//! structured content, and a `resource_link` to the file. A failed write
+//! the tool returns the descriptor as JSON text and the same object as
+//! structured content (no `resource_link`: see `intercept.rs`). A failed write
 //! falls back to a truncated inline result with a warning. Clients that
 //! declare the [`PROXY_EXTENSION`] capability get full results inline.
 //!
@@ -49,6 +49,5 @@ mod trace;
 pub use context::CONTEXT_TOOLS;
 pub use error::Error;
 pub use extract::EXTRACT_TOOL;
-pub use intercept::JSONL_MIME;
 pub use layer::LroLayer;
 pub use service::{Lro, PROXY_EXTENSION};

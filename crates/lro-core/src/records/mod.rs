@@ -2,8 +2,11 @@
 //!
 //! Order of preference (DESIGN.md, "Records"): an array in structured content
 //! (or the one array field of a structured object); a JSON array (or an
-//! object with exactly one array field) in a text block; JSONL text; otherwise
-//! one `{"line": n, "text": "..."}` record per line of text.
+//! object with exactly one array field) in a text block; JSONL text; text of
+//! repeated `Key: value` blocks, one record per block (`blocks.rs`);
+//! otherwise one `{"line": n, "text": "..."}` record per line of text. An
+//! array of nodes nesting nodes of their own shape (a directory tree) is
+//! flattened to one record per node with its path (`tree.rs`).
 //!
 //! ```
 //! use lro_core::records::{RecordKind, RecordSet};
@@ -15,11 +18,19 @@
 //! let set = RecordSet::from_text("alpha\nbeta");
 //! assert_eq!(set.kind, RecordKind::TextLines);
 //! assert_eq!(set.records[1], r#"{"line":2,"text":"beta"}"#);
+//! assert_eq!(set.what, "lines of text");
 //! ```
+
+mod blocks;
+mod tree;
 
 use std::{borrow::Cow, collections::BTreeMap};
 
 use serde_json::{Value, value::RawValue};
+
+pub use blocks::leading_blocks;
+
+use crate::recipes::SAMPLE_SIZE;
 
 /// Where the records came from, which decides how a truncated result is
 /// rebuilt.
@@ -36,6 +47,20 @@ pub enum RecordKind {
     JsonLines,
     /// Plain text, one record per line.
     TextLines,
+    /// Text of repeated `Key: value` blocks, one record per block.
+    Blocks {
+        /// The key that opens every block, as written (`Commit`).
+        start: String,
+        /// The one line before the first block (`Commit history:`), which
+        /// is no record.
+        heading: Option<String>,
+    },
+    /// A JSON array (or an object's one array field) of nested nodes, one
+    /// record per node with its path; the nesting is not kept.
+    Tree {
+        /// The field that held each node's children.
+        children: String,
+    },
 }
 
 /// Records ready to be written, each a single line of JSON.
@@ -46,6 +71,9 @@ pub struct RecordSet<'a> {
     pub kind: RecordKind,
     /// The records, compact JSON, no newlines.
     pub records: Vec<Cow<'a, str>>,
+    /// What the records are, in the plural ("lines of text", "commits",
+    /// "tree entries"), for the summary and the guidance.
+    pub what: Cow<'static, str>,
 }
 
 impl<'a> RecordSet<'a> {
@@ -74,11 +102,60 @@ impl<'a> RecordSet<'a> {
             (RecordKind::ObjectField { field }, _) => value[field.as_str()].as_array(),
             _ => value.as_array(),
         }?;
-        let records = items
+        let records: Vec<String> = items
             .iter()
-            .map(|v| Cow::Owned(serde_json::to_string(v).expect("a Value always serializes")))
+            .map(|v| serde_json::to_string(v).expect("a Value always serializes"))
             .collect();
-        Some(RecordSet { kind, records })
+        let sample = &items[..items.len().min(SAMPLE_SIZE)];
+        if let Some(set) = Self::tree(sample, records.iter().map(String::as_str)) {
+            return Some(set);
+        }
+        let what = array_what(&kind, records.first().map(String::as_str));
+        Some(RecordSet {
+            kind,
+            records: records.into_iter().map(Cow::Owned).collect(),
+            what,
+        })
+    }
+
+    /// The nodes of a tree, one record each, when `sample` has the shape
+    /// of one (see `tree.rs`).
+    fn tree<'i>(
+        sample: &[Value],
+        items: impl IntoIterator<Item = &'i str>,
+    ) -> Option<RecordSet<'static>> {
+        let shape = tree::shape(sample)?;
+        let records = tree::flatten(items, &shape)?;
+        Some(RecordSet {
+            kind: RecordKind::Tree {
+                children: shape.children,
+            },
+            records: records.into_iter().map(Cow::Owned).collect(),
+            what: Cow::Borrowed("tree entries"),
+        })
+    }
+
+    /// Records of JSON texts, as a tree when they are one.
+    fn from_items(kind: RecordKind, items: Vec<&'a RawValue>) -> Self {
+        let records: Vec<Cow<'a, str>> = items.into_iter().map(compact).collect();
+        // A tree nests an array of objects; without one in the sample's text
+        // (memories, log entries) nothing is parsed here.
+        let head = &records[..records.len().min(SAMPLE_SIZE)];
+        if head.iter().any(|r| nests_objects(r)) {
+            let sample: Vec<Value> = head
+                .iter()
+                .filter_map(|r| serde_json::from_str(r).ok())
+                .collect();
+            if let Some(set) = Self::tree(&sample, records.iter().map(|r| &**r)) {
+                return set;
+            }
+        }
+        let what = array_what(&kind, records.first().map(|r| &**r));
+        RecordSet {
+            kind,
+            records,
+            what,
+        }
     }
 
     /// Records from a text block. Never fails: plain text becomes line records.
@@ -87,10 +164,7 @@ impl<'a> RecordSet<'a> {
         if trimmed.starts_with('[')
             && let Ok(items) = serde_json::from_str::<Vec<&'a RawValue>>(trimmed)
         {
-            return RecordSet {
-                kind: RecordKind::JsonArray,
-                records: items.into_iter().map(compact).collect(),
-            };
+            return Self::from_items(RecordKind::JsonArray, items);
         }
         if trimmed.starts_with('{') {
             if let Some(set) = Self::object_field(trimmed) {
@@ -99,6 +173,16 @@ impl<'a> RecordSet<'a> {
             if let Some(set) = Self::json_lines(trimmed) {
                 return set;
             }
+        }
+        if let Some(b) = blocks::parse(text) {
+            return RecordSet {
+                what: Cow::Owned(plural(&b.start.to_lowercase())),
+                kind: RecordKind::Blocks {
+                    start: b.start,
+                    heading: b.heading,
+                },
+                records: b.records.into_iter().map(Cow::Owned).collect(),
+            };
         }
         Self::text_lines(text)
     }
@@ -113,12 +197,10 @@ impl<'a> RecordSet<'a> {
             return None;
         }
         let items: Vec<&'a RawValue> = serde_json::from_str(raw.get()).ok()?;
-        Some(RecordSet {
-            kind: RecordKind::ObjectField {
-                field: field.to_string(),
-            },
-            records: items.into_iter().map(compact).collect(),
-        })
+        let kind = RecordKind::ObjectField {
+            field: field.to_string(),
+        };
+        Some(Self::from_items(kind, items))
     }
 
     fn json_lines(text: &'a str) -> Option<Self> {
@@ -127,9 +209,11 @@ impl<'a> RecordSet<'a> {
             let raw: &RawValue = serde_json::from_str(line).ok()?;
             records.push(compact(raw));
         }
+        let what = array_what(&RecordKind::JsonLines, records.first().map(|r| &**r));
         (records.len() >= 2).then_some(RecordSet {
             kind: RecordKind::JsonLines,
             records,
+            what,
         })
     }
 
@@ -145,6 +229,7 @@ impl<'a> RecordSet<'a> {
         RecordSet {
             kind: RecordKind::TextLines,
             records,
+            what: Cow::Borrowed(lines_what(text)),
         }
     }
 
@@ -200,6 +285,58 @@ impl<'a> RecordSet<'a> {
             }
         }
         range
+    }
+}
+
+/// Whether a JSON text has an array opening with an object (`[{`, or with
+/// whitespace between), inside a string or not: a cheap test before a parse.
+fn nests_objects(json: &str) -> bool {
+    json.match_indices('[')
+        .any(|(i, _)| json[i + 1..].trim_start().starts_with('{'))
+}
+
+/// What the records of a JSON array (or JSONL) are: the array field's name
+/// when it has one, else objects or values.
+fn array_what(kind: &RecordKind, first: Option<&str>) -> Cow<'static, str> {
+    match kind {
+        RecordKind::ObjectField { field }
+            if !field.is_empty() && field.chars().all(|c| c.is_alphabetic() || c == '_') =>
+        {
+            Cow::Owned(field.replace('_', " "))
+        }
+        RecordKind::ObjectField { field } => Cow::Owned(format!("items of {field:?}")),
+        _ if first.is_some_and(|r| r.starts_with('{')) => Cow::Borrowed("JSON objects"),
+        _ => Cow::Borrowed("JSON values"),
+    }
+}
+
+/// What the lines of a text are: paths (`search_files`), lines of a JSON
+/// document that could not be split into records (an object holding
+/// several arrays), or lines of text.
+fn lines_what(text: &str) -> &'static str {
+    let trimmed = text.trim();
+    let json = (trimmed.starts_with('{') || trimmed.starts_with('['))
+        && serde_json::from_str::<serde::de::IgnoredAny>(trimmed).is_ok();
+    if json {
+        "lines of a JSON document"
+    } else if text.lines().count() >= 2 && text.lines().all(|l| l.starts_with('/')) {
+        "paths"
+    } else {
+        "lines of text"
+    }
+}
+
+/// The English plural of a lower-case noun (`commit`, `entry`, `address`).
+fn plural(noun: &str) -> String {
+    let consonant_y = noun.len() >= 2
+        && noun.ends_with('y')
+        && !noun[..noun.len() - 1].ends_with(['a', 'e', 'i', 'o', 'u']);
+    if consonant_y {
+        format!("{}ies", &noun[..noun.len() - 1])
+    } else if noun.ends_with(['s', 'x', 'z']) || noun.ends_with("ch") || noun.ends_with("sh") {
+        format!("{noun}es")
+    } else {
+        format!("{noun}s")
     }
 }
 
@@ -407,6 +544,78 @@ mod tests {
             top_level_value(r#"{"n": "sp aced" }"#, "n"),
             Some("\"sp aced\"")
         );
+    }
+
+    #[test]
+    fn what_the_records_are() {
+        let what = |text: &str| RecordSet::from_text(text).what;
+        assert_eq!(what("fn main() {}\n}"), "lines of text");
+        assert_eq!(what("/a/b.rs\n/a/c.rs"), "paths");
+        assert_eq!(
+            what("{\n  \"entities\": [1],\n  \"relations\": [2]\n}"),
+            "lines of a JSON document"
+        );
+        assert_eq!(what("[{\"a\":1}]"), "JSON objects");
+        assert_eq!(what("[1, 2]"), "JSON values");
+        assert_eq!(what(r#"{"search_results": [1]}"#), "search results");
+        assert_eq!(what(r#"{"a b": [1]}"#), r#"items of "a b""#);
+        let structured =
+            RecordSet::from_structured(&serde_json::json!({"entities": [{"name": "x"}]})).unwrap();
+        assert_eq!(structured.what, "entities");
+        let log = "Commit: 1\nAuthor: a\n\nCommit: 2\nAuthor: b\n\nCommit: 3\nAuthor: c\n";
+        let set = RecordSet::from_text(log);
+        assert_eq!(
+            set.kind,
+            RecordKind::Blocks {
+                start: "Commit".into(),
+                heading: None
+            }
+        );
+        assert_eq!(set.what, "commits");
+        assert_eq!(set.records[2], r#"{"commit":"3","author":"c"}"#);
+    }
+
+    #[test]
+    fn only_texts_that_nest_objects_in_arrays_are_parsed_for_a_tree() {
+        assert!(nests_objects(r#"{"c":[ {"n":1}]}"#));
+        assert!(!nests_objects(r#"{"tags":["a"],"p":{"c":1}}"#));
+    }
+
+    #[test]
+    fn plurals() {
+        for (one, many) in [
+            ("commit", "commits"),
+            ("entry", "entries"),
+            ("day", "days"),
+            ("address", "addresses"),
+            ("match", "matches"),
+        ] {
+            assert_eq!(plural(one), many);
+        }
+    }
+
+    #[test]
+    fn a_tree_in_text_or_structured_content_is_flattened() {
+        // directory_tree's text: pretty JSON, nested entries.
+        let text = "[\n  {\n    \"name\": \"src\",\n    \"type\": \"directory\",\n    \"children\": [\n      {\"name\": \"a.rs\", \"type\": \"file\"}\n    ]\n  }\n]";
+        let set = RecordSet::from_text(text);
+        assert_eq!(
+            set.kind,
+            RecordKind::Tree {
+                children: "children".into()
+            }
+        );
+        assert_eq!(set.what, "tree entries");
+        assert_eq!(
+            set.records,
+            [
+                r#"{"path":"src","name":"src","type":"directory"}"#,
+                r#"{"path":"src/a.rs","name":"a.rs","type":"file"}"#
+            ]
+        );
+        let value: Value = serde_json::from_str(text).unwrap();
+        let structured = RecordSet::from_structured(&serde_json::json!({ "tree": value })).unwrap();
+        assert_eq!(structured.records, set.records);
     }
 
     #[test]

@@ -1,0 +1,567 @@
+//! Recipes derived from the fields of records that are neither memories
+//! nor lines of text (JSON objects from any tool, the commits of a log, the
+//! entries of a flattened tree).
+//!
+//! The sample's fields are sorted into roles: scalars to browse, a
+//! category (a string field whose values repeat) to filter and count by,
+//! an identifier and a label, a number, a date, a long text, an array of
+//! strings. Each of the ten slots has the recipe its role allows; a slot
+//! whose role no field fills takes a recipe that applies to any records
+//! ([`Slots`]), so a set is always ten distinct recipes. Filters skip
+//! records whose field has another type (`strings`), so a record further
+//! on that differs from the sample does not stop jq.
+
+use std::collections::BTreeSet;
+
+use serde_json::{Map, Value};
+
+use super::{
+    Recipe, Slots,
+    values::{self, Rows},
+};
+
+/// Names that make a string field the records' label, in order.
+const LABELS: [&str; 9] = [
+    "title",
+    "name",
+    "label",
+    "summary",
+    "subject",
+    "message",
+    "text",
+    "description",
+    "content",
+];
+/// A category has at most this many distinct values in the sample.
+const MAX_CATEGORIES: usize = 20;
+/// A text field's values are this long on average, in characters.
+const MIN_TEXT_CHARS: usize = 16;
+/// An identifier's values are at most this long.
+const MAX_ID_CHARS: usize = 80;
+
+/// What the recipes need to know about the records' fields.
+#[derive(Debug, Default)]
+struct Fields {
+    /// Scalar fields every sampled record has, in the sample's order.
+    scalars: Vec<String>,
+    /// The string fields among them.
+    strings: Vec<String>,
+    /// A string field whose values repeat, with its most common value.
+    category: Option<(String, String)>,
+    /// A field whose values are all different and short.
+    id: Option<String>,
+    /// The field that names or describes a record.
+    label: Option<String>,
+    /// The prose field with the longest values, when they are long.
+    text: Option<String>,
+    /// A numeric field (not the id) with its median.
+    number: Option<(String, String)>,
+    /// A date-like string field.
+    date: Option<String>,
+    /// An array-of-strings field with its most common element.
+    string_array: Option<(String, String)>,
+}
+
+impl Fields {
+    fn collect(rows: &[&Map<String, Value>]) -> Self {
+        let mut order: Vec<&String> = Vec::new();
+        for row in rows {
+            for k in row.keys() {
+                if !order.contains(&k) {
+                    order.push(k);
+                }
+            }
+        }
+        let all = |k: &str, pred: fn(&Value) -> bool| {
+            !rows.is_empty() && rows.iter().all(|r| r.get(k).is_some_and(pred))
+        };
+        let strs = |k: &str| -> Vec<&str> { rows.iter().filter_map(|r| r[k].as_str()).collect() };
+        let mut f = Fields::default();
+        // Fields whose values are all different: identifier candidates.
+        let mut unique: Vec<String> = Vec::new();
+        for k in order.iter().map(|k| k.as_str()) {
+            if all(k, Value::is_string) {
+                f.scalars.push(k.to_owned());
+                f.strings.push(k.to_owned());
+                let values = strs(k);
+                let distinct: BTreeSet<&str> = values.iter().copied().collect();
+                let top = values::most_common(values.iter().copied()).filter(|t| !t.is_empty());
+                if f.category.is_none()
+                    && distinct.len() >= 2
+                    && distinct.len() < values.len()
+                    && distinct.len() <= MAX_CATEGORIES
+                    && let Some(top) = top
+                {
+                    f.category = Some((k.to_owned(), top));
+                }
+                if f.date.is_none() && values.iter().all(|v| looks_like_date(v)) {
+                    f.date = Some(k.to_owned());
+                }
+                let short_words = values
+                    .iter()
+                    .all(|v| v.chars().count() <= MAX_ID_CHARS && !v.contains(char::is_whitespace));
+                if distinct.len() == values.len() && short_words {
+                    unique.push(k.to_owned());
+                }
+            } else if all(k, Value::is_number) {
+                f.scalars.push(k.to_owned());
+                let nums: Vec<f64> = rows.iter().filter_map(|r| r[k].as_f64()).collect();
+                let distinct: BTreeSet<u64> = nums.iter().map(|n| n.to_bits()).collect();
+                let integral = rows.iter().all(|r| r[k].is_i64() || r[k].is_u64());
+                if integral && distinct.len() == nums.len() && is_id_name(k) {
+                    unique.push(k.to_owned());
+                } else if f.number.is_none()
+                    && distinct.len() >= 2
+                    && let Some(median) = values::median(nums)
+                {
+                    f.number = Some((k.to_owned(), median));
+                }
+            } else if all(k, Value::is_boolean) {
+                f.scalars.push(k.to_owned());
+            } else if f.string_array.is_none()
+                && all(k, |v| {
+                    v.as_array().is_some_and(|a| a.iter().all(Value::is_string))
+                })
+                && let Some(top) = values::most_common(
+                    rows.iter()
+                        .filter_map(|r| r[k].as_array())
+                        .flatten()
+                        .filter_map(Value::as_str),
+                )
+            {
+                f.string_array = Some((k.to_owned(), top));
+            }
+        }
+        f.id = unique
+            .iter()
+            .find(|k| is_id_name(k))
+            .or(unique.first())
+            .cloned();
+        let not_id = |k: &&String| Some(*k) != f.id.as_ref();
+        f.label = LABELS
+            .iter()
+            .find_map(|l| {
+                f.strings
+                    .iter()
+                    .filter(not_id)
+                    .find(|k| k.eq_ignore_ascii_case(l))
+            })
+            .or_else(|| {
+                f.strings
+                    .iter()
+                    .filter(not_id)
+                    .find(|k| Some(*k) != f.category.as_ref().map(|c| &c.0))
+            })
+            .cloned();
+        // Prose: words with spaces between them, not an id or a date.
+        let prose = |k: &&String| {
+            not_id(k)
+                && Some(*k) != f.date.as_ref()
+                && Some(*k) != f.category.as_ref().map(|c| &c.0)
+                && strs(k).iter().any(|v| v.contains(' '))
+        };
+        f.text = f
+            .strings
+            .iter()
+            .filter(prose)
+            .map(|k| {
+                let values = strs(k);
+                let mean = values.iter().map(|v| v.chars().count()).sum::<usize>() / values.len();
+                (k, mean)
+            })
+            .filter(|(_, mean)| *mean >= MIN_TEXT_CHARS)
+            .max_by_key(|(_, mean)| *mean)
+            .map(|(k, _)| k.clone());
+        f
+    }
+
+    /// String fields in the order a prefix is looked for: paths and dates
+    /// first, where a leading part means something (a folder, a month).
+    fn prefix_fields(&self, rows: &[&Map<String, Value>]) -> Vec<&String> {
+        let mut fields: Vec<&String> = self.strings.iter().collect();
+        let meaningful = |k: &String| {
+            Some(k) == self.date.as_ref()
+                || rows
+                    .iter()
+                    .any(|r| r[k.as_str()].as_str().is_some_and(|v| v.contains('/')))
+        };
+        fields.sort_by_key(|k| !meaningful(k));
+        fields
+    }
+}
+
+/// Names of identifiers; a number is an identifier only by its name.
+fn is_id_name(key: &str) -> bool {
+    let lower = key.to_ascii_lowercase();
+    ["id", "path", "key", "uuid", "sha", "hash", "commit"].contains(&lower.as_str())
+        || lower.ends_with("_id")
+        || key.ends_with("Id")
+}
+
+fn looks_like_date(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.len() >= 10
+        && b[..4].iter().all(u8::is_ascii_digit)
+        && b[4] == b'-'
+        && b[5..7].iter().all(u8::is_ascii_digit)
+        && b[7] == b'-'
+        && b[8..10].iter().all(u8::is_ascii_digit)
+}
+
+fn refs(rows: &[Rows]) -> Vec<&Rows> {
+    rows.iter().collect()
+}
+
+fn is_ident(key: &str) -> bool {
+    let mut chars = key.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// The jq path to a top-level field: `.name` or `.["odd key"]`.
+fn path(key: &str) -> String {
+    if is_ident(key) {
+        format!(".{key}")
+    } else {
+        format!(".[{}]", serde_json::to_string(key).expect("str serializes"))
+    }
+}
+
+fn json_key(key: &str) -> String {
+    if is_ident(key) {
+        key.to_owned()
+    } else {
+        serde_json::to_string(key).expect("str serializes")
+    }
+}
+
+fn object_projection<S: AsRef<str>>(keys: &[S]) -> String {
+    let parts: Vec<String> = keys
+        .iter()
+        .map(|k| {
+            let k = k.as_ref();
+            if is_ident(k) {
+                k.to_owned()
+            } else {
+                format!("{}: {}", json_key(k), path(k))
+            }
+        })
+        .collect();
+    format!("{{{}}}", parts.join(", "))
+}
+
+/// The ten recipes for records like `sample`.
+pub(super) fn recipes(sample: &[Value]) -> Vec<Recipe> {
+    let rows: Vec<&Map<String, Value>> = sample.iter().filter_map(Value::as_object).collect();
+    let f = Fields::collect(&rows);
+    let texts: Vec<String> = sample.iter().map(Value::to_string).collect();
+    let strs = |k: &str| -> Vec<&str> { rows.iter().filter_map(|r| r[k].as_str()).collect() };
+    let mut slots = Slots::new();
+
+    // 1. Browse: the identifier, label and category first (the sample's
+    // objects list their fields in sorted order, which says nothing).
+    let mut shown: Vec<&String> = [
+        f.id.as_ref(),
+        f.label.as_ref(),
+        f.category.as_ref().map(|c| &c.0),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    for k in &f.scalars {
+        if !shown.contains(&k) {
+            shown.push(k);
+        }
+    }
+    shown.truncate(4);
+    slots.fill((!shown.is_empty()).then(|| {
+        let names: Vec<&str> = shown.iter().map(|k| k.as_str()).collect();
+        Recipe::new(
+            format!("Browse records: {}", names.join(", ")),
+            object_projection(&names),
+        )
+    }));
+
+    // What each filter selects in the sample: a later filter's value must
+    // select other records, or its recipe would print what one before does.
+    let mut selected: Vec<Rows> = Vec::new();
+
+    // 2. Filter by a category's value.
+    selected.extend(f.category.as_ref().map(|(field, value)| {
+        rows.iter()
+            .map(|r| r[field.as_str()].as_str() == Some(value.as_str()))
+            .collect()
+    }));
+    slots.fill(f.category.as_ref().map(|(field, value)| {
+        Recipe::new(
+            format!("Filter where .{field} equals a value"),
+            format!("select({} == $value)", path(field)),
+        )
+        .param("value", value.clone())
+    }));
+
+    // 3. Keyword over the whole record: a word of the label first, else of
+    // any string, found in some records' text but not all.
+    let all_strings = rows.iter().flat_map(|r| r.values()).flat_map(|v| match v {
+        Value::Array(items) => items.iter().filter_map(Value::as_str).collect(),
+        other => other.as_str().into_iter().collect::<Vec<_>>(),
+    });
+    let sources: Vec<&str> = f
+        .label
+        .iter()
+        .flat_map(|label| strs(label))
+        .chain(all_strings)
+        .collect();
+    let keyword = values::keyword(&sources, &texts, &refs(&selected));
+    slots.fill(keyword.map(|k| {
+        selected.push(k.rows);
+        Recipe::new(
+            "Search all fields by keyword (case-insensitive)",
+            "select(tostring | test($keyword; \"i\"))",
+        )
+        .param("keyword", k.value)
+    }));
+
+    // 4. Identify records.
+    slots.fill(match (&f.id, &f.label) {
+        (Some(id), Some(label)) => Some(Recipe::new(
+            format!("Extract {id} and {label} only"),
+            object_projection(&[id, label]),
+        )),
+        (Some(one), None) | (None, Some(one)) => {
+            Some(Recipe::new(format!("List .{one}"), path(one)).raw())
+        }
+        (None, None) => None,
+    });
+
+    // 5. A numeric threshold, else a leading part (a folder, a month).
+    let numeric = f.number.as_ref().map(|(field, median)| {
+        Recipe::new(
+            format!("Filter where .{field} is at least a value"),
+            format!("select({} >= ($min | tonumber))", path(field)),
+        )
+        .param("min", median.clone())
+    });
+    let prefixed = f.prefix_fields(&rows).into_iter().find_map(|field| {
+        let prefix = values::prefix(&strs(field), &refs(&selected))?;
+        Some((
+            Recipe::new(
+                format!("Filter where .{field} starts with a prefix"),
+                format!("select({} | strings | startswith($prefix))", path(field)),
+            )
+            .param("prefix", prefix.value),
+            prefix.rows,
+        ))
+    });
+    let prefixed = prefixed.map(|(recipe, rows)| {
+        selected.push(rows);
+        recipe
+    });
+    slots.fill(numeric.into_iter().chain(prefixed));
+
+    // 6. Count by the category, else by the fields records have.
+    slots.fill(
+        f.category
+            .as_ref()
+            .map(|(field, _)| {
+                Recipe::new(
+                    format!("Count by {field}"),
+                    format!(
+                        "group_by({p}) | map({{{k}: (.[0] | {p}), count: length}})",
+                        p = path(field),
+                        k = json_key(field),
+                    ),
+                )
+                .slurp()
+            })
+            .into_iter()
+            .chain((!rows.is_empty()).then(|| {
+                Recipe::new(
+                    "Count the records that have each field",
+                    "map(keys? // [] | .[]) | group_by(.) | map({field: .[0], count: length})",
+                )
+                .slurp()
+            })),
+    );
+
+    // 7. Array membership, else a word in the longest text field or the label.
+    let membership = f.string_array.as_ref().map(|(field, value)| {
+        Recipe::new(
+            format!("Filter where .{field} contains a value"),
+            format!("select(any({}[]?; . == $value))", path(field)),
+        )
+        .param("value", value.clone())
+    });
+    let searched = f.text.iter().chain(&f.label).find_map(|field| {
+        let values = strs(field);
+        let own: Vec<String> = values.iter().map(|v| (*v).to_owned()).collect();
+        let pattern = values::keyword(&values, &own, &refs(&selected))?.value;
+        Some(
+            Recipe::new(
+                format!("Search .{field} by pattern (case-insensitive)"),
+                format!("select({} | strings | test($pattern; \"i\"))", path(field)),
+            )
+            .param("pattern", pattern),
+        )
+    });
+    slots.fill(membership.into_iter().chain(searched));
+
+    // 8. Sort by a date, a number, else the identifier.
+    let sort_key = f
+        .date
+        .as_ref()
+        .or(f.number.as_ref().map(|(k, _)| k))
+        .or(f.id.as_ref());
+    slots.fill(sort_key.map(|field| {
+        Recipe::new(
+            format!("Sort by {field}"),
+            format!("sort_by({})", path(field)),
+        )
+        .slurp()
+    }));
+
+    // 9. Distinct values.
+    let distinct = f
+        .category
+        .as_ref()
+        .map(|(field, _)| (field, path(field)))
+        .or_else(|| {
+            f.string_array
+                .as_ref()
+                .map(|(field, _)| (field, format!("{}[]?", path(field))))
+        });
+    slots.fill(distinct.map(|(field, values)| {
+        Recipe::new(
+            format!("List unique values of {field}"),
+            format!("map({values}) | unique"),
+        )
+        .slurp()
+    }));
+
+    // 10. Totals.
+    slots.fill(f.number.as_ref().map(|(field, _)| {
+        let p = path(field);
+        Recipe::new(
+            format!("Count records and summarize {field}"),
+            format!(
+                "{{count: length, min: (map({p}) | min), max: (map({p}) | max), mean: (map({p}) | add / length)}}"
+            ),
+        )
+        .slurp()
+    }));
+    slots.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn param<'r>(r: &'r Recipe, name: &str) -> &'r str {
+        &r.params.iter().find(|p| p.name == name).unwrap().default
+    }
+
+    fn distinct(r: &[Recipe]) {
+        assert_eq!(r.len(), 10);
+        for (i, a) in r.iter().enumerate() {
+            assert!(!r[..i].iter().any(|b| b.same_as(a)), "{a:?}");
+        }
+    }
+
+    #[test]
+    fn generic_recipes_reference_only_existing_fields() {
+        let sample = vec![
+            json!({"ts": "2025-01-01T00:00:00Z", "level": "warn", "latency ms": 12, "tags": ["a"]}),
+            json!({"ts": "2025-01-02T00:00:00Z", "level": "warn", "latency ms": 30, "tags": ["b", "a"]}),
+            json!({"ts": "2025-01-03T00:00:00Z", "level": "info", "latency ms": 7, "tags": []}),
+        ];
+        let r = recipes(&sample);
+        distinct(&r);
+        let all: String = r.iter().map(|r| r.filter.clone()).collect();
+        assert!(all.contains(".level"));
+        assert!(all.contains(".[\"latency ms\"]"));
+        assert!(!all.contains(".title"));
+        assert!(!all.contains(".namespace"));
+        assert_eq!(param(&r[1], "value"), "warn");
+        assert_eq!(param(&r[4], "min"), "12");
+        assert_eq!(param(&r[6], "value"), "a");
+    }
+
+    #[test]
+    fn commits_get_values_each_some_but_not_all_commits_have() {
+        let sample: Vec<Value> = (0..8)
+            .map(|i| {
+                json!({"commit": format!("{i:040x}"), "author": format!("Dev {}", i % 3),
+                       "date": format!("2025-0{}-01 10:00:00+00:00", 1 + i / 4),
+                       "message": if i % 2 == 0 { format!("fix: bump {i}") }
+                                  else { format!("Cache warming {i}\n\nSigned-off-by: Dev") }})
+            })
+            .collect();
+        let r = recipes(&sample);
+        distinct(&r);
+        assert_eq!(r[0].filter, "{commit, message, author, date}");
+        assert_eq!(
+            (r[1].filter.as_str(), param(&r[1], "value")),
+            ("select(.author == $value)", "Dev 0")
+        );
+        // Words of the messages found in half the commits; never a field name.
+        assert_eq!(param(&r[2], "keyword"), "bump");
+        assert_eq!(r[3].filter, "{commit, message}");
+        assert_eq!(param(&r[4], "prefix"), "2025-01-");
+        assert!(r[4].filter.contains(".date"));
+        // The message search takes a word that selects other commits than
+        // the keyword, the author and the month do.
+        assert_eq!(param(&r[6], "pattern"), "cache");
+        assert_eq!(r[7].filter, "sort_by(.date)");
+    }
+
+    #[test]
+    fn a_keyword_comes_from_other_fields_when_the_label_has_none() {
+        let sample: Vec<Value> = (0..6)
+            .map(|i| {
+                let kind = ["knows", "manages"][i % 2];
+                json!({"from": format!("person-{i}"), "to": format!("person-{}", i * 7), "relationType": kind})
+            })
+            .collect();
+        let r = recipes(&sample);
+        distinct(&r);
+        // "person" is in every record; "knows" selects what recipe 2
+        // (relationType == "knows") does.
+        assert_eq!(param(&r[1], "value"), "knows");
+        assert_eq!(param(&r[2], "keyword"), "manages");
+    }
+
+    #[test]
+    fn tree_entries_filter_by_folder() {
+        let sample: Vec<Value> = ["a", "a/x.rs", "a/y.rs", "b", "b/z.rs", "Cargo.toml"]
+            .iter()
+            .map(|p| {
+                let name = p.rsplit('/').next().unwrap();
+                let kind = if p.contains('.') { "file" } else { "directory" };
+                json!({"path": p, "name": name, "type": kind})
+            })
+            .collect();
+        let r = recipes(&sample);
+        distinct(&r);
+        assert_eq!(param(&r[1], "value"), "file");
+        assert_eq!(r[3].filter, "{path, name}");
+        assert_eq!(param(&r[4], "prefix"), "a/");
+        assert_eq!(
+            r[5].filter,
+            "group_by(.type) | map({type: (.[0] | .type), count: length})"
+        );
+    }
+
+    #[test]
+    fn records_without_usable_fields_get_ten_distinct_recipes() {
+        for sample in [
+            vec![json!(1), json!("x")],
+            vec![json!({"n": {"deep": 1}})],
+            vec![json!({})],
+        ] {
+            distinct(&recipes(&sample));
+        }
+    }
+}
