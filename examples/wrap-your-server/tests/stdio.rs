@@ -65,10 +65,10 @@ async fn a_small_result_passes_inline_and_a_large_one_is_offloaded() {
     assert_eq!(inline[2]["title"], "row 2");
     assert!(files_in(dir.path()).is_empty(), "nothing written");
 
-    // 500 records are ~6,500 tokens: a descriptor (and a resource link to
-    // the file), and the file holds them all.
+    // 500 records are ~6,500 tokens: a descriptor alone (no resource link:
+    // a client could not follow it), and the file holds them all.
     let (large, blocks) = rows(&client, 500).await;
-    assert_eq!(blocks, 2);
+    assert_eq!(blocks, 1);
     let descriptor: Value = serde_json::from_str(&large).expect("a descriptor");
     assert_eq!(descriptor["offloaded"], true, "{descriptor}");
     assert_eq!(descriptor["summary"]["count"], 500);
