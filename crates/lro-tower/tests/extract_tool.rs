@@ -325,16 +325,7 @@ async fn every_tool_the_layer_adds_is_short() {
 
 #[tokio::test]
 async fn grep_takes_a_plain_pattern_through_the_tool() {
-    let dir = tempfile::tempdir().unwrap();
-    let client = served(dir.path(), 500).await;
-    let d = first_json(&call(&client, "items", json!({"n": 300, "size": 10})).await);
-    let path = d["file_path"].as_str().unwrap();
-    let got = call(
-        &client,
-        EXTRACT_TOOL,
-        json!({"file_path": path, "grep": "item-00007\""}),
-    )
-    .await;
+    let got = extract_from_300_items(json!({"grep": "item-00007\""})).await;
     assert_ne!(got.is_error, Some(true), "{got:?}");
     let text = got.content[0].as_text().unwrap().text.clone();
     assert!(text.starts_with("8:"), "{text}");
@@ -413,18 +404,10 @@ async fn the_configured_limits_hold_a_second_call_of_one_principal_and_time_the_
 
 #[tokio::test]
 async fn an_empty_answer_says_which_condition_was_wrong_and_how_to_fix_it() {
-    let dir = tempfile::tempdir().unwrap();
-    let client = served(dir.path(), 500).await;
-    let d = first_json(&call(&client, "items", json!({"n": 300, "size": 10})).await);
-    let path = d["file_path"].as_str().unwrap();
-    let got = call(
-        &client,
-        EXTRACT_TOOL,
-        json!({"file_path": path, "count": true, "where": [
-            {"field": "rank", "op": "gte", "value": "3"},
-            {"field": "knd", "op": "eq", "value": "beta"}
-        ]}),
-    )
+    let got = extract_from_300_items(json!({"count": true, "where": [
+        {"field": "rank", "op": "gte", "value": "3"},
+        {"field": "knd", "op": "eq", "value": "beta"}
+    ]}))
     .await;
     assert_ne!(got.is_error, Some(true), "{got:?}");
     assert_eq!(
@@ -440,4 +423,13 @@ async fn an_empty_answer_says_which_condition_was_wrong_and_how_to_fix_it() {
         notice.contains("no record has the field \"knd\"; did you mean \"kind\"?"),
         "{notice}"
     );
+}
+
+/// One `lro_extract` call with `args` on an offloaded result of 300 items.
+async fn extract_from_300_items(mut args: Value) -> CallToolResult {
+    let dir = tempfile::tempdir().unwrap();
+    let client = served(dir.path(), 500).await;
+    let d = first_json(&call(&client, "items", json!({"n": 300, "size": 10})).await);
+    args["file_path"] = d["file_path"].clone();
+    call(&client, EXTRACT_TOOL, args).await
 }
