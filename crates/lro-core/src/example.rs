@@ -26,9 +26,9 @@
 //! );
 //! ```
 
-use std::collections::BTreeMap;
-
 use serde_json::{Value, json};
+
+use crate::recipes::values::most_frequent;
 
 /// Characters that split a value into a prefix and the rest, for the
 /// prefix condition (`_semantic/decisions`, `src/main.rs`, `db:primary`).
@@ -136,7 +136,7 @@ fn prefix_condition(rows: &[&serde_json::Map<String, Value>]) -> Option<(String,
                 .0;
             Some(&s[..cut])
         });
-        if let Some((segment, n)) = most_common(segments)
+        if let Some((segment, n)) = most_frequent(segments)
             && n >= 2
             && n < rows.len()
         {
@@ -190,23 +190,12 @@ fn text_condition(rows: &[&serde_json::Map<String, Value>]) -> Option<(String, S
         .filter(|w| w.chars().count() >= MIN_WORD_CHARS)
         .map(str::to_lowercase)
         .collect();
-    let (word, _) = most_common(words.iter().map(String::as_str))?;
+    let (word, _) = most_frequent(words.iter().map(String::as_str))?;
     Some((field.clone(), word.to_owned()))
 }
 
 fn is_id(field: &str) -> bool {
     field == "id" || field.ends_with("_id") || field.ends_with("Id")
-}
-
-/// The most common item and its count; ties go to the first in sort order.
-fn most_common<'a>(items: impl Iterator<Item = &'a str>) -> Option<(&'a str, usize)> {
-    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
-    for item in items {
-        *counts.entry(item).or_default() += 1;
-    }
-    counts
-        .into_iter()
-        .max_by(|a, b| a.1.cmp(&b.1).then_with(|| b.0.cmp(a.0)))
 }
 
 #[cfg(test)]

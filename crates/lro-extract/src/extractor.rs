@@ -2,7 +2,6 @@
 
 use std::{
     io::Write,
-    panic::{AssertUnwindSafe, catch_unwind},
     sync::{
         Arc,
         atomic::{AtomicUsize, Ordering},
@@ -163,16 +162,10 @@ impl Extractor {
         let (mode, plan) = Plan::new(req)?;
         let collector = self.collector();
         let fast_paths = self.cfg.fast_paths;
-        catch_unwind(AssertUnwindSafe(|| {
+        let result = thread::guarded(guard, |guard| {
             execute(req, mode, plan, file, guard, collector, fast_paths)
-        }))
-        .unwrap_or_else(|payload| Err(thread::unwound(payload)))
-        .map_err(|e| match e {
-            ExtractError::Timeout { .. } => ExtractError::Timeout {
-                limit: self.cfg.timeout,
-            },
-            other => other,
-        })
+        });
+        thread::with_limit(result, self.cfg.timeout)
     }
 
     fn collector(&self) -> Collector {

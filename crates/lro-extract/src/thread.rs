@@ -40,8 +40,7 @@ where
         // sees the channel close knows the count went down.
         let _live = live;
         let guard = Guard::new(worker_cancel);
-        let result = catch_unwind(AssertUnwindSafe(|| job(&guard)))
-            .unwrap_or_else(|payload| Err(unwound(payload)));
+        let result = guarded(&guard, job);
         let _ = tx.send(result);
     };
     let handle =
@@ -76,8 +75,26 @@ where
         // needs before it starts the next job's thread.
         let _ = handle.join();
     }
+    with_limit(result, timeout)
+}
+
+/// Runs `job` on this thread under `guard`, its unwinds (cancelled, too
+/// deep, a panic) turned into errors.
+pub(crate) fn guarded<F>(guard: &Guard, job: F) -> Result<ExtractOutput, ExtractError>
+where
+    F: FnOnce(&Guard) -> Result<ExtractOutput, ExtractError>,
+{
+    catch_unwind(AssertUnwindSafe(|| job(guard))).unwrap_or_else(|payload| Err(unwound(payload)))
+}
+
+/// `result` with a timeout naming `limit`: the cancelled evaluation that
+/// unwound did not know it.
+pub(crate) fn with_limit(
+    result: Result<ExtractOutput, ExtractError>,
+    limit: Duration,
+) -> Result<ExtractOutput, ExtractError> {
     match result {
-        Err(ExtractError::Timeout { .. }) => Err(ExtractError::Timeout { limit: timeout }),
+        Err(ExtractError::Timeout { .. }) => Err(ExtractError::Timeout { limit }),
         other => other,
     }
 }
@@ -126,7 +143,7 @@ impl Drop for Live {
     }
 }
 
-pub(crate) fn unwound(payload: Box<dyn std::any::Any + Send>) -> ExtractError {
+fn unwound(payload: Box<dyn std::any::Any + Send>) -> ExtractError {
     match payload.downcast_ref::<Stop>() {
         Some(Stop::Cancelled) => ExtractError::Timeout {
             limit: Duration::ZERO,

@@ -33,7 +33,7 @@
 mod generic;
 mod lines;
 mod memory;
-mod values;
+pub(crate) mod values;
 
 use std::collections::BTreeMap;
 

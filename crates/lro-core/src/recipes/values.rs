@@ -21,6 +21,12 @@ const MAX_CUTS: usize = 8;
 
 /// The most common item; ties go to the alphabetically first.
 pub(super) fn most_common<'a>(items: impl Iterator<Item = &'a str>) -> Option<String> {
+    most_frequent(items).map(|(s, _)| s.to_owned())
+}
+
+/// The most common item and how often it occurs; ties go to the
+/// alphabetically first.
+pub(crate) fn most_frequent<'a>(items: impl Iterator<Item = &'a str>) -> Option<(&'a str, usize)> {
     let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
     for item in items {
         *counts.entry(item).or_default() += 1;
@@ -28,7 +34,6 @@ pub(super) fn most_common<'a>(items: impl Iterator<Item = &'a str>) -> Option<St
     counts
         .into_iter()
         .max_by(|a, b| a.1.cmp(&b.1).then_with(|| b.0.cmp(a.0)))
-        .map(|(s, _)| s.to_owned())
 }
 
 /// The most common word of four letters or more, lower case.
