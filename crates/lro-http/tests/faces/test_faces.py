@@ -87,20 +87,25 @@ def start(face: Face, tmp_path: Path):
         proc.stop()
 
 
-def post(port: int, face: Face, headers: dict[str, str] | None = None, body: bytes | None = None) -> tuple[int, dict, dict]:
-    """(status, headers, JSON body) of one POST to the face's path."""
+def exchange(port: int, face: Face, headers: dict[str, str], body: bytes) -> tuple[int, dict, str]:
+    """(status, headers by lower-case name, text) of one POST to the face's path."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=PROMPT_S)
     try:
-        data = body if body is not None else json.dumps(face.good_body()).encode()
-        conn.request("POST", face.path, body=data, headers={**MCP_HEADERS, **(headers or {})})
+        conn.request("POST", face.path, body=body, headers={**MCP_HEADERS, **headers})
         response = conn.getresponse()
-        text = response.read().decode()
-        if response.status == 200 and face.mcp:
-            assert '"serverInfo"' in text, text
-            return 200, dict(response.getheaders()), {}
-        return response.status, {k.lower(): v for k, v in response.getheaders()}, json.loads(text)
+        return response.status, {k.lower(): v for k, v in response.getheaders()}, response.read().decode()
     finally:
         conn.close()
+
+
+def post(port: int, face: Face, headers: dict[str, str] | None = None, body: bytes | None = None) -> tuple[int, dict, dict]:
+    """(status, headers, JSON body) of one POST to the face's path."""
+    data = body if body is not None else json.dumps(face.good_body()).encode()
+    status, got, text = exchange(port, face, headers or {}, data)
+    if status == 200 and face.mcp:
+        assert '"serverInfo"' in text, text
+        return 200, got, {}
+    return status, got, json.loads(text)
 
 
 def served(port: int, face: Face) -> None:
@@ -141,7 +146,7 @@ def open_session(port: int, face: Face, token: str) -> str:
     """Initializes as TOKEN's principal; the session id handed out."""
     status, headers, _ = post(port, face, {"Authorization": f"Bearer {token}"})
     assert status == 200
-    session = {k.lower(): v for k, v in headers.items()}["mcp-session-id"]
+    session = headers["mcp-session-id"]
     note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
     status, _, _ = raw(port, face, token, session, note)
     assert status == 202, status
@@ -150,14 +155,8 @@ def open_session(port: int, face: Face, token: str) -> str:
 
 def raw(port: int, face: Face, token: str, session: str, message: dict) -> tuple[int, dict, str]:
     """(status, headers, text) of one POST in SESSION as TOKEN."""
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=PROMPT_S)
-    try:
-        headers = {**MCP_HEADERS, "Authorization": f"Bearer {token}", "Mcp-Session-Id": session}
-        conn.request("POST", face.path, body=json.dumps(message).encode(), headers=headers)
-        response = conn.getresponse()
-        return response.status, {k.lower(): v for k, v in response.getheaders()}, response.read().decode()
-    finally:
-        conn.close()
+    headers = {"Authorization": f"Bearer {token}", "Mcp-Session-Id": session}
+    return exchange(port, face, headers, json.dumps(message).encode())
 
 
 @pytest.mark.parametrize("face", FACES[:2], ids=lambda f: f.name, indirect=True)
