@@ -28,7 +28,7 @@
 
 use serde_json::{Value, json};
 
-use crate::recipes::values::most_frequent;
+use crate::frequency::most_frequent;
 
 /// Characters that split a value into a prefix and the rest, for the
 /// prefix condition (`_semantic/decisions`, `src/main.rs`, `db:primary`).

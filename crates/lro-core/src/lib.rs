@@ -47,6 +47,7 @@ pub mod descriptor;
 pub mod event;
 pub mod example;
 pub mod file;
+mod frequency;
 pub mod metric;
 pub mod offload;
 pub mod principal;

@@ -33,7 +33,7 @@
 mod generic;
 mod lines;
 mod memory;
-pub(crate) mod values;
+mod values;
 
 use std::collections::BTreeMap;
 

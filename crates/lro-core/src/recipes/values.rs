@@ -10,8 +10,6 @@
 //! a title or a subject, and the choice is stable); when none is that rare,
 //! the most frequent that some record lacks.
 
-use std::collections::BTreeMap;
-
 /// Shortest word taken for a keyword.
 const MIN_WORD_CHARS: usize = 4;
 /// Characters after which a value is cut into a prefix candidate.
@@ -21,19 +19,7 @@ const MAX_CUTS: usize = 8;
 
 /// The most common item; ties go to the alphabetically first.
 pub(super) fn most_common<'a>(items: impl Iterator<Item = &'a str>) -> Option<String> {
-    most_frequent(items).map(|(s, _)| s.to_owned())
-}
-
-/// The most common item and how often it occurs; ties go to the
-/// alphabetically first.
-pub(crate) fn most_frequent<'a>(items: impl Iterator<Item = &'a str>) -> Option<(&'a str, usize)> {
-    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
-    for item in items {
-        *counts.entry(item).or_default() += 1;
-    }
-    counts
-        .into_iter()
-        .max_by(|a, b| a.1.cmp(&b.1).then_with(|| b.0.cmp(a.0)))
+    crate::frequency::most_frequent(items).map(|(s, _)| s.to_owned())
 }
 
 /// The most common word of four letters or more, lower case.
