@@ -54,7 +54,9 @@ pub struct ProxyArgs {
     /// message in either direction and with no call in progress, with its
     /// upstream child: a client that vanished without closing its session
     /// frees its --max-sessions slot. A call in progress is activity, however
-    /// long it runs. 0 never ends an idle session.
+    /// long it runs. The same holds for the upstream that serves one
+    /// principal's sessionless (MCP 2026-07-28) requests. 0 never ends an
+    /// idle session.
     #[arg(long, value_name = "SECONDS", default_value_t = lro_proxy::serve::DEFAULT_SESSION_IDLE_TIMEOUT.as_secs())]
     pub session_idle_timeout: u64,
     /// End a request the upstream has not answered within this many
@@ -159,10 +161,16 @@ async fn run(
             tracing::warn!(%err, "no watchdog: upstream processes may outlive a killed proxy");
         })
         .ok();
+    let idle = (args.session_idle_timeout > 0)
+        .then(|| std::time::Duration::from_secs(args.session_idle_timeout));
     let shared = ProxyShared::new(
         ProxyConfig::new(upstream)
             .max_sessions(args.max_sessions as usize)
             .request_timeout(args.request_timeout())
+            // The stdio face's one client keeps its upstream as long as it
+            // stays; on HTTP, a principal's sessionless upstream is reclaimed
+            // like a session.
+            .sessionless_idle_timeout(args.http.and(idle))
             .watchdog(watchdog),
     );
     shared.preflight().await?;
@@ -182,8 +190,6 @@ async fn run(
                     let shared = shared.clone();
                     move || layer.layer(Proxy::new(shared.clone()))
                 };
-                let idle = (args.session_idle_timeout > 0)
-                    .then(|| std::time::Duration::from_secs(args.session_idle_timeout));
                 let options = serve::HttpOptions::new().session_idle_timeout(idle);
                 serve::http(addr, options, guard, make, shutdown, |bound| {
                     // The one line tests and scripts wait for.

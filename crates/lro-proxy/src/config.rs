@@ -24,6 +24,7 @@ pub struct ProxyConfig {
     pub(crate) max_message_bytes: usize,
     pub(crate) watchdog: Option<PathBuf>,
     pub(crate) request_timeout: Option<Duration>,
+    pub(crate) sessionless_idle_timeout: Option<Duration>,
 }
 
 /// How long a forwarded request waits for the upstream's answer, by
@@ -33,6 +34,11 @@ pub struct ProxyConfig {
 /// slow tool or a person answering an elicitation; but finite, so a call an
 /// upstream never answers ends, and stops holding its session open.
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// How long a principal's sessionless upstream connection stays open
+/// without a call, by default: as long as the HTTP face keeps an idle
+/// session.
+pub const DEFAULT_SESSIONLESS_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
 
 impl ProxyConfig {
     /// A configuration for `upstream`, every other setting at its default.
@@ -44,6 +50,7 @@ impl ProxyConfig {
             max_message_bytes: 256 << 20,
             watchdog: None,
             request_timeout: Some(DEFAULT_REQUEST_TIMEOUT),
+            sessionless_idle_timeout: Some(DEFAULT_SESSIONLESS_IDLE_TIMEOUT),
         }
     }
 
@@ -92,6 +99,21 @@ impl ProxyConfig {
     #[must_use]
     pub fn request_timeout(mut self, timeout: Option<Duration>) -> Self {
         self.request_timeout = timeout;
+        self
+    }
+
+    /// Ends the upstream connection of a principal's sessionless (MCP
+    /// 2026-07-28) requests once none has come for this long and none is in
+    /// progress; the next request opens a new one. Each principal's
+    /// sessionless requests share one connection (one child of a command
+    /// upstream), so its state lasts from one call to the next. `None`
+    /// keeps it as long as the proxy runs: right for the stdio face, which
+    /// serves one client.
+    ///
+    /// Defaults to [`DEFAULT_SESSIONLESS_IDLE_TIMEOUT`] (5 minutes).
+    #[must_use]
+    pub fn sessionless_idle_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.sessionless_idle_timeout = timeout;
         self
     }
 

@@ -13,8 +13,8 @@ use futures::stream::BoxStream;
 use http::{HeaderName, HeaderValue};
 use rmcp::{
     model::{
-        ClientJsonRpcMessage, ClientRequest, CustomRequest, JsonRpcMessage, JsonRpcRequest,
-        RequestId,
+        ClientJsonRpcMessage, ClientRequest, CustomRequest, GetMeta as _, JsonRpcMessage,
+        JsonRpcRequest, RequestId,
     },
     transport::streamable_http_client::{
         StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
@@ -23,9 +23,23 @@ use rmcp::{
 };
 use sse_stream::{Error as SseError, Sse};
 
+use crate::wire::CLIENT_INFO as META_CLIENT_INFO;
+
 /// `message` with the spec's proxy flag, `clientInfo.proxy: true`, added
-/// when it is the `initialize` request; any other message unchanged.
-pub(crate) fn mark_message(message: ClientJsonRpcMessage) -> ClientJsonRpcMessage {
+/// where a request carries the client's identity: the `initialize` params,
+/// or (MCP 2026-07-28, the `server/discover` probe included) the `_meta`
+/// client info. Any other message unchanged.
+pub(crate) fn mark_message(mut message: ClientJsonRpcMessage) -> ClientJsonRpcMessage {
+    if let JsonRpcMessage::Request(request) = &mut message
+        && request.request.get_meta().contains_key(META_CLIENT_INFO)
+        && let Some(info) = request
+            .request
+            .get_meta_mut()
+            .get_mut(META_CLIENT_INFO)
+            .and_then(serde_json::Value::as_object_mut)
+    {
+        info.insert("proxy".to_owned(), serde_json::Value::Bool(true));
+    }
     let JsonRpcMessage::Request(JsonRpcRequest {
         jsonrpc,
         id,
@@ -218,6 +232,32 @@ mod tests {
         assert_eq!(wire["params"]["clientInfo"]["proxy"], true);
         assert_eq!(wire["params"]["clientInfo"]["name"], "client");
         assert!(wire["params"]["protocolVersion"].is_string());
+    }
+
+    #[test]
+    fn a_2026_request_carries_the_flag_in_its_meta_client_info() {
+        let mut discover = rmcp::model::DiscoverRequest::new(Default::default());
+        discover
+            .extensions
+            .insert(rmcp::model::RequestMetaObject::with_client_context(
+                rmcp::model::ProtocolVersion::V_2026_07_28,
+                Implementation::new("client", "1.0"),
+                ClientCapabilities::default(),
+            ));
+        let message = ClientJsonRpcMessage::request(
+            ClientRequest::DiscoverRequest(discover),
+            RequestId::Number(1),
+        );
+        let wire = serde_json::to_value(mark_message(message)).unwrap();
+        assert_eq!(wire["params"]["_meta"][META_CLIENT_INFO]["proxy"], true);
+        assert_eq!(wire["params"]["_meta"][META_CLIENT_INFO]["name"], "client");
+        // A request without one gets no `_meta`.
+        let ping = ClientJsonRpcMessage::request(
+            ClientRequest::PingRequest(Default::default()),
+            RequestId::Number(2),
+        );
+        let wire = serde_json::to_value(mark_message(ping)).unwrap();
+        assert!(wire.get("params").is_none(), "{wire}");
     }
 
     fn json(body: serde_json::Value) -> StreamableHttpPostResponse {

@@ -67,18 +67,35 @@ impl ServerHandler for Proxy {
     }
 
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
-        // Once the upstream has agreed a version, the client gets that one:
-        // rmcp negotiates again after `initialize` against this list.
+        // Once a legacy session's upstream has agreed a version, the client
+        // gets that one (rmcp negotiates again after `initialize` against
+        // this list); sessionless requests, on every version without
+        // `initialize`, go to the shared connection, whatever it speaks.
         match self.upstream_info() {
-            Some(info) => Cow::Owned(vec![info.protocol_version]),
+            Some(info) => Cow::Owned(
+                std::iter::once(info.protocol_version)
+                    .chain(
+                        ProtocolVersion::KNOWN_VERSIONS
+                            .iter()
+                            .filter(|v| !v.has_initialize())
+                            .cloned(),
+                    )
+                    .collect(),
+            ),
             None => Cow::Borrowed(ProtocolVersion::KNOWN_VERSIONS),
         }
     }
 
+    // Answered by the proxy, whatever the upstream speaks: a legacy
+    // upstream has no `server/discover`, and the proxy translates.
     async fn discover(&self, cx: RequestContext<RoleServer>) -> Result<DiscoverResult, McpError> {
-        let request = DiscoverRequest::new(DiscoverRequestParams {});
-        let result = self.call(request.into(), cx).await?;
-        expect_result!(result, DiscoverResult => DiscoverResult)
+        let mut info = self.learn_upstream(&cx).await?;
+        // The layer serves `lro_extract` whatever the upstream offers.
+        info.capabilities.tools.get_or_insert_with(Default::default);
+        Ok(DiscoverResult::from_server_info(
+            self.supported_protocol_versions().into_owned(),
+            info,
+        ))
     }
 
     async fn complete(
@@ -241,7 +258,7 @@ impl ServerHandler for Proxy {
     }
 
     fn get_info(&self) -> ServerConfig {
-        self.upstream_info().unwrap_or_else(|| {
+        self.any_upstream_info().unwrap_or_else(|| {
             ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
         })
     }

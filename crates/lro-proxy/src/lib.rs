@@ -36,10 +36,12 @@
 
 mod child;
 mod config;
+mod connection;
 mod error;
 mod exit;
 mod flag;
 mod forward;
+mod pool;
 mod reclaim;
 mod relay;
 pub mod serve;
@@ -49,8 +51,9 @@ mod telemetry;
 mod transport;
 mod upstream;
 pub mod watchdog;
+mod wire;
 
-pub use config::{DEFAULT_REQUEST_TIMEOUT, ProxyConfig};
+pub use config::{DEFAULT_REQUEST_TIMEOUT, DEFAULT_SESSIONLESS_IDLE_TIMEOUT, ProxyConfig};
 pub use error::ProxyError;
 pub use session::Proxy;
 pub use shared::ProxyShared;

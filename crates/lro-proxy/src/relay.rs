@@ -27,16 +27,35 @@ use tokio_util::sync::CancellationToken;
 use crate::telemetry;
 
 /// Progress tokens of forwarded requests: the token rmcp gave the forwarded
-/// request, mapped to the token its sender chose. rmcp's `Peer` mints a token
-/// of its own for every request it sends, so progress is mapped back. Each
-/// direction of each upstream session has its own map: every `Peer` counts
-/// its tokens from 0.
+/// request, mapped to the token its sender chose and to `R`, where its
+/// progress goes. rmcp's `Peer` mints a token of its own for every request
+/// it sends, so progress is mapped back. Each direction of each upstream
+/// connection has its own map: every `Peer` counts its tokens from 0.
+///
+/// The client's requests map to the client's peer of each request: one
+/// upstream connection serves many sessionless clients.
 ///
 /// rmcp handles each notification in a task of its own, so the last progress
 /// of a request can be handled after its answer: a finished request's tokens
 /// stay known for the next [`RETIRED`] requests.
-#[derive(Clone, Default)]
-pub(crate) struct ProgressMap(Arc<Mutex<Tokens>>);
+pub(crate) struct ProgressMap<R = ()>(Arc<Mutex<Tokens<R>>>);
+
+impl<R> Clone for ProgressMap<R> {
+    fn clone(&self) -> Self {
+        Self(self.0.clone())
+    }
+}
+
+impl<R> Default for ProgressMap<R> {
+    fn default() -> Self {
+        Self(Arc::new(Mutex::new(Tokens {
+            map: HashMap::new(),
+            retired: VecDeque::new(),
+            passing: HashMap::new(),
+            passed: Arc::default(),
+        })))
+    }
+}
 
 /// Finished requests whose tokens are still mapped.
 const RETIRED: usize = 256;
@@ -44,9 +63,8 @@ const RETIRED: usize = 256;
 /// The longest an answer waits for its request's progress to be sent.
 const SETTLE: Duration = Duration::from_secs(1);
 
-#[derive(Default)]
-struct Tokens {
-    map: HashMap<ProgressToken, ProgressToken>,
+struct Tokens<R> {
+    map: HashMap<ProgressToken, (ProgressToken, R)>,
     retired: VecDeque<ProgressToken>,
     /// Progress notifications being passed on, by forwarded token.
     passing: HashMap<ProgressToken, usize>,
@@ -55,12 +73,12 @@ struct Tokens {
 
 /// Marks one progress notification as being passed on; dropping it says it
 /// has been sent.
-struct Passing {
-    map: ProgressMap,
+struct Passing<R> {
+    map: ProgressMap<R>,
     token: ProgressToken,
 }
 
-impl Drop for Passing {
+impl<R> Drop for Passing<R> {
     fn drop(&mut self) {
         let mut tokens = self.map.lock();
         if let Some(n) = tokens.passing.get_mut(&self.token) {
@@ -73,9 +91,17 @@ impl Drop for Passing {
     }
 }
 
-impl ProgressMap {
-    fn insert(&self, forwarded: ProgressToken, original: ProgressToken) {
-        self.lock().map.insert(forwarded, original);
+impl<R> ProgressMap<R> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Tokens<R>> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+impl<R: Clone> ProgressMap<R> {
+    fn insert(&self, forwarded: ProgressToken, original: ProgressToken, route: R) {
+        self.lock().map.insert(forwarded, (original, route));
     }
 
     fn retire(&self, forwarded: ProgressToken) {
@@ -92,20 +118,23 @@ impl ProgressMap {
     }
 
     pub(crate) fn original(&self, forwarded: &ProgressToken) -> Option<ProgressToken> {
-        self.lock().map.get(forwarded).cloned()
+        self.lock()
+            .map
+            .get(forwarded)
+            .map(|(original, _)| original.clone())
     }
 
-    /// The original token, and a mark that holds the answer to the request
-    /// back until this notification has been sent.
-    fn begin(&self, forwarded: &ProgressToken) -> Option<(ProgressToken, Passing)> {
+    /// The original token and its route, and a mark that holds the answer
+    /// to the request back until this notification has been sent.
+    fn begin(&self, forwarded: &ProgressToken) -> Option<(ProgressToken, R, Passing<R>)> {
         let mut tokens = self.lock();
-        let original = tokens.map.get(forwarded).cloned()?;
+        let (original, route) = tokens.map.get(forwarded).cloned()?;
         *tokens.passing.entry(forwarded.clone()).or_default() += 1;
         let mark = Passing {
             map: self.clone(),
             token: forwarded.clone(),
         };
-        Some((original, mark))
+        Some((original, route, mark))
     }
 
     /// Waits until no progress of `forwarded` is being passed on, at most
@@ -129,12 +158,6 @@ impl ProgressMap {
             }
         };
         let _ = tokio::time::timeout(SETTLE, wait).await;
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, Tokens> {
-        self.0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
@@ -183,15 +206,16 @@ impl Failure {
 }
 
 /// Sends `request` to `peer` with the sender's `_meta`, and waits for the
-/// answer, for `ct`, or for `timeout` without an answer or progress. A
-/// cancellation is passed on to the peer as `notifications/cancelled` with
-/// the forwarded request's id (rmcp sends it itself on a timeout).
-pub(crate) async fn forward<R: ServiceRole>(
+/// answer, for `ct`, or for `timeout` without an answer or progress. Its
+/// progress goes to `route`. A cancellation is passed on to the peer as
+/// `notifications/cancelled` with the forwarded request's id (rmcp sends it
+/// itself on a timeout).
+pub(crate) async fn forward<R: ServiceRole, T: Clone>(
     peer: &Peer<R>,
     request: R::Req,
     meta: RequestMetaObject,
     ct: &CancellationToken,
-    progress: &ProgressMap,
+    (progress, route): (&ProgressMap<T>, T),
     timeout: Option<Duration>,
 ) -> Result<R::PeerResp, Failure> {
     let original = meta.get_progress_token();
@@ -209,7 +233,7 @@ pub(crate) async fn forward<R: ServiceRole>(
     let forwarded = handle.progress_token.clone();
     let tracked = original.is_some();
     if let Some(original) = original {
-        progress.insert(forwarded.clone(), original);
+        progress.insert(forwarded.clone(), original, route);
     }
     let outcome = tokio::select! {
         answer = handle.await_response() => {
@@ -251,15 +275,20 @@ fn gone(err: ServiceError) -> Failure {
     Failure::Gone(err.to_string())
 }
 
-/// The upstream side of one session: answers the upstream's requests by
+/// The upstream side of one connection: answers the upstream's requests by
 /// asking the real client, and passes its notifications on.
+///
+/// A connection that serves sessionless clients has no one client to ask
+/// or to tell (`downstream` is `None`): the upstream's requests get an
+/// error, and only progress, which names its request, reaches a client.
 #[derive(Clone)]
 pub(crate) struct Relay {
-    pub(crate) downstream: Peer<RoleServer>,
+    pub(crate) downstream: Option<Peer<RoleServer>>,
     /// The client's own `initialize` parameters, plus the proxy flag.
     pub(crate) client: ClientConfig,
-    /// Tokens of the client's requests, as forwarded to the upstream.
-    pub(crate) upstream_tokens: ProgressMap,
+    /// Tokens of the client's requests, as forwarded to the upstream, and
+    /// the client peer each came from.
+    pub(crate) upstream_tokens: ProgressMap<Peer<RoleServer>>,
     /// Tokens of the upstream's requests, as relayed to the client.
     pub(crate) client_tokens: ProgressMap,
 }
@@ -278,15 +307,25 @@ impl Service<RoleClient> for Relay {
             ServerRequest::CustomRequest(custom) => custom.method.as_str(),
             _ => "other",
         });
+        let Some(downstream) = &self.downstream else {
+            return match request {
+                ServerRequest::PingRequest(_) => Ok(ClientResult::empty(())),
+                _ => Err(McpError::invalid_request(
+                    "lro proxy serves sessionless (MCP 2026-07-28) clients on this \
+                     connection; it cannot pass a server request on to them",
+                    None,
+                )),
+            };
+        };
         let started = Instant::now();
         // No timeout of the proxy's own: the upstream keeps the one it set
         // for its request, and an elicitation waits for a person.
         let outcome = forward(
-            &self.downstream,
+            downstream,
             request,
             context.meta,
             &context.ct,
-            &self.client_tokens,
+            (&self.client_tokens, ()),
             None,
         )
         .await;
@@ -307,7 +346,7 @@ impl Service<RoleClient> for Relay {
             // tells the client with the client's own request id.
             ServerNotification::CancelledNotification(_) => return Ok(()),
             ServerNotification::ProgressNotification(mut progress) => {
-                let Some((original, passing)) =
+                let Some((original, client, passing)) =
                     self.upstream_tokens.begin(&progress.params.progress_token)
                 else {
                     // Progress for a request the client sent no token with.
@@ -316,15 +355,20 @@ impl Service<RoleClient> for Relay {
                 progress.params.progress_token = original;
                 let mut notification = ServerNotification::ProgressNotification(progress);
                 set_meta(&mut notification, context.meta);
-                let _ = self.downstream.send_notification(notification).await;
+                let _ = client.send_notification(notification).await;
                 drop(passing);
                 return Ok(());
             }
             other => other,
         };
+        // Sessionless clients have no stream a notification about no
+        // request of theirs could go to.
+        let Some(downstream) = &self.downstream else {
+            return Ok(());
+        };
         set_meta(&mut notification, context.meta);
         // A client that is gone cannot be told; the session is ending anyway.
-        let _ = self.downstream.send_notification(notification).await;
+        let _ = downstream.send_notification(notification).await;
         Ok(())
     }
 
@@ -349,12 +393,12 @@ mod tests {
 
     #[test]
     fn a_finished_requests_token_stays_mapped_for_late_progress() {
-        let map = ProgressMap::default();
-        map.insert(token(0), token(100));
+        let map = ProgressMap::<()>::default();
+        map.insert(token(0), token(100), ());
         map.retire(token(0));
         assert_eq!(map.original(&token(0)), Some(token(100)));
         for n in 1..=RETIRED as i64 {
-            map.insert(token(n), token(100 + n));
+            map.insert(token(n), token(100 + n), ());
             map.retire(token(n));
         }
         assert_eq!(map.original(&token(0)), None, "the oldest is forgotten");

@@ -1,87 +1,21 @@
 //! [`Proxy`]: the `ServerHandler` of one client session, and its own
 //! upstream session. The trait's methods are in [`crate::forward`].
 
-use std::{
-    sync::{
-        Arc, Mutex, RwLock,
-        atomic::{AtomicBool, Ordering},
-    },
-    time::{Duration, Instant},
-};
+use std::sync::{Arc, Mutex, RwLock};
 
-use lro_core::{
-    metric::{UpstreamErrorCode, UpstreamExit},
-    wire::PROXY_EXTENSION,
-};
+use lro_core::wire::PROXY_EXTENSION;
 use rmcp::{
-    ErrorData as McpError, RoleClient, RoleServer, ServiceExt as _,
+    ErrorData as McpError, RoleServer,
     model::*,
-    service::{NotificationContext, Peer, RequestContext, RunningService},
-    transport::{
-        StreamableHttpClientTransport, streamable_http_client::StreamableHttpClientTransportConfig,
-    },
+    service::{ClientLifecycleMode, NotificationContext, Peer, RequestContext},
 };
-use tokio::sync::OwnedSemaphorePermit;
 
 use crate::{
-    ProxyError, ProxyShared, Upstream,
-    child::{self, ChildGuard},
-    error::Redacted,
-    exit::ChildExit,
-    flag::FlaggingClient,
-    relay::{Failure, ProgressMap, Relay, forward, set_meta},
-    telemetry,
-    upstream::redact_urls,
+    ProxyError, ProxyShared,
+    connection::Connection,
+    relay::{ProgressMap, Relay, set_meta},
+    wire::Wire,
 };
-
-/// How long a failed call waits for a dying child's exit status, so the
-/// error can name it.
-const EXIT_STATUS_WAIT: Duration = Duration::from_secs(1);
-
-/// How long an upstream has to answer `initialize`.
-const INIT_TIMEOUT: Duration = Duration::from_secs(60);
-
-/// One open upstream session. Dropping it closes the session (and ends the
-/// child of a stdio upstream).
-struct Connection {
-    service: RunningService<RoleClient, Relay>,
-    child: Option<ChildGuard>,
-    /// See [`Relay`]: the progress tokens of each direction.
-    upstream_tokens: ProgressMap,
-    client_tokens: ProgressMap,
-    /// The HTTP connection was lost; recorded once.
-    lost: AtomicBool,
-    _slot: Option<OwnedSemaphorePermit>,
-}
-
-impl Drop for Connection {
-    fn drop(&mut self) {
-        telemetry::session_closed();
-    }
-}
-
-impl Connection {
-    fn peer(&self) -> &Peer<RoleClient> {
-        self.service.peer()
-    }
-
-    /// Why the upstream is gone: the child's exit when there is a child.
-    async fn why_gone(&self, fallback: String) -> String {
-        match &self.child {
-            Some(child) => match child.exit_within(EXIT_STATUS_WAIT).await {
-                Some(
-                    exit @ ChildExit {
-                        by_proxy: false, ..
-                    },
-                ) => {
-                    format!("the upstream server {exit}")
-                }
-                _ => fallback,
-            },
-            None => redact_urls(&fallback),
-        }
-    }
-}
 
 /// The `ServerHandler` of one client session: every request goes to this
 /// session's upstream, with its `_meta`, and the answer or JSON-RPC error
@@ -145,15 +79,21 @@ impl Proxy {
         Ok(())
     }
 
-    /// The upstream's `initialize` answer, once it has given one.
+    /// The upstream's `initialize` answer, once this session has one.
     pub(crate) fn upstream_info(&self) -> Option<ServerConfig> {
         self.session.info.read().expect("poisoned").clone()
+    }
+
+    /// What the upstream said of itself: this session's `initialize`
+    /// answer, else what the sessionless connections learned.
+    pub(crate) fn any_upstream_info(&self) -> Option<ServerConfig> {
+        self.upstream_info().or_else(|| self.shared.pool().info())
     }
 
     /// The token the upstream chose for a request it sent through the
     /// proxy, given the token the client sees; `None` for any other token.
     pub(crate) fn upstream_progress_token(&self, token: &ProgressToken) -> Option<ProgressToken> {
-        self.current()?.client_tokens.original(token)
+        self.current()?.upstream_progress_token(token)
     }
 
     /// Opens the upstream session for the client's `initialize`.
@@ -162,93 +102,15 @@ impl Proxy {
         client: InitializeRequestParams,
         downstream: Peer<RoleServer>,
     ) -> Result<Arc<Connection>, ProxyError> {
-        let cfg = self.shared.config();
-        let slot = self.shared.slot()?;
         let relay = Relay {
-            downstream,
+            downstream: Some(downstream),
             client: flag_as_proxy(client),
             upstream_tokens: ProgressMap::default(),
             client_tokens: ProgressMap::default(),
         };
-        let (upstream_tokens, client_tokens) =
-            (relay.upstream_tokens.clone(), relay.client_tokens.clone());
-        let upstream = cfg.upstream();
-        let failed = |source: Box<dyn std::error::Error + Send + Sync>| ProxyError::Initialize {
-            upstream: upstream.to_string(),
-            source,
-        };
-        let timed_out = || format!("no answer to initialize within {}s", INIT_TIMEOUT.as_secs());
-        let (service, child) = match upstream {
-            Upstream::Command { program, args } => {
-                let (guard, transport) = child::spawn(
-                    program,
-                    args,
-                    cfg.watchdog.as_deref(),
-                    cfg.max_message_bytes,
-                    self.shared.tasks(),
-                )
-                .inspect_err(|_| telemetry::connect_failed())?;
-                match tokio::time::timeout(INIT_TIMEOUT, relay.serve(transport)).await {
-                    Ok(Ok(service)) => (service, Some(guard)),
-                    outcome => {
-                        let why = match guard.exit_within(EXIT_STATUS_WAIT).await {
-                            Some(exit) => format!("it {exit}").into(),
-                            None => match outcome {
-                                Ok(Err(err)) => err.into(),
-                                _ => timed_out().into(),
-                            },
-                        };
-                        telemetry::connect_failed();
-                        return Err(failed(why));
-                    }
-                }
-            }
-            Upstream::Http { url, headers } => {
-                let config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
-                    .custom_headers(headers.iter().cloned().collect())
-                    .max_sse_event_size(cfg.max_message_bytes)
-                    .max_json_response_size(cfg.max_message_bytes);
-                let transport =
-                    StreamableHttpClientTransport::with_client(FlaggingClient::new(), config);
-                match tokio::time::timeout(INIT_TIMEOUT, relay.serve(transport)).await {
-                    Ok(Ok(service)) => (service, None),
-                    outcome => {
-                        telemetry::connect_failed();
-                        return Err(failed(match outcome {
-                            Ok(Err(err)) => Box::new(Redacted::new(&err)),
-                            _ => timed_out().into(),
-                        }));
-                    }
-                }
-            }
-        };
-        telemetry::session_opened(self.shared.take_restart());
-        if let Some(guard) = &child {
-            let mut exit = guard.exit();
-            let shared = self.shared.clone();
-            let shown = upstream.to_string();
-            self.shared.tasks().spawn(async move {
-                if let Ok(exit) = exit.wait_for(Option::is_some).await
-                    && let Some(
-                        exit @ ChildExit {
-                            by_proxy: false, ..
-                        },
-                    ) = *exit
-                {
-                    shared.report_lost(format!("upstream {shown} {exit}"));
-                }
-            });
-        }
-        let info = service.peer().peer_info().map(|info| server_config(&info));
-        *self.session.info.write().expect("poisoned") = info;
-        Ok(Arc::new(Connection {
-            service,
-            child,
-            upstream_tokens,
-            client_tokens,
-            lost: AtomicBool::new(false),
-            _slot: slot,
-        }))
+        let conn = Connection::open(&self.shared, relay, ClientLifecycleMode::Initialize).await?;
+        *self.session.info.write().expect("poisoned") = conn.info();
+        Ok(conn)
     }
 
     /// The open upstream session, when it is usable: a lost HTTP connection
@@ -256,7 +118,7 @@ impl Proxy {
     /// gone with it, so its calls keep getting the error that says so).
     fn current(&self) -> Option<Arc<Connection>> {
         let conn = self.session.conn.read().expect("poisoned").clone()?;
-        (conn.child.is_some() || !conn.peer().is_transport_closed()).then_some(conn)
+        (conn.has_child() || conn.alive()).then_some(conn)
     }
 
     /// The open upstream session, reconnecting a lost HTTP upstream.
@@ -274,8 +136,8 @@ impl Proxy {
         let client = self.session.client.lock().expect("poisoned").clone();
         let (params, downstream) = match client {
             Some(client) => client,
-            // A client that skipped `initialize` (stateless HTTP): use what
-            // rmcp learned about it.
+            // A legacy client that skipped `initialize`: use what rmcp
+            // learned about it.
             None => (
                 cx.peer
                     .peer_info()
@@ -292,76 +154,49 @@ impl Proxy {
         Ok(conn)
     }
 
-    /// Forwards one request to the upstream and returns its answer.
+    /// Forwards one request to the upstream and returns its answer: a
+    /// legacy client's on its session's own connection, a sessionless
+    /// client's on its principal's shared one (see [`crate::pool`]).
     pub(crate) async fn call(
         &self,
         request: ClientRequest,
         cx: RequestContext<RoleServer>,
     ) -> Result<ServerResult, McpError> {
-        let conn = self.connection(&cx).await?;
-        let method = telemetry::method_label(request.method());
-        let started = Instant::now();
-        let outcome = tokio::select! {
-            outcome = forward(
-                conn.peer(),
-                request,
-                cx.meta,
-                &cx.ct,
-                &conn.upstream_tokens,
-                self.shared.config().request_timeout,
-            ) => outcome,
-            // The session ends with the proxy: the call gets an error, not silence.
-            () = self.shared.closing().cancelled() => {
-                telemetry::request_failed(method, UpstreamErrorCode::Cancelled);
-                return Err(McpError::internal_error(
-                    "lro proxy is shutting down; the call did not finish",
-                    None,
-                ));
+        match Wire::of(&cx.meta) {
+            Wire::Legacy => {
+                let conn = self.connection(&cx).await?;
+                conn.call(&self.shared, request, cx).await
             }
-        };
-        telemetry::request_done(method, started.elapsed());
-        match outcome {
-            Ok(result) => Ok(result),
-            Err(Failure::Gone(why)) => {
-                telemetry::request_failed(method, UpstreamErrorCode::Transport);
-                let why = conn.why_gone(format!("the upstream is gone: {why}")).await;
-                if conn.child.is_none() && !conn.lost.swap(true, Ordering::Relaxed) {
-                    // Counted once per connection; the next call reconnects
-                    // (see `connection`).
-                    telemetry::upstream_exit(UpstreamExit::Disconnected);
-                    self.shared.restart_due();
-                }
-                Err(McpError::internal_error(why, None))
-            }
-            Err(failure) => {
-                telemetry::request_failed(method, failure.code());
-                Err(failure.into_mcp())
-            }
+            Wire::Modern => self.shared.pool().call(&self.shared, request, cx).await,
         }
+    }
+
+    /// What the upstream said of itself, opening this principal's
+    /// sessionless connection if nothing is known yet: `server/discover`
+    /// is answered from it.
+    pub(crate) async fn learn_upstream(
+        &self,
+        cx: &RequestContext<RoleServer>,
+    ) -> Result<ServerConfig, McpError> {
+        if let Some(info) = self.any_upstream_info() {
+            return Ok(info);
+        }
+        let conn = self.shared.pool().connection(&self.shared, cx).await?;
+        conn.info()
+            .ok_or_else(|| McpError::internal_error("the upstream did not describe itself", None))
     }
 }
 
 /// The client's `initialize` parameters with the proxy flag in the form an
 /// rmcp server can read: the [`PROXY_EXTENSION`] capability extension. (The
 /// spec's `clientInfo.proxy` is added on the wire, see [`crate::flag`].)
-fn flag_as_proxy(mut client: InitializeRequestParams) -> InitializeRequestParams {
+pub(crate) fn flag_as_proxy(mut client: InitializeRequestParams) -> InitializeRequestParams {
     let extensions = client
         .capabilities
         .extensions
         .get_or_insert_with(Default::default);
     extensions.insert(PROXY_EXTENSION.to_owned(), lro_core::wire::proxy_settings());
     client
-}
-
-fn server_config(info: &ServerPeerInfo) -> ServerConfig {
-    let mut config = ServerConfig::new(info.capabilities.clone())
-        .with_protocol_version(info.protocol_version.clone());
-    if let Some(server_info) = &info.server_info {
-        config = config.with_server_info(server_info.clone());
-    }
-    config.instructions = info.instructions.clone();
-    config.meta = info.meta.clone();
-    config
 }
 
 impl Proxy {

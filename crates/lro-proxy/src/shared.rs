@@ -12,7 +12,7 @@ use std::{
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
-use crate::{ProxyConfig, ProxyError, Upstream, child, upstream::redact_urls};
+use crate::{ProxyConfig, ProxyError, Upstream, child, pool::Pool, upstream::redact_urls};
 
 /// The variables that send reqwest's requests through an HTTP proxy.
 const PROXY_VARIABLES: [&str; 6] = [
@@ -46,6 +46,8 @@ struct SharedInner {
     /// Cancelled when the proxy stops: the calls still in progress end
     /// with an error.
     closing: CancellationToken,
+    /// The upstream connections of sessionless clients.
+    pool: Arc<Pool>,
 }
 
 impl ProxyShared {
@@ -59,6 +61,7 @@ impl ProxyShared {
             lost: watch::channel(None).0,
             restart_due: false.into(),
             closing: CancellationToken::new(),
+            pool: Arc::default(),
         }))
     }
 
@@ -158,6 +161,8 @@ impl ProxyShared {
     /// orphaned.
     pub async fn shutdown(&self) {
         self.end_calls();
+        // The sessionless connections are the proxy's own: they end here.
+        self.0.pool.close();
         self.0.tasks.close();
         self.0.tasks.wait().await;
     }
@@ -179,6 +184,16 @@ impl ProxyShared {
             }
             Upstream::Http { .. } => Ok(None),
         }
+    }
+
+    /// The upstream connections of sessionless clients.
+    pub(crate) fn pool(&self) -> &Pool {
+        &self.0.pool
+    }
+
+    /// The pool, for a task that must not keep it alive.
+    pub(crate) fn pool_weak(&self) -> std::sync::Weak<Pool> {
+        Arc::downgrade(&self.0.pool)
     }
 
     /// The tasks that end children and drain their pipes.

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from testkit.procs import kill_quietly, pid_alive
-from support import read_pids
+from testkit.procs import Background, kill_quietly, pid_alive
+from support import fixture_cmd, full_env, offload_env, proxy_argv, read_pids
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -45,6 +45,24 @@ def fixture_env(tmp_path: Path, pid_file: Path) -> dict[str, str]:
         "FIXTURE_CANCEL_FILE": str(tmp_path / "cancelled.marker"),
         "FIXTURE_STARTED_FILE": str(tmp_path / "started.marker"),
     }
+
+
+@pytest.fixture
+def start_proxy(tmp_path: Path, fixture_env: dict[str, str], out_dir: Path):
+    """Starts `lro proxy --http 127.0.0.1:0 [ARGS] -- fixture`; returns (process, URL)."""
+    started: list[Background] = []
+
+    def start(*args: str) -> tuple[Background, str]:
+        env = full_env({**fixture_env, **offload_env(out_dir, threshold=500)})
+        proc = Background(
+            proxy_argv("--http", "127.0.0.1:0", *args, upstream=fixture_cmd()), env, tmp_path / f"proxy{len(started)}.err"
+        )
+        started.append(proc)
+        return proc, proc.wait_url()
+
+    yield start
+    for proc in started:
+        proc.stop()
 
 
 @pytest.fixture

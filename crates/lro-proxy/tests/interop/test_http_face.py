@@ -26,29 +26,9 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
-from support import (
-    EXIT_S, cancel_slow_call, descriptor, fixture_cmd, full_env, offload_env, proxy_argv, read_pids, texts, unwrapped,
-)
-from testkit.procs import Background, pid_alive
+from support import EXIT_S, cancel_slow_call, descriptor, read_pids, texts, unwrapped
+from testkit.procs import pid_alive
 from testkit.waiting import PROMPT_S, await_until, wait_until
-
-
-@pytest.fixture
-def start_proxy(tmp_path: Path, fixture_env: dict[str, str], out_dir: Path):
-    """Starts `lro proxy --http 127.0.0.1:0 [ARGS] -- fixture`; returns (process, URL)."""
-    started: list[Background] = []
-
-    def start(*args: str) -> tuple[Background, str]:
-        env = full_env({**fixture_env, **offload_env(out_dir, threshold=500)})
-        proc = Background(
-            proxy_argv("--http", "127.0.0.1:0", *args, upstream=fixture_cmd()), env, tmp_path / f"proxy{len(started)}.err"
-        )
-        started.append(proc)
-        return proc, proc.wait_url()
-
-    yield start
-    for proc in started:
-        proc.stop()
 
 
 @asynccontextmanager

@@ -217,7 +217,11 @@ impl<H: ServerHandler> Lro<H> {
             return;
         }
         let mut cx = cx.clone();
-        cx.meta = Default::default();
+        // The call's progress token and the rest of its `_meta` are not
+        // this listing's; its wire context is (MCP 2026-07-28 carries the
+        // protocol version and client in every request's `_meta`).
+        cx.meta
+            .retain(|key, _| key.starts_with("io.modelcontextprotocol/"));
         let mut cursor: Option<String> = None;
         loop {
             let first_page = cursor.is_none();
