@@ -29,6 +29,7 @@ use crate::{
     error::Redacted,
     exit::ChildExit,
     flag::FlaggingClient,
+    listen::Listeners,
     relay::{Failure, ProgressMap, Relay, forward},
     telemetry,
     upstream::redact_urls,
@@ -52,6 +53,7 @@ pub(crate) struct Connection {
     /// See [`Relay`]: the progress tokens of each direction.
     upstream_tokens: ProgressMap<Peer<RoleServer>>,
     client_tokens: ProgressMap,
+    listeners: Listeners,
     /// The HTTP connection was lost; recorded once.
     lost: AtomicBool,
     _slot: Option<OwnedSemaphorePermit>,
@@ -74,8 +76,11 @@ impl Connection {
     ) -> Result<Arc<Self>, ProxyError> {
         let cfg = shared.config();
         let slot = shared.slot()?;
-        let (upstream_tokens, client_tokens) =
-            (relay.upstream_tokens.clone(), relay.client_tokens.clone());
+        let (upstream_tokens, client_tokens, listeners) = (
+            relay.upstream_tokens.clone(),
+            relay.client_tokens.clone(),
+            relay.listeners.clone(),
+        );
         let upstream = cfg.upstream();
         let failed = |source: Box<dyn std::error::Error + Send + Sync>| ProxyError::Initialize {
             upstream: upstream.to_string(),
@@ -155,6 +160,7 @@ impl Connection {
             wire,
             upstream_tokens,
             client_tokens,
+            listeners,
             lost: AtomicBool::new(false),
             _slot: slot,
         }))
@@ -162,6 +168,16 @@ impl Connection {
 
     pub(crate) fn peer(&self) -> &Peer<RoleClient> {
         self.service.peer()
+    }
+
+    /// The wire the upstream agreed.
+    pub(crate) fn wire(&self) -> Wire {
+        self.wire
+    }
+
+    /// The open listens of sessionless clients (see [`crate::listen`]).
+    pub(crate) fn listeners(&self) -> &Listeners {
+        &self.listeners
     }
 
     /// What the upstream said of itself, as a server's configuration.

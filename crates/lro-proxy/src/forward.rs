@@ -6,7 +6,7 @@ use std::borrow::Cow;
 use rmcp::{
     ErrorData as McpError, RoleServer, ServerHandler,
     model::*,
-    service::{NotificationContext, RequestContext},
+    service::{NotificationContext, RequestContext, SubscriptionContext},
 };
 
 use crate::{Proxy, ProxyError};
@@ -43,9 +43,7 @@ fn optional<M: Default, P>(params: Option<P>) -> RequestOptionalParam<M, P> {
     }
 }
 
-// Every method the upstream may serve is forwarded. `subscriptions/listen`
-// (the 2026-07-28 subscription stream) is not: rmcp's client has no way to
-// relay its acknowledgement, so the method stays unimplemented (-32601).
+// Every method the upstream may serve is forwarded.
 // `crates/lro-tidy/tests/forwarding.rs` lists each trait method left out, with the reason.
 #[allow(deprecated)]
 impl ServerHandler for Proxy {
@@ -257,9 +255,36 @@ impl ServerHandler for Proxy {
             .await;
     }
 
+    // What the client asks for; rmcp acknowledges it within what the
+    // upstream declares (`get_info`).
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(requested.clone())
+    }
+
+    async fn listen(&self, cx: SubscriptionContext) -> Result<(), McpError> {
+        self.shared().pool().listen(self.shared(), cx).await
+    }
+
     fn get_info(&self) -> ServerConfig {
+        // Before the upstream has been reached, every change notification is
+        // declared: a sessionless client's first request may be a listen,
+        // which rmcp acknowledges within this, and an upstream that sends
+        // fewer kinds only leaves some unheard.
         self.any_upstream_info().unwrap_or_else(|| {
-            ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            ServerConfig::new(
+                ServerCapabilities::builder()
+                    .enable_prompts()
+                    .enable_resources()
+                    .enable_tools()
+                    .enable_prompts_list_changed()
+                    .enable_resources_list_changed()
+                    .enable_resources_subscribe()
+                    .enable_tool_list_changed()
+                    .build(),
+            )
         })
     }
 

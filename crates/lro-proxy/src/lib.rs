@@ -41,6 +41,7 @@ mod error;
 mod exit;
 mod flag;
 mod forward;
+mod listen;
 mod pool;
 mod reclaim;
 mod relay;

@@ -30,16 +30,18 @@ use rmcp::{
         ClientCapabilities, ClientConfig, ClientRequest, Implementation, InitializeRequestParams,
         ProtocolVersion, ServerConfig, ServerResult,
     },
-    service::{ClientLifecycleMode, RequestContext},
+    service::{ClientLifecycleMode, RequestContext, SubscriptionContext},
 };
 use tokio_util::sync::CancellationToken;
 
 use crate::{
     ProxyError, ProxyShared,
     connection::{Connection, shutting_down},
+    listen::{self, Listeners},
     relay::ProgressMap,
     relay::Relay,
     session::flag_as_proxy,
+    wire::Wire,
 };
 
 /// How long the reaper sleeps between looks, at most.
@@ -135,6 +137,21 @@ impl Pool {
         conn.call(shared, request, cx).await
     }
 
+    /// Runs a client's `subscriptions/listen` on its principal's
+    /// connection; an open listen keeps the connection from idling out.
+    pub(crate) async fn listen(
+        &self,
+        shared: &ProxyShared,
+        cx: SubscriptionContext,
+    ) -> Result<(), McpError> {
+        let entry = self.enter(shared, principal(cx.request_context()));
+        let conn = self.connect(shared, &entry.0).await?;
+        match conn.wire() {
+            Wire::Modern => listen::relay(conn.peer(), cx).await,
+            Wire::Legacy => listen::fan_out(conn.listeners(), conn.peer(), cx).await,
+        }
+    }
+
     /// The principal's connection, opened if needed; for `server/discover`,
     /// which needs the upstream's capabilities.
     pub(crate) async fn connection(
@@ -179,6 +196,7 @@ impl Pool {
             client: proxy_client(),
             upstream_tokens: ProgressMap::default(),
             client_tokens: ProgressMap::default(),
+            listeners: Listeners::default(),
         };
         let lifecycle = ClientLifecycleMode::Auto {
             preferred_versions: vec![ProtocolVersion::V_2026_07_28],

@@ -24,7 +24,7 @@ use rmcp::{
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use crate::telemetry;
+use crate::{listen::Listeners, telemetry};
 
 /// Progress tokens of forwarded requests: the token rmcp gave the forwarded
 /// request, mapped to the token its sender chose and to `R`, where its
@@ -291,6 +291,9 @@ pub(crate) struct Relay {
     pub(crate) upstream_tokens: ProgressMap<Peer<RoleServer>>,
     /// Tokens of the upstream's requests, as relayed to the client.
     pub(crate) client_tokens: ProgressMap,
+    /// The sessionless clients' open listens, for a legacy upstream's
+    /// change notifications.
+    pub(crate) listeners: Listeners,
 }
 
 impl Service<RoleClient> for Relay {
@@ -361,9 +364,18 @@ impl Service<RoleClient> for Relay {
             }
             other => other,
         };
-        // Sessionless clients have no stream a notification about no
-        // request of theirs could go to.
+        // Sessionless clients hear of changes on their listens only; no
+        // request stream of theirs is about a log line of the upstream's.
         let Some(downstream) = &self.downstream else {
+            if matches!(
+                notification,
+                ServerNotification::ToolListChangedNotification(_)
+                    | ServerNotification::PromptListChangedNotification(_)
+                    | ServerNotification::ResourceListChangedNotification(_)
+                    | ServerNotification::ResourceUpdatedNotification(_)
+            ) {
+                self.listeners.deliver(notification).await;
+            }
             return Ok(());
         };
         set_meta(&mut notification, context.meta);

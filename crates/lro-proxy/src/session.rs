@@ -13,6 +13,7 @@ use rmcp::{
 use crate::{
     ProxyError, ProxyShared,
     connection::Connection,
+    listen::Listeners,
     relay::{ProgressMap, Relay, set_meta},
     wire::Wire,
 };
@@ -79,6 +80,11 @@ impl Proxy {
         Ok(())
     }
 
+    /// What all sessions of this proxy share.
+    pub(crate) fn shared(&self) -> &ProxyShared {
+        &self.shared
+    }
+
     /// The upstream's `initialize` answer, once this session has one.
     pub(crate) fn upstream_info(&self) -> Option<ServerConfig> {
         self.session.info.read().expect("poisoned").clone()
@@ -107,6 +113,7 @@ impl Proxy {
             client: flag_as_proxy(client),
             upstream_tokens: ProgressMap::default(),
             client_tokens: ProgressMap::default(),
+            listeners: Listeners::default(),
         };
         let conn = Connection::open(&self.shared, relay, ClientLifecycleMode::Initialize).await?;
         *self.session.info.write().expect("poisoned") = conn.info();

@@ -12,7 +12,7 @@
 use std::{collections::BTreeSet, path::PathBuf, process::Command};
 
 /// The trait methods the proxy's `Proxy` leaves to rmcp's default, and why.
-const NOT_FORWARDED: [(&str, &str); 6] = [
+const NOT_FORWARDED: [(&str, &str); 4] = [
     (
         "negotiate_initialize",
         "a helper of the default `initialize`; the proxy's `initialize` answers \
@@ -36,15 +36,6 @@ const NOT_FORWARDED: [(&str, &str); 6] = [
         "rmcp cancels the request's token itself, and `relay::forward` passes \
          that on as `notifications/cancelled` with the id of the forwarded \
          request; the client's notification names an id the upstream never saw",
-    ),
-    (
-        "accepted_subscription_filter",
-        "`subscriptions/listen` is not forwarded: rmcp's client cannot relay \
-         its acknowledgement, so the method stays unimplemented (-32601)",
-    ),
-    (
-        "listen",
-        "`subscriptions/listen`, see `accepted_subscription_filter`",
     ),
 ];
 

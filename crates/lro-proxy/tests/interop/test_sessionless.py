@@ -168,3 +168,24 @@ async def test_a_legacy_session_keeps_its_own_child_beside_the_shared_one(start_
                 own = int(texts(await client.call_tool("whoami"))[0])
     assert own != shared, "a 2025-11-25 session was served by the sessionless child"
     assert await whoami(url) == shared
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("upstream", ["2026-07-28", "legacy-only"])
+async def test_a_listen_hears_the_upstreams_tool_list_change(start_proxy, fixture_env, upstream):
+    """`subscriptions/listen` through the proxy: relayed to an upstream that
+    speaks 2026-07-28, made from the session notifications of one that
+    speaks 2025-11-25 only."""
+    if upstream == "legacy-only":
+        fixture_env["FIXTURE_LEGACY_ONLY"] = "1"
+    _, url = start_proxy()
+    async with modern(url) as client, modern(url) as other:
+        with anyio.fail_after(PROMPT_S):
+            async with client.listen(tools_list_changed=True) as sub:
+                assert sub.honored.tools_list_changed
+                # Another client of the same principal changes the tools.
+                assert texts(await other.call_tool("change_tools")) == ["changed"]
+                event = await sub.__anext__()
+            assert type(event).__name__ == "ToolsListChanged", event
+            names = {t.name for t in (await client.list_tools()).tools}
+    assert "added" in names
