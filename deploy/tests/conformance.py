@@ -23,7 +23,6 @@ import json
 import os
 import re
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -36,11 +35,10 @@ import yaml
 
 from testkit.node import node_at_least
 from testkit.npm import npm_ci
-from testkit.paths import LRO, REPO
-from testkit.procs import Background, kill_group
+from testkit.paths import LRO, REPO, conformance_fixture
+from testkit.procs import kill_group, serving
 
 CONF_DIR = REPO / "deploy" / "conformance"
-FIXTURE = CONF_DIR / "fixture" / "everything.py"
 
 # The pinned suites (deploy/conformance/package.json), by version: where each is installed.
 SUITE_VERSION = "0.2.0-alpha.12"
@@ -52,7 +50,6 @@ SUITES = {
 # The suite 0.2 loads only on Node >= 22 (0.1.16 imports fs.globSync, also 22).
 NODE_MAJOR = 22
 
-READY_TIMEOUT_S = 30  # the fixture imports the SDK (~1 s); the proxy starts in well under that
 SUITE_TIMEOUT_S = 600  # a requirement set through a proxy that times scenarios out is the slow case
 SCENARIO_TIMEOUT_S = 120
 
@@ -123,26 +120,9 @@ def scored(run: Run) -> list[str] | None:
 # ---------------------------------------------------------------------------
 
 
-def fixture_argv(*args: str, only_2026: bool = False) -> list[str]:
-    """The fixture's command line: `stdio`, or `http PORT`."""
-    return [sys.executable, str(FIXTURE), *(["--only-2026"] if only_2026 else []), *args]
-
-
-@contextmanager
-def serving(name: str, argv: list[str], log_path: Path, env: dict[str, str] | None = None) -> Iterator[str]:
-    """Runs `argv` in a process group of its own until the block ends; yields the
-    URL of its readiness line (`... listening on http://...`). On exit the group
-    gets SIGTERM, then SIGKILL."""
-    proc = Background(argv, env, log_path, new_session=True, name=name)
-    try:
-        yield proc.wait_url(READY_TIMEOUT_S)
-    finally:
-        proc.stop()
-
-
 def start_fixture(log_dir: Path, only_2026: bool = False) -> AbstractContextManager[str]:
     """The fixture over HTTP on a free 127.0.0.1 port (it binds port 0 itself); yields its URL."""
-    return serving("fixture", fixture_argv("http", "0", only_2026=only_2026), log_dir / "fixture.log")
+    return serving("fixture", conformance_fixture(*(["--only-2026"] if only_2026 else []), "http", "0"), log_dir / "fixture.log")
 
 
 def start_proxy(args: list[str], log_dir: Path) -> AbstractContextManager[str]:
@@ -165,7 +145,7 @@ def proxy_before_fixture(log_dir: Path) -> Iterator[str]:
 TARGETS: dict[str, Callable[[Path], AbstractContextManager[str]]] = {
     "direct": start_fixture,
     "proxy --url": proxy_before_fixture,
-    "proxy stdio": lambda log_dir: start_proxy(["--", *fixture_argv("stdio")], log_dir),
+    "proxy stdio": lambda log_dir: start_proxy(["--", *conformance_fixture("stdio")], log_dir),
 }
 
 
@@ -276,36 +256,43 @@ def passing(results: dict[str, dict]) -> set[str]:
 
 @dataclass
 class SideBySide:
-    """Every RUN against every TARGET: results[target][run], and how long each
+    """Every RUN against every TARGET: results[target][run] (empty when the run
+    did not complete, with the reason in errors[target][run]), and how long each
     target's runs took."""
 
     results: dict[str, dict[Run, dict[str, dict]]] = field(default_factory=dict)
+    errors: dict[str, dict[Run, str]] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
 
 
-def _run_target(target: str, log_dir: Path) -> tuple[dict[Run, dict[str, dict]], float]:
+def _run_target(side: SideBySide, target: str, log_dir: Path) -> None:
     """`target`'s RUNS, one after the other, each against a target of its own
-    (so what one run leaves behind in a proxy cannot decide the next)."""
+    (so what one run leaves behind in a proxy cannot decide the next). A run
+    that cannot complete (a server that does not start, a suite past its
+    timeout) is recorded, so the other runs and the table still happen."""
     started = time.monotonic()
-    results = {}
+    side.results[target], side.errors[target] = {}, {}
     for i, run in enumerate(RUNS):
-        run_dir = log_dir / f"{target.replace(' ', '-').replace('--', '')}-{i}"
+        run_dir = log_dir / f"{re.sub(r'[^a-z0-9]+', '-', target)}-{i}"
         run_dir.mkdir(parents=True)
-        with TARGETS[target](run_dir) as url:
-            results[run] = run_suite(url, run)
-    return results, time.monotonic() - started
+        try:
+            with TARGETS[target](run_dir) as url:
+                side.results[target][run] = run_suite(url, run)
+        except (AssertionError, RuntimeError, TimeoutError) as exc:
+            side.results[target][run] = {}
+            side.errors[target][run] = f"{type(exc).__name__}: {exc}"
+    side.seconds[target] = time.monotonic() - started
 
 
 def side_by_side(log_dir: Path) -> SideBySide:
     """Runs every target's RUNS, the targets in parallel: a suite run waits on
     its server far more than it computes, so two cores carry three at once."""
     ensure_installed()
-    out = SideBySide()
+    side = SideBySide()
     with ThreadPoolExecutor(max_workers=len(TARGETS)) as pool:
-        futures = {target: pool.submit(_run_target, target, log_dir) for target in TARGETS}
-        for target, future in futures.items():
-            out.results[target], out.seconds[target] = future.result()
-    return out
+        for future in [pool.submit(_run_target, side, target, log_dir) for target in TARGETS]:
+            future.result()
+    return side
 
 
 def table(side: SideBySide) -> str:
@@ -318,7 +305,7 @@ def table(side: SideBySide) -> str:
     for run in RUNS:
         counted = scored(run)
         names = sorted({name for target in targets for name in side.results[target][run]}, key=lambda n: (counted is not None and n not in counted, n))
-        width = max(len(n) for n in names) + len(" (not scored)")
+        width = max((len(n) for n in names), default=0) + len(" (not scored)")
         lines += ["", f"conformance {run.label}", f"{'scenario':<{width}}  " + "  ".join(f"{t:<11}" for t in targets)]
         totals = {t: 0 for t in targets}
         for name in names:
@@ -334,6 +321,7 @@ def table(side: SideBySide) -> str:
         lines.append(f"{'scored, passed':<{width}}  " + "  ".join(f"{totals[t]:<11}" for t in targets))
     seconds = ", ".join(f"{t} {s:.0f} s" for t, s in side.seconds.items())
     lines += ["", f"wall time per target (in parallel): {seconds}"]
+    lines += [f"did not complete: {run.label}, {target}: {error}" for target, errors in side.errors.items() for run, error in errors.items()]
     if regressions:
         lines += ["", "passing directly, failing through the proxy:", *regressions]
     return "\n".join(lines)

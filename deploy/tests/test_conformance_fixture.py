@@ -51,6 +51,7 @@ def test_the_suites_are_pinned_exactly():
 
 @pytest.mark.parametrize("run", RUNS, ids=lambda run: run.label)
 def test_every_scored_scenario_runs(side_by_side, run):
+    assert run not in side_by_side.errors["direct"], side_by_side.errors["direct"][run]
     direct = side_by_side.results["direct"][run]
     scored = conformance.scored(run)
     if scored is None:

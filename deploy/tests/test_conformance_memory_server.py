@@ -17,6 +17,7 @@ import pytest
 
 import conformance
 from testkit.paths import MEMORY_SERVER
+from testkit.procs import serving
 
 SCENARIOS = ["server-stateless", "tools-list", "dns-rebinding-protection", "caching"]
 WIRE = "2026-07-28"
@@ -38,7 +39,7 @@ def results(binaries, tmp_path_factory) -> dict[str, dict]:
     log_dir = tmp_path_factory.mktemp("memory-server")
     env = {**os.environ, "ATLATL_PROMPT__OFFLOAD__OUTPUT_DIR": str(log_dir), "RUST_LOG": "warn"}
     argv = [str(MEMORY_SERVER), "--http", "127.0.0.1:0"]
-    with conformance.serving("memory-server", argv, log_dir / "memory-server.log", env) as url:
+    with serving("memory-server", argv, log_dir / "memory-server.log", env) as url:
         with ThreadPoolExecutor(max_workers=len(SCENARIOS)) as pool:
             runs = pool.map(lambda s: conformance.run_suite(url, scenario=s, spec_version=WIRE), SCENARIOS)
             return {name: result for run in runs for name, result in run.items()}

@@ -47,6 +47,7 @@ def cases() -> list:
 
 @pytest.mark.parametrize(("target", "run"), cases())
 def test_every_scenario_that_passes_directly_passes_through_the_proxy(side_by_side, target: str, run: Run):
+    assert run not in side_by_side.errors[target], side_by_side.errors[target][run]
     direct = side_by_side.results["direct"][run]
     through = side_by_side.results[target][run]
     assert len(conformance.passing(direct)) >= 30, f"the fixture itself fails:\n{conformance.describe_failures(direct)}"
@@ -59,5 +60,6 @@ def test_every_scenario_that_passes_directly_passes_through_the_proxy(side_by_si
 @pytest.mark.parametrize("target", PROXIES)
 @pytest.mark.parametrize("run", RUNS, ids=lambda run: run.label)
 def test_the_proxy_face_refuses_dns_rebinding(side_by_side, target: str, run: Run):
+    assert run not in side_by_side.errors[target], side_by_side.errors[target][run]
     result = side_by_side.results[target][run]["dns-rebinding-protection"]
     assert result["passed"], conformance.describe_failures({"dns-rebinding-protection": result})
