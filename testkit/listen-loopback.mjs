@@ -1,5 +1,5 @@
-// Preload (node --import) for the npm test servers (the conformance suite's
-// reference server, server-everything's streamable-HTTP mode): their
+// Preload (node --import) for the npm test servers (server-everything's
+// streamable-HTTP mode): their
 // `app.listen(PORT, cb)` names no host, so Node would bind every interface, and
 // they print the port they were given, not the one bound. This makes a bare
 // `listen(port[, cb])` bind $HOST (127.0.0.1 by default), leaving calls that name

@@ -5,8 +5,9 @@
 # node_modules already matches package-lock.json and this Node major version, it
 # only runs `check-install` and exits (about a second).
 #
-# The packages: deploy/conformance (the MCP conformance suite and its reference
-# server) and crates/lro-proxy/tests/interop/ts (server-everything, -filesystem,
+# The packages: deploy/conformance (the MCP conformance suites 0.2.0-alpha.12 and
+# 0.1.16, which then run on node >= 22: testkit/node.py) and
+# crates/lro-proxy/tests/interop/ts (server-everything, -filesystem,
 # -memory and the TypeScript SDK). Needs node >= 20 and npm; network only for the npm registry,
 # and only when node_modules is missing or stale. Safe to run concurrently (flock).
 #

@@ -2,12 +2,13 @@
 
 `LRO` and `MEMORY_SERVER` are the debug binaries of the target directory, or
 the prebuilt ones $LRO_BIN and $LRO_MEMORY_SERVER_BIN name; `testkit.binaries`
-builds them.
+builds them. `CONFORMANCE_FIXTURE` is the project's own MCP test server.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -38,3 +39,11 @@ def debug_binary(name: str, override_var: str) -> Path:
 
 LRO = debug_binary("lro", LRO_VAR)
 MEMORY_SERVER = debug_binary("memory-server", MEMORY_SERVER_VAR)
+
+# The MCP server the conformance suite's scenarios call (Python, both wires; deploy/conformance/README.md).
+CONFORMANCE_FIXTURE = REPO / "deploy" / "conformance" / "fixture" / "everything.py"
+
+
+def conformance_fixture(*args: str) -> list[str]:
+    """The fixture's command line with `args`: `stdio`, `http PORT`, `--only-2026 ...`."""
+    return [sys.executable, str(CONFORMANCE_FIXTURE), *args]

@@ -16,6 +16,8 @@ import socket
 import subprocess
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +28,8 @@ from testkit.waiting import PROMPT_S
 LISTENING = re.compile(r"listening on (http://\S+)")
 # How long a process has to end after SIGTERM before SIGKILL.
 GRACE_S = 8.0
+# How long a server has to print its readiness line (a Python one imports its SDK first).
+READY_S = 30.0
 
 
 def free_port() -> int:
@@ -68,6 +72,22 @@ def children(pid: int) -> list[int]:
             continue  # gone meanwhile
         if int(ppid) == pid and state != "Z":
             found.append(int(stat.parent.name))
+    return found
+
+
+def tagged_pids(var: str, tag: str) -> list[int]:
+    """The live processes (this one aside) whose environment carries `var=tag`: a
+    test's own processes and everything they started, whatever their parents now."""
+    needle = f"{var}={tag}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if needle in (entry / "environ").read_bytes().split(b"\0") and pid_alive(int(entry.name)):
+                found.append(int(entry.name))
+        except OSError:
+            continue  # gone meanwhile, or not ours to read
     return found
 
 
@@ -222,3 +242,15 @@ class Background:
                 self.proc.wait(5)
         self._thread.join(5)
         self._log.close()
+
+
+@contextmanager
+def serving(name: str, argv: list[str], log_path: Path, env: dict[str, str] | None = None, ready: float = READY_S) -> Iterator[str]:
+    """Runs a server in a process group of its own until the block ends; yields
+    the URL of its readiness line (`... listening on http://...`). On exit the
+    group gets SIGTERM, then SIGKILL."""
+    proc = Background(argv, env, log_path, new_session=True, name=name)
+    try:
+        yield proc.wait_url(ready)
+    finally:
+        proc.stop()

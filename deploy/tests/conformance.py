@@ -1,14 +1,17 @@
-"""The official MCP conformance suite and its reference server, for the tests.
+"""The official MCP conformance suite and the project's fixture server, for the tests.
 
-Everything lives in deploy/conformance/ (see its README.md): package.json and
-package-lock.json pin npm `@modelcontextprotocol/conformance` (SUITE_VERSION)
-and the reference "everything" server's dependencies; reference/ holds that
-server's source, vendored; testkit/npm-ci.sh installs both (`npm ci`, once)
-and the package's `check-install` script applies the Node 20 shim to the suite.
+deploy/conformance/ (see its README.md) pins npm `@modelcontextprotocol/conformance`
+0.2.0-alpha.12 (SUITE_VERSION) and 0.1.16 beside it (LEGACY_SUITE, the npm
+alias `conformance-016`); testkit/npm-ci.sh installs both with the system npm,
+and they run on a Node >= 22 (testkit.node). fixture/everything.py is the
+server the scenarios call, written for this project on the Python SDK.
 
-    ensure_installed()                    runs testkit/npm-ci.sh once per session
-    with start_reference_server() as url: the reference server on a free loopback port
-    run_suite(url[, scenario])            {scenario: {"passed": bool, "checks": [...], ...}}
+    ensure_installed()                  testkit/npm-ci.sh once per session, versions checked
+    with start_fixture(log_dir) as url: the fixture over HTTP on a free loopback port
+    with start_proxy(args, log_dir) as url: `lro proxy --http 127.0.0.1:0 ARGS`
+    run_suite(url, run=RUNS[0])         {scenario: {"passed": bool, "checks": [...], ...}}
+    side_by_side(log_dir)               every RUN against every TARGET, in parallel
+    table(results)                      those results as one table, scenario x target
 
 Only 127.0.0.1 is used; the npm registry only by testkit/npm-ci.sh, only when
 node_modules is missing or stale (.ci/run runs it ahead of the tests).
@@ -19,43 +22,60 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
-import socket
 import subprocess
 import tempfile
 import time
-import urllib.error
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
 
-from testkit.http import DIRECT
+import yaml
+
+from testkit.node import node_at_least
 from testkit.npm import npm_ci
-from testkit.paths import REPO
-from testkit.procs import free_port, kill_group
+from testkit.paths import LRO, REPO, conformance_fixture
+from testkit.procs import kill_group, serving
 
 CONF_DIR = REPO / "deploy" / "conformance"
-REFERENCE_DIR = CONF_DIR / "reference"
-REFERENCE_SERVER = REFERENCE_DIR / "everything-server.ts"
-LISTEN_LOOPBACK = REPO / "testkit" / "listen-loopback.mjs"
-SUITE_PKG = CONF_DIR / "node_modules" / "@modelcontextprotocol" / "conformance"
-SUITE_JS = SUITE_PKG / "dist" / "index.js"
 
-# The pinned suite version (deploy/conformance/package.json).
-SUITE_VERSION = "0.1.16"
+# The pinned suites (deploy/conformance/package.json), by version: where each is installed.
+SUITE_VERSION = "0.2.0-alpha.12"
+LEGACY_SUITE = "0.1.16"
+SUITES = {
+    SUITE_VERSION: CONF_DIR / "node_modules" / "@modelcontextprotocol" / "conformance",
+    LEGACY_SUITE: CONF_DIR / "node_modules" / "conformance-016",
+}
+# The suite 0.2 loads only on Node >= 22 (0.1.16 imports fs.globSync, also 22).
+NODE_MAJOR = 22
 
-SERVER_READY_TIMEOUT_S = 60  # tsx transpiles the server on first start; ~1 s warm
-SUITE_TIMEOUT_S = 180  # the active suite takes ~2 s against the reference server
-SCENARIO_TIMEOUT_S = 60
+SUITE_TIMEOUT_S = 600  # a requirement set through a proxy that times scenarios out is the slow case
+SCENARIO_TIMEOUT_S = 120
 
 # A check's status in the suite's checks.json.
-SUCCESS, FAILURE, WARNING, INFO = "SUCCESS", "FAILURE", "WARNING", "INFO"
+SUCCESS, FAILURE, WARNING = "SUCCESS", "FAILURE", "WARNING"
 
 # Result directories the CLI writes under --output-dir: `server-<scenario>-<ISO time, ':' and '.' as '-'>`.
 _RESULT_DIR = re.compile(r"^server-(?P<scenario>.+)-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-\d{3}Z$")
 # Summary lines of a suite run: `✓ ping: 1 passed, 0 failed` (✗ when a check failed).
 _SUMMARY_LINE = re.compile(r"^[\u2713\u2717] (?P<scenario>\S+): (?P<ok>\d+) passed, (?P<bad>\d+) failed$", re.MULTILINE)
 
+
+@dataclass(frozen=True)
+class Run:
+    """One run of the suite: a pinned version and, for 0.2, a frozen requirement set
+    (its scenarios at that revision's wire); 0.1.16 runs its active suite."""
+
+    suite: str
+    requirements: str | None = None
+
+    @property
+    def label(self) -> str:
+        return f"{self.suite} --requirements {self.requirements}" if self.requirements else f"{self.suite} active suite"
+
+
+RUNS = (Run(SUITE_VERSION, "2026-07-28"), Run(SUITE_VERSION, "2025-11-25"), Run(LEGACY_SUITE))
 
 
 # ---------------------------------------------------------------------------
@@ -73,13 +93,26 @@ def node_env(**extra: str) -> dict[str, str]:
     return env
 
 
+def installed_version(suite: str) -> str:
+    return json.loads((SUITES[suite] / "package.json").read_text(encoding="utf-8"))["version"]
+
+
 def ensure_installed() -> None:
     """Installs deploy/conformance with testkit/npm-ci.sh once per session (fast
-    when already installed), and checks the suite's version."""
+    when already installed), and checks both suites' versions."""
     npm_ci(CONF_DIR)
-    installed = json.loads((SUITE_PKG / "package.json").read_text(encoding="utf-8"))["version"]
-    if installed != SUITE_VERSION:
-        raise RuntimeError(f"installed conformance suite is {installed}, expected {SUITE_VERSION}")
+    for suite in SUITES:
+        if installed_version(suite) != suite:
+            raise RuntimeError(f"{SUITES[suite]} holds conformance {installed_version(suite)}, expected {suite}")
+
+
+def scored(run: Run) -> list[str] | None:
+    """The server scenarios `run` scores: its requirement set's frozen list (the
+    suite runs more, not scored); None for 0.1.16, which scores all it runs."""
+    if run.requirements is None:
+        return None
+    path = SUITES[run.suite] / "requirements" / f"{run.requirements}.yaml"
+    return list(yaml.safe_load(path.read_text(encoding="utf-8"))["server"])
 
 
 # ---------------------------------------------------------------------------
@@ -87,75 +120,33 @@ def ensure_installed() -> None:
 # ---------------------------------------------------------------------------
 
 
-def _http_answers(url: str, timeout: float = 1.0) -> bool:
-    """True once anything answers HTTP at `url` (the server says 400 to a bare GET /mcp)."""
-    try:
-        with DIRECT.open(url, timeout=timeout):
-            return True
-    except urllib.error.HTTPError:
-        return True
-    except (urllib.error.URLError, ConnectionError, socket.timeout, OSError):
-        return False
+def start_fixture(log_dir: Path, only_2026: bool = False) -> AbstractContextManager[str]:
+    """The fixture over HTTP on a free 127.0.0.1 port (it binds port 0 itself); yields its URL."""
+    return serving("fixture", conformance_fixture(*(["--only-2026"] if only_2026 else []), "http", "0"), log_dir / "fixture.log")
 
 
-def _tail(path: Path, n: int = 40) -> str:
-    lines = path.read_text(encoding="utf-8", errors="replace").splitlines() if path.exists() else []
-    return f"--- last {min(n, len(lines))} lines of {path} ---\n" + "\n".join(lines[-n:])
+def start_proxy(args: list[str], log_dir: Path) -> AbstractContextManager[str]:
+    """`lro proxy --http 127.0.0.1:0 ARGS` with its offloads under log_dir; yields its URL."""
+    out = log_dir / "offload"
+    out.mkdir(exist_ok=True)
+    env = {**os.environ, "ATLATL_PROMPT__OFFLOAD__OUTPUT_DIR": str(out), "RUST_LOG": "warn"}
+    return serving("lro proxy", [str(LRO), "proxy", "--http", "127.0.0.1:0", *args], log_dir / "proxy.log", env)
 
 
 @contextmanager
-def start_reference_server(log_dir: Path | None = None, ready_timeout: float = SERVER_READY_TIMEOUT_S) -> Iterator[str]:
-    """Runs the suite's reference server on a free 127.0.0.1 port; yields its MCP URL.
+def proxy_before_fixture(log_dir: Path) -> Iterator[str]:
+    """`lro proxy --url` in front of the fixture over HTTP."""
+    with start_fixture(log_dir) as upstream, start_proxy(["--url", upstream], log_dir) as url:
+        yield url
 
-    `node --import tsx` runs reference/everything-server.ts in one process;
-    testkit/listen-loopback.mjs makes its bare `app.listen(PORT)` bind 127.0.0.1
-    instead of every interface. The server validates Host (localhost, 127.0.0.1, [::1]),
-    so the URL is http://127.0.0.1:PORT/mcp. Readiness is polled over HTTP with
-    a deadline; on exit the whole process group is killed. Its output goes to
-    log_dir/reference-server.log (a temp dir by default), tailed on failure.
-    """
-    ensure_installed()
-    own_dir = None
-    if log_dir is None:
-        own_dir = tempfile.TemporaryDirectory(prefix="lro-conformance-")
-        log_dir = Path(own_dir.name)
-    log_path = Path(log_dir) / "reference-server.log"
-    node = shutil.which("node")
-    assert node is not None
-    try:
-        for attempt in range(3):  # the port may be taken between free_port() and the server's bind
-            port = free_port()
-            url = f"http://127.0.0.1:{port}/mcp"
-            with open(log_path, "ab") as log:
-                proc = subprocess.Popen(
-                    [node, "--import", "tsx", "--import", LISTEN_LOOPBACK.as_uri(), REFERENCE_SERVER.name],
-                    cwd=REFERENCE_DIR,
-                    env=node_env(PORT=str(port), HOST="127.0.0.1"),
-                    stdin=subprocess.DEVNULL,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    start_new_session=True,
-                )
-            try:
-                deadline = time.monotonic() + ready_timeout
-                while proc.poll() is None and time.monotonic() < deadline and not _http_answers(url):
-                    time.sleep(0.05)
-                if proc.poll() is None and _http_answers(url):
-                    break
-                if proc.poll() is not None and "EADDRINUSE" in _tail(log_path, 20) and attempt < 2:
-                    continue
-                state = f"exited with {proc.returncode}" if proc.poll() is not None else f"not answering after {ready_timeout:.0f}s"
-                raise RuntimeError(f"reference server on port {port} {state}\n{_tail(log_path)}")
-            except BaseException:
-                kill_group(proc)
-                raise
-        try:
-            yield url
-        finally:
-            kill_group(proc)
-    finally:
-        if own_dir is not None:
-            own_dir.cleanup()
+
+# The three ways the suite reaches the fixture: directly, and through `lro proxy`'s
+# HTTP face with the fixture as an HTTP upstream and as a stdio child.
+TARGETS: dict[str, Callable[[Path], AbstractContextManager[str]]] = {
+    "direct": start_fixture,
+    "proxy --url": proxy_before_fixture,
+    "proxy stdio": lambda log_dir: start_proxy(["--", *conformance_fixture("stdio")], log_dir),
+}
 
 
 # ---------------------------------------------------------------------------
@@ -166,7 +157,7 @@ def start_reference_server(log_dir: Path | None = None, ready_timeout: float = S
 def _summarize(checks: list[dict]) -> dict:
     count = {s: sum(1 for c in checks if c.get("status") == s) for s in (SUCCESS, FAILURE, WARNING)}
     return {
-        # The suite's own verdict for a scenario (its tier-check report): no failed check, one passed at least.
+        # The suite's own verdict for a scenario (its summary's ✓): no failed check, one passed at least.
         "passed": count[FAILURE] == 0 and count[SUCCESS] > 0,
         "successes": count[SUCCESS],
         "failures": count[FAILURE],
@@ -177,29 +168,31 @@ def _summarize(checks: list[dict]) -> dict:
 
 def run_suite(
     url: str,
+    run: Run = RUNS[0],
     scenario: str | None = None,
     *,
-    suite: str = "active",
     spec_version: str | None = None,
     timeout: float | None = None,
 ) -> dict[str, dict]:
-    """Runs `conformance server --url URL` (one scenario, or the whole `suite`).
+    """Runs `conformance server --url URL`: `run`'s requirement set (or 0.1.16's
+    active suite), or one `scenario` (at the wire of `spec_version`).
 
     Returns {scenario: {"passed", "successes", "failures", "warnings", "checks"}},
     read from the checks.json files the CLI writes under --output-dir; "checks"
     is that list of checks (id, name, description, status SUCCESS | FAILURE |
-    WARNING | INFO, errorMessage, details, specReferences). A scenario that
+    WARNING | SKIPPED | INFO, errorMessage, details, specReferences). A scenario that
     crashed the CLI (no checks.json) gets one synthesized FAILURE check.
     Raises RuntimeError if the CLI fails for other reasons, TimeoutError after `timeout`.
     """
     ensure_installed()
-    node = shutil.which("node")
-    assert node is not None
     if timeout is None:
         timeout = SCENARIO_TIMEOUT_S if scenario else SUITE_TIMEOUT_S
     with tempfile.TemporaryDirectory(prefix="lro-conformance-results-") as out:
-        cmd = [node, str(SUITE_JS), "server", "--url", url, "--output-dir", out]
-        cmd += ["--scenario", scenario] if scenario else ["--suite", suite]
+        cmd = [str(node_at_least(NODE_MAJOR)), str(SUITES[run.suite] / "dist" / "index.js"), "server", "--url", url, "--output-dir", out]
+        if scenario:
+            cmd += ["--scenario", scenario]
+        elif run.requirements:
+            cmd += ["--requirements", run.requirements]
         if spec_version:
             cmd += ["--spec-version", spec_version]
         proc = subprocess.Popen(
@@ -234,21 +227,9 @@ def run_suite(
             results[name] = _summarize(
                 [{"id": name, "name": name, "description": "Failed to run scenario", "status": FAILURE, "errorMessage": output[-2000:]}]
             )
-    failed_checks = sum(r["failures"] for r in results.values())
-    if not results or proc.returncode not in (0, 1) or (proc.returncode == 0) != (failed_checks == 0):
-        raise RuntimeError(f"conformance CLI exited with {proc.returncode} ({failed_checks} failed checks parsed):\n{output[-4000:]}")
+    if not results or proc.returncode not in (0, 1):
+        raise RuntimeError(f"conformance CLI exited with {proc.returncode}:\n{output[-4000:]}")
     return results
-
-
-def list_server_scenarios() -> list[str]:
-    """Every server scenario of the installed suite (`conformance list --server`), pending ones included."""
-    ensure_installed()
-    node = shutil.which("node")
-    assert node is not None
-    out = subprocess.run(
-        [node, str(SUITE_JS), "list", "--server"], cwd=CONF_DIR, env=node_env(), capture_output=True, text=True, timeout=60, check=True
-    ).stdout
-    return re.findall(r"^\s+- (\S+)", out, re.MULTILINE)
 
 
 def describe_failures(results: dict[str, dict]) -> str:
@@ -261,4 +242,86 @@ def describe_failures(results: dict[str, dict]) -> str:
         for c in r["checks"]:
             if c.get("status") in (FAILURE, WARNING):
                 lines.append(f"  {c.get('status')} {c.get('id')}: {c.get('errorMessage') or c.get('description')}")
+    return "\n".join(lines)
+
+
+def passing(results: dict[str, dict]) -> set[str]:
+    return {name for name, r in results.items() if r["passed"]}
+
+
+# ---------------------------------------------------------------------------
+# Side by side
+# ---------------------------------------------------------------------------
+
+
+@dataclass
+class SideBySide:
+    """Every RUN against every TARGET: results[target][run] (empty when the run
+    did not complete, with the reason in errors[target][run]), and how long each
+    target's runs took."""
+
+    results: dict[str, dict[Run, dict[str, dict]]] = field(default_factory=dict)
+    errors: dict[str, dict[Run, str]] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
+
+
+def _run_target(side: SideBySide, target: str, log_dir: Path) -> None:
+    """`target`'s RUNS, one after the other, each against a target of its own
+    (so what one run leaves behind in a proxy cannot decide the next). A run
+    that cannot complete (a server that does not start, a suite past its
+    timeout) is recorded, so the other runs and the table still happen."""
+    started = time.monotonic()
+    side.results[target], side.errors[target] = {}, {}
+    for i, run in enumerate(RUNS):
+        run_dir = log_dir / f"{re.sub(r'[^a-z0-9]+', '-', target)}-{i}"
+        run_dir.mkdir(parents=True)
+        try:
+            with TARGETS[target](run_dir) as url:
+                side.results[target][run] = run_suite(url, run)
+        except (AssertionError, RuntimeError, TimeoutError) as exc:
+            side.results[target][run] = {}
+            side.errors[target][run] = f"{type(exc).__name__}: {exc}"
+    side.seconds[target] = time.monotonic() - started
+
+
+def side_by_side(log_dir: Path) -> SideBySide:
+    """Runs every target's RUNS, the targets in parallel: a suite run waits on
+    its server far more than it computes, so two cores carry three at once."""
+    ensure_installed()
+    side = SideBySide()
+    with ThreadPoolExecutor(max_workers=len(TARGETS)) as pool:
+        for future in [pool.submit(_run_target, side, target, log_dir) for target in TARGETS]:
+            future.result()
+    return side
+
+
+def table(side: SideBySide) -> str:
+    """One table per run: scenario x target, `pass` or `FAIL`, the scenarios a
+    requirement set does not score marked `(not scored)`; then, for every
+    scenario that passes directly and fails through a proxy, the failed checks."""
+    targets = list(side.results)
+    lines = []
+    regressions = []
+    for run in RUNS:
+        counted = scored(run)
+        names = sorted({name for target in targets for name in side.results[target][run]}, key=lambda n: (counted is not None and n not in counted, n))
+        width = max((len(n) for n in names), default=0) + len(" (not scored)")
+        lines += ["", f"conformance {run.label}", f"{'scenario':<{width}}  " + "  ".join(f"{t:<11}" for t in targets)]
+        totals = {t: 0 for t in targets}
+        for name in names:
+            label = name if counted is None or name in counted else f"{name} (not scored)"
+            cells = []
+            for target in targets:
+                result = side.results[target][run].get(name)
+                cells.append("-" if result is None else "pass" if result["passed"] else "FAIL")
+                totals[target] += bool(result and result["passed"] and (counted is None or name in counted))
+                if target != "direct" and result and not result["passed"] and name in passing(side.results["direct"][run]):
+                    regressions.append(f"{run.label}, {target}: " + describe_failures({name: result}))
+            lines.append(f"{label:<{width}}  " + "  ".join(f"{c:<11}" for c in cells))
+        lines.append(f"{'scored, passed':<{width}}  " + "  ".join(f"{totals[t]:<11}" for t in targets))
+    seconds = ", ".join(f"{t} {s:.0f} s" for t, s in side.seconds.items())
+    lines += ["", f"wall time per target (in parallel): {seconds}"]
+    lines += [f"did not complete: {run.label}, {target}: {error}" for target, errors in side.errors.items() for run, error in errors.items()]
+    if regressions:
+        lines += ["", "passing directly, failing through the proxy:", *regressions]
     return "\n".join(lines)

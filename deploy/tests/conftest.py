@@ -7,6 +7,9 @@ Session fixtures shared by the tests:
   workspace target directory, or the wheel named by $LRO_WHEEL.
 - `installed_lro`: that wheel pip-installed (offline) into a fresh virtual
   environment; the path of the venv's `lro` executable.
+- `side_by_side`: the conformance suite's runs against the fixture server,
+  directly and through `lro proxy` (conformance.side_by_side); its table is
+  printed in the terminal summary, whatever the tests that read it conclude.
 """
 
 from __future__ import annotations
@@ -21,12 +24,15 @@ from typing import Iterator
 
 import pytest
 
+import conformance
 from testkit.paths import REPO
 
 CLI_CRATE = REPO / "crates" / "lro-cli"  # Cargo.toml and pyproject.toml of the wheel
 # A cold build compiles the whole dependency tree of lro-cli.
 WHEEL_BUILD_TIMEOUT_S = 1800
 PIP_TIMEOUT_S = 300
+# Where side_by_side leaves its table for the terminal summary.
+CONFORMANCE_TABLE = pytest.StashKey[str]()
 
 
 def maturin_command() -> list[str]:
@@ -108,3 +114,19 @@ def installed_lro(lro_wheel, tmp_path_factory) -> Iterator[Path]:
     assert lro.is_file() and os.access(lro, os.X_OK), f"pip installed no {lro}:\n{proc.stdout}"
     yield lro
     shutil.rmtree(venv_dir, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def side_by_side(binaries, tmp_path_factory, pytestconfig) -> conformance.SideBySide:
+    """Every conformance run against the fixture, directly and through the proxy, once per session."""
+    side = conformance.side_by_side(tmp_path_factory.mktemp("conformance"))
+    pytestconfig.stash[CONFORMANCE_TABLE] = conformance.table(side)
+    return side
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
+    """The side-by-side table, when a test asked for it (printed even when its assertions fail or xfail)."""
+    text = config.stash.get(CONFORMANCE_TABLE, None)
+    if text:
+        terminalreporter.write_sep("=", "MCP conformance: the fixture directly and through lro proxy")
+        terminalreporter.write_line(text)

@@ -1,71 +1,65 @@
-"""The MCP conformance suite passes through `lro proxy` wherever it passes direct.
+"""The MCP conformance suite passes through `lro proxy` wherever it passes directly.
 
-The pinned suite (deploy/conformance) runs its active server scenarios twice in
-one session: against the reference "everything" server directly, and against
-`lro proxy --http 127.0.0.1:0 --url <reference>`, so every message crosses the
-proxy's own streamable-HTTP face, its forwarding handler, the LRO layer and its
-HTTP client. Every scenario that passes direct must pass through the proxy:
-sampling and elicitation round trips, progress and log notifications in the
-middle of a call, resource subscriptions, prompts, completion, and
-`dns-rebinding-protection`, which here hits the proxy's face (a foreign Host
-and Origin must be refused, the proxy's own must be served).
+The pinned suite (deploy/conformance) runs its 2026-07-28 and 2025-11-25
+requirement sets (0.2.0-alpha.12) and 0.1.16's active suite against the
+project's fixture server three ways (conformance.TARGETS): directly, through
+`lro proxy --http 127.0.0.1:0 --url <fixture>` and through
+`lro proxy --http 127.0.0.1:0 -- python3 everything.py stdio`. Every message
+crosses the proxy's streamable-HTTP face, its forwarding handler, the LRO
+layer and its upstream transport. Every scenario that passes directly must
+pass through the proxy; `dns-rebinding-protection` there hits the proxy's own
+face (a foreign Host and Origin refused, its own served).
 
-Needs the debug `lro` binary (the `binaries` fixture of testkit), node >= 20
-and deploy/conformance's npm install (testkit/npm-ci.sh). Uses only
-127.0.0.1. Takes about 10 s.
+The table of scenario x target is printed in the terminal summary
+(deploy/tests/conftest.py). Needs the debug `lro` binary, Node >= 22 and
+deploy/conformance's npm install. Uses only 127.0.0.1.
 """
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 import conformance
-from testkit.paths import LRO
-from testkit.procs import Background
+from conformance import RUNS, Run
 
-READY_TIMEOUT_S = 30
+PROXIES = [target for target in conformance.TARGETS if target != "direct"]
 
-
-@pytest.fixture(scope="module")
-def results(binaries, tmp_path_factory) -> tuple[dict, dict]:
-    conformance.ensure_installed()
-    out = tmp_path_factory.mktemp("lro-out")
-    with conformance.start_reference_server() as url:
-        direct = conformance.run_suite(url)
-        env = {**os.environ, "ATLATL_PROMPT__OFFLOAD__OUTPUT_DIR": str(out), "RUST_LOG": "warn"}
-        proxy = Background(
-            [LRO, "proxy", "--http", "127.0.0.1:0", "--url", url],
-            env,
-            tmp_path_factory.mktemp("lro-proxy") / "proxy.err",
-            new_session=True,
-        )
-        try:
-            # The URL from the proxy's readiness line; its stderr keeps draining after.
-            proxy_url = proxy.wait_url(READY_TIMEOUT_S)
-            through = conformance.run_suite(proxy_url)
-        finally:
-            proxy.proc.terminate()
-            try:
-                assert proxy.wait_exit(30) == 0, "lro proxy did not stop cleanly on SIGTERM"
-            finally:
-                proxy.stop()
-    return direct, through
+# What the proxy on main does not carry yet (issue 22): the 2026-07-28 wire is
+# decided per connection, not per request; a sessionless request gets a new
+# upstream (a stdio child) each time; `server/discover` and `subscriptions/listen`
+# are forwarded as they come; sessions never closed are never reclaimed, so
+# 0.1.16's run reaches --max-sessions (16 children). The xfails go when that work lands.
+ISSUE_22 = "issue 22: lro proxy does not yet serve 2026-07-28 sessionless requests nor reclaim abandoned sessions"
+FAILING_ON_MAIN = {
+    ("proxy --url", RUNS[0]),
+    ("proxy stdio", RUNS[0]),
+    ("proxy stdio", RUNS[2]),
+}
 
 
-def test_every_scenario_that_passes_direct_passes_through_the_proxy(results):
-    direct, through = results
-    passing = sorted(name for name, r in direct.items() if r["passed"])
-    assert len(passing) >= 30, f"the reference server itself fails: {conformance.describe_failures(direct)}"
-    broken = [name for name in passing if not through.get(name, {}).get("passed")]
-    assert broken == [], "through lro proxy:\n" + conformance.describe_failures(
-        {name: through.get(name, {"checks": []}) for name in broken}
+def cases() -> list:
+    return [
+        pytest.param(target, run, id=f"{target}, {run.label}", marks=[pytest.mark.xfail(strict=False, reason=ISSUE_22)] if (target, run) in FAILING_ON_MAIN else [])
+        for target in PROXIES
+        for run in RUNS
+    ]
+
+
+@pytest.mark.parametrize(("target", "run"), cases())
+def test_every_scenario_that_passes_directly_passes_through_the_proxy(side_by_side, target: str, run: Run):
+    assert run not in side_by_side.errors[target], side_by_side.errors[target][run]
+    direct = side_by_side.results["direct"][run]
+    through = side_by_side.results[target][run]
+    assert len(conformance.passing(direct)) >= 30, f"the fixture itself fails:\n{conformance.describe_failures(direct)}"
+    broken = sorted(conformance.passing(direct) - conformance.passing(through))
+    assert broken == [], f"through lro {target}:\n" + conformance.describe_failures(
+        {name: through.get(name, {"passed": False, "successes": 0, "failures": 0, "warnings": 0, "checks": []}) for name in broken}
     )
 
 
-def test_the_proxy_face_refuses_dns_rebinding(results):
-    _, through = results
-    assert through["dns-rebinding-protection"]["passed"], conformance.describe_failures(
-        {"dns-rebinding-protection": through["dns-rebinding-protection"]}
-    )
+@pytest.mark.parametrize("target", PROXIES)
+@pytest.mark.parametrize("run", RUNS, ids=lambda run: run.label)
+def test_the_proxy_face_refuses_dns_rebinding(side_by_side, target: str, run: Run):
+    assert run not in side_by_side.errors[target], side_by_side.errors[target][run]
+    result = side_by_side.results[target][run]["dns-rebinding-protection"]
+    assert result["passed"], conformance.describe_failures({"dns-rebinding-protection": result})

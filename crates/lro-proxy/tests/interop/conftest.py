@@ -3,7 +3,9 @@
 
 The suite drives target/debug/lro (and target/debug/memory-server) with real
 third-party parts: the official Python `mcp` SDK as client and as upstream
-server (fixtures/py_server.py), the reference npm servers (ts/, pinned),
+server (fixtures/py_server.py, and the conformance fixture
+deploy/conformance/fixture/everything.py, which speaks both wires), the
+reference npm servers and the TypeScript SDK client (ts/, pinned),
 `mcp-server-git` (pinned in .ci/run), and the real `jq` binary for the recipes.
 The binaries and jq come from the test kit's session fixtures (testkit.fixtures).
 """
@@ -14,13 +16,22 @@ from pathlib import Path
 
 import pytest
 
+from testkit.npm import npm_ci
 from testkit.procs import Background, kill_quietly, pid_alive
-from support import fixture_cmd, full_env, offload_env, proxy_argv, read_pids
+from support import EVERYTHING_JS, TS, fixture_cmd, full_env, offload_env, proxy_argv, read_pids
 
 
 @pytest.fixture(scope="session", autouse=True)
 def parts(binaries, jq) -> None:
     """Every test runs the binaries, and the recipes through the real jq."""
+
+
+@pytest.fixture(scope="session")
+def everything() -> Path:
+    """ts/node_modules installed from package-lock.json (a no-op when already there)."""
+    npm_ci(TS)
+    assert EVERYTHING_JS.is_file(), EVERYTHING_JS
+    return EVERYTHING_JS
 
 
 @pytest.fixture

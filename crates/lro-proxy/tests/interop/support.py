@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -37,13 +38,19 @@ from mcp.shared.message import SessionMessage
 
 from testkit.binaries import wait_for_binary
 from testkit.paths import LRO
-from testkit.procs import environ_without
+from testkit.procs import environ_without, kill_group
 from testkit.waiting import PROMPT_S, await_until
 
 PY_SERVER = Path(__file__).resolve().parent / "fixtures" / "py_server.py"
+# The pinned npm parts (ts/package.json): the TypeScript SDK client and server-everything.
+TS = Path(__file__).resolve().parent / "ts"
+CLIENT_JS = TS / "client.mjs"
+EVERYTHING_JS = TS / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
 
 # A process exit (the proxy ends a child within 2 s + 2 s grace).
 EXIT_S = 8.0
+# One ts/client.mjs run, start to end.
+CLIENT_TIMEOUT_S = 60
 
 
 def read_pids(path: Path) -> list[int]:
@@ -301,6 +308,36 @@ def run_cli(args: list[str], env: dict[str, str] | None = None, timeout: float =
     return subprocess.run(
         [str(LRO), *args], env=env or full_env({}), stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout
     )
+
+
+# --------------------------------------------------------------------------
+# the npm parts: server-everything and the TypeScript SDK client (ts/client.mjs)
+
+
+def everything_stdio() -> list[str]:
+    """server-everything over stdio."""
+    return [shutil.which("node") or "node", str(EVERYTHING_JS), "stdio"]
+
+
+def run_client(target: list[str], ops: list[str], env: dict[str, str], timeout: float = CLIENT_TIMEOUT_S) -> dict:
+    """Runs ts/client.mjs (its own process group, killed afterwards) and returns its JSON.
+    `target` is ["--url", URL] or ["--stdio", "--", COMMAND, ...]."""
+    argv = [shutil.which("node") or "node", str(CLIENT_JS), *ops, *target]
+    proc = subprocess.Popen(argv, cwd=TS, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        kill_group(proc)
+        out, err = proc.communicate()
+        raise AssertionError(f"client.mjs did not finish within {timeout}s: {argv}\nstderr:\n{err.decode(errors='replace')[-4000:]}")
+    finally:
+        kill_group(proc)
+    stderr = err.decode(errors="replace")
+    lines = out.decode().strip().splitlines()
+    assert proc.returncode == 0 and lines, f"client.mjs failed ({proc.returncode}): {argv}\nstdout: {out[-2000:]!r}\nstderr:\n{stderr[-4000:]}"
+    result = json.loads(lines[-1])
+    result["stderr"] = stderr
+    return result
 
 
 # --------------------------------------------------------------------------

@@ -20,7 +20,6 @@ from __future__ import annotations
 import base64
 import copy
 import json
-import os
 import re
 import shlex
 import shutil
@@ -33,20 +32,16 @@ import anyio
 import mcp_types as types
 import pytest
 
-from support import connect, full_env, offload_env, proxy_argv, relaxed, texts
-from testkit.npm import npm_ci
+from support import (
+    EVERYTHING_JS, TS, connect, everything_stdio, full_env, offload_env, proxy_argv, relaxed, run_client, texts,
+)
 from testkit.paths import LRO, REPO
-from testkit.procs import Background, kill_group, kill_quietly
+from testkit.procs import Background, kill_quietly, tagged_pids
 from testkit.waiting import PROMPT_S, await_until
 
-HERE = Path(__file__).resolve().parent
-TS = HERE / "ts"
-CLIENT_JS = TS / "client.mjs"
 LOOPBACK_JS = REPO / "testkit" / "listen-loopback.mjs"
-EVERYTHING_JS = TS / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
 
 # Every wait is bounded by one of these (no sleeps as synchronisation).
-CLIENT_TIMEOUT_S = 60  # one client.mjs run
 READY_S = 20  # a readiness line
 STOP_S = 10  # a process group to exit after SIGTERM
 
@@ -80,42 +75,6 @@ BUG_SERVER_REQUESTS = (
 # processes
 
 
-def _tagged_pids(tag: str) -> list[int]:
-    """Live processes whose environment carries TAG_VAR=tag (ours, and their children)."""
-    needle = f"{TAG_VAR}={tag}".encode()
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            if needle in (entry / "environ").read_bytes().split(b"\0"):
-                pids.append(int(entry.name))
-        except OSError:
-            continue
-    return pids
-
-
-def run_client(target: list[str], ops: list[str], env: dict[str, str], timeout: float = CLIENT_TIMEOUT_S) -> dict:
-    """Runs ts/client.mjs (its own process group, killed afterwards) and returns its JSON.
-    `target` is ["--url", URL] or ["--stdio", "--", COMMAND, ...]."""
-    argv = [shutil.which("node") or "node", str(CLIENT_JS), *ops, *target]
-    proc = subprocess.Popen(argv, cwd=TS, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        kill_group(proc, STOP_S)
-        out, err = proc.communicate()
-        raise AssertionError(f"client.mjs did not finish within {timeout}s: {argv}\nstderr:\n{err.decode(errors='replace')[-4000:]}")
-    finally:
-        kill_group(proc, STOP_S)
-    stderr = err.decode(errors="replace")
-    lines = out.decode().strip().splitlines()
-    assert proc.returncode == 0 and lines, f"client.mjs failed ({proc.returncode}): {argv}\nstdout: {out[-2000:]!r}\nstderr:\n{stderr[-4000:]}"
-    result = json.loads(lines[-1])
-    result["stderr"] = stderr
-    return result
-
-
 def call_ops(calls: list[tuple[str, dict]], progress: tuple[str, ...] = ()) -> list[str]:
     ops: list[str] = []
     for name, args in calls:
@@ -123,10 +82,6 @@ def call_ops(calls: list[tuple[str, dict]], progress: tuple[str, ...] = ()) -> l
         if name in progress:
             ops.append("--progress")
     return ops
-
-
-def everything_stdio() -> list[str]:
-    return [shutil.which("node") or "node", str(EVERYTHING_JS), "stdio"]
 
 
 def op(transcript: dict, name: str, nth: int = 0) -> dict:
@@ -198,21 +153,13 @@ def check_big_echo(desc: dict, out_dir: Path, direct_text: str) -> None:
 # fixtures
 
 
-@pytest.fixture(scope="session")
-def everything() -> Path:
-    """ts/node_modules installed from package-lock.json (a no-op when already there)."""
-    npm_ci(TS)
-    assert EVERYTHING_JS.is_file(), EVERYTHING_JS
-    return EVERYTHING_JS
-
-
 @pytest.fixture(scope="module")
 def tag() -> Any:
     """A tag in the environment of every process this module starts; at the end, any
     process still carrying it (a leaked upstream child, say) is killed by pid."""
     value = uuid.uuid4().hex
     yield value
-    for pid in _tagged_pids(value):
+    for pid in tagged_pids(TAG_VAR, value):
         kill_quietly(pid)
 
 
