@@ -16,7 +16,10 @@ use lro_core::metric::{UpstreamErrorCode, UpstreamExit};
 use rmcp::{
     ErrorData as McpError, RoleClient, RoleServer,
     model::*,
-    service::{ClientLifecycleMode, ClientServiceExt as _, Peer, RequestContext, RunningService},
+    service::{
+        ClientInitializeError, ClientLifecycleMode, ClientServiceExt as _, Peer, RequestContext,
+        RunningService,
+    },
     transport::{
         StreamableHttpClientTransport, streamable_http_client::StreamableHttpClientTransportConfig,
     },
@@ -26,7 +29,7 @@ use tokio::sync::OwnedSemaphorePermit;
 use crate::{
     ProxyError, ProxyShared, Upstream,
     child::{self, ChildGuard},
-    error::Redacted,
+    error::{Redacted, Refused},
     exit::ChildExit,
     flag::FlaggingClient,
     listen::Listeners,
@@ -100,6 +103,11 @@ impl Connection {
                 let started = relay.serve_with_lifecycle(transport, lifecycle);
                 match tokio::time::timeout(INIT_TIMEOUT, started).await {
                     Ok(Ok(service)) => (service, Some(guard)),
+                    // Answered: the child is up, and no exit status to wait for.
+                    Ok(Err(err @ ClientInitializeError::JsonRpcError(_))) => {
+                        telemetry::connect_failed();
+                        return Err(failed(Box::new(Refused(err.into()))));
+                    }
                     outcome => {
                         let why = match guard.exit_within(EXIT_STATUS_WAIT).await {
                             Some(exit) => format!("it {exit}").into(),
@@ -126,6 +134,9 @@ impl Connection {
                     outcome => {
                         telemetry::connect_failed();
                         return Err(failed(match outcome {
+                            Ok(Err(err @ ClientInitializeError::JsonRpcError(_))) => {
+                                Box::new(Refused(Box::new(Redacted::new(&err))))
+                            }
                             Ok(Err(err)) => Box::new(Redacted::new(&err)),
                             _ => timed_out().into(),
                         }));

@@ -136,3 +136,18 @@ mod tests {
         assert!(!redacted.to_string().contains("u:p"), "{redacted}");
     }
 }
+
+/// The source of a [`ProxyError::Initialize`] whose handshake the upstream
+/// answered with a JSON-RPC error: it is up, and refuses `initialize` (a
+/// server that speaks MCP 2026-07-28 only, say).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub(crate) struct Refused(pub(crate) Box<dyn Error + Send + Sync>);
+
+impl ProxyError {
+    /// Whether the upstream answered the handshake with an error (see
+    /// [`Refused`]).
+    pub(crate) fn refused_handshake(&self) -> bool {
+        matches!(self, ProxyError::Initialize { source, .. } if source.is::<Refused>())
+    }
+}

@@ -9,7 +9,7 @@ use rmcp::{
     service::{NotificationContext, RequestContext, SubscriptionContext},
 };
 
-use crate::{Proxy, ProxyError};
+use crate::{Proxy, ProxyError, wire::Wire};
 
 /// Takes the expected variant out of an upstream answer. rmcp reads answers
 /// as an untagged union, so an answer may land in a look-alike variant; it
@@ -50,7 +50,11 @@ impl ServerHandler for Proxy {
     // Methods answered with an empty result accept any successful answer:
     // `{"_meta": …}` is valid and lands in another variant of rmcp's union.
     async fn ping(&self, cx: RequestContext<RoleServer>) -> Result<(), McpError> {
-        self.call(PingRequest::default().into(), cx).await.map(drop)
+        let request = PingRequest::default().into();
+        if let Some(answer) = self.answer_for_modern_upstream(&request, &cx) {
+            return Ok(answer);
+        }
+        self.call(request, cx).await.map(drop)
     }
 
     async fn initialize(
@@ -58,6 +62,12 @@ impl ServerHandler for Proxy {
         request: InitializeRequestParams,
         cx: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, McpError> {
+        // 2026-07-28 removed `initialize`: a request that carries that
+        // version's context gets the removed method's answer (HTTP 404), and
+        // no upstream is opened for it.
+        if Wire::of(&cx.meta) == Wire::Modern {
+            return Err(McpError::method_not_found::<InitializeResultMethod>());
+        }
         self.initialize_upstream(request, cx.peer)
             .await
             .map_err(ProxyError::into_mcp)?;
@@ -110,9 +120,11 @@ impl ServerHandler for Proxy {
         request: SetLevelRequestParams,
         cx: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        self.call(SetLevelRequest::new(request).into(), cx)
-            .await
-            .map(drop)
+        let request = SetLevelRequest::new(request).into();
+        if let Some(answer) = self.answer_for_modern_upstream(&request, &cx) {
+            return Ok(answer);
+        }
+        self.call(request, cx).await.map(drop)
     }
 
     async fn get_prompt(
@@ -222,6 +234,11 @@ impl ServerHandler for Proxy {
         request: CustomRequest,
         cx: RequestContext<RoleServer>,
     ) -> Result<CustomResult, McpError> {
+        // An `initialize` whose params rmcp cannot read comes here; on the
+        // 2026-07-28 wire it is a removed method wherever it lands.
+        if request.method == "initialize" && Wire::of(&cx.meta) == Wire::Modern {
+            return Err(McpError::method_not_found::<InitializeResultMethod>());
+        }
         let result = self.call(ClientRequest::CustomRequest(request), cx).await?;
         expect_result!(result, CustomResult => CustomResult)
     }

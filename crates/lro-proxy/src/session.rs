@@ -50,6 +50,11 @@ struct Session {
     client: Mutex<Option<(InitializeRequestParams, Peer<RoleServer>)>>,
     /// The upstream's `initialize` answer.
     info: RwLock<Option<ServerConfig>>,
+    /// The level the client set with `logging/setLevel`, for an upstream
+    /// that takes it in each request's `_meta` (2026-07-28). Deprecated by
+    /// SEP-2577, and still what 2025-11-25 clients send.
+    #[allow(deprecated)]
+    log_level: Mutex<Option<LoggingLevel>>,
 }
 
 impl Proxy {
@@ -115,8 +120,33 @@ impl Proxy {
             client_tokens: ProgressMap::default(),
             listeners: Listeners::default(),
         };
-        let conn = Connection::open(&self.shared, relay, ClientLifecycleMode::Initialize).await?;
-        *self.session.info.write().expect("poisoned") = conn.info();
+        let conn =
+            match Connection::open(&self.shared, relay.clone(), ClientLifecycleMode::Initialize)
+                .await
+            {
+                // An upstream that speaks 2026-07-28 only: the session speaks it
+                // on its client's behalf, the client's info and capabilities in
+                // every request's `_meta`.
+                Err(refused) if refused.refused_handshake() => {
+                    let modern = ClientLifecycleMode::Discover {
+                        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+                    };
+                    match Connection::open(&self.shared, relay, modern).await {
+                        Ok(conn) => conn,
+                        Err(_) => return Err(refused),
+                    }
+                }
+                opened => opened?,
+            };
+        let mut info = conn.info();
+        if conn.wire() == Wire::Modern
+            && let Some(info) = &mut info
+        {
+            // The client negotiates a version with `initialize`: the one it
+            // asked for (rmcp picks it from `supported_protocol_versions`).
+            info.protocol_version = ProtocolVersion::LATEST_WITH_INITIALIZE;
+        }
+        *self.session.info.write().expect("poisoned") = info;
         Ok(conn)
     }
 
@@ -172,9 +202,39 @@ impl Proxy {
         match Wire::of(&cx.meta) {
             Wire::Legacy => {
                 let conn = self.connection(&cx).await?;
+                let mut cx = cx;
+                if conn.wire() == Wire::Modern
+                    && cx.meta.log_level().is_none()
+                    && let Some(level) = *self.session.log_level.lock().expect("poisoned")
+                {
+                    cx.meta.set_log_level(level);
+                }
                 conn.call(&self.shared, request, cx).await
             }
             Wire::Modern => self.shared.pool().call(&self.shared, request, cx).await,
+        }
+    }
+
+    /// Answers what a 2026-07-28 upstream has no method for, for the
+    /// session of a legacy client in front of one: `ping` (answered here)
+    /// and `logging/setLevel` (kept, and sent in each request's `_meta`).
+    /// `None` when the request is the upstream's to answer.
+    #[allow(deprecated)]
+    pub(crate) fn answer_for_modern_upstream(
+        &self,
+        request: &ClientRequest,
+        cx: &RequestContext<RoleServer>,
+    ) -> Option<()> {
+        if Wire::of(&cx.meta) == Wire::Modern || self.current()?.wire() != Wire::Modern {
+            return None;
+        }
+        match request {
+            ClientRequest::PingRequest(_) => Some(()),
+            ClientRequest::SetLevelRequest(set) => {
+                *self.session.log_level.lock().expect("poisoned") = Some(set.params.level);
+                Some(())
+            }
+            _ => None,
         }
     }
 

@@ -14,8 +14,6 @@ and 2025-11-25 (`initialize`, sessions), on the proxy's stdio face and its
      one naming an unknown protocol version, and `ping`, which 2026-07-28
      removed, get the errors and HTTP statuses the spec names, and the proxy
      answers the next request.
-
-What main does not do yet (issue 22) is marked xfail(strict=False) case by case.
 """
 
 from __future__ import annotations
@@ -79,30 +77,6 @@ UPSTREAMS = {
     "fixture --url": _fixture_call(lambda urls: ["--url", urls["both"]]),
     "fixture --only-2026 --url": _fixture_call(lambda urls: ["--url", urls["2026"]]),
 }
-
-# What fails on main, and why (issue 22); each such case is an xfail(strict=False)
-# until the proxy work lands.
-ISSUE = "issue 22"
-_DISCOVER_FORWARDED = "the proxy forwards server/discover to its upstream's 2025-11-25 session, which refuses it, so auto falls back to legacy"
-_NO_RESULT_TYPE = "results from a 2025-11-25 upstream reach a 2026-07-28 client without resultType (the SDK rejects ListToolsResult)"
-_ENVELOPE_FORWARDED = "the 2026-07-28 _meta is forwarded into the upstream's 2025-11-25 session, which refuses it (-32600)"
-_SUPPORTED_PINNED = "after the first request the face answers -32022 supported [2025-11-25]: its versions follow the upstream session"
-_INITIALIZE_ONLY = "the proxy opens every upstream with initialize, which a 2026-only upstream refuses (-32022)"
-_CASES_BY_REASON = {
-    _DISCOVER_FORWARDED: [("python", face, up, "auto") for face in FACES for up in ("server-everything", "fixture stdio")],
-    _NO_RESULT_TYPE: [("python", face, "server-everything", MODERN) for face in FACES],
-    _ENVELOPE_FORWARDED: [("python", face, "fixture stdio", MODERN) for face in FACES],
-    _SUPPORTED_PINNED: [("python", "stdio", up, mode) for up in ("memory-server --no-lro", "fixture --url") for mode in ("auto", MODERN)],
-    _INITIALIZE_ONLY: [("python", face, "fixture --only-2026 --url", mode) for face in FACES for mode in MODES]
-    + [("typescript", face, "fixture --only-2026 --url") for face in FACES],
-}
-FAILING_ON_MAIN = {case: reason for reason, cases in _CASES_BY_REASON.items() for case in cases}
-
-
-def marks(*case: str) -> list:
-    reason = FAILING_ON_MAIN.get(case)
-    return [pytest.mark.xfail(strict=False, reason=f"{ISSUE}: {reason}")] if reason else []
-
 
 # --------------------------------------------------------------------------
 # fixtures
@@ -187,7 +161,7 @@ def check(seen: Seen, mode: str, upstream: Upstream) -> None:
     assert upstream.check(texts(seen.called)[0]), texts(seen.called)
 
 
-PY_CASES = [pytest.param(face, name, mode, marks=marks("python", face, name, mode)) for face in FACES for name in UPSTREAMS for mode in MODES]
+PY_CASES = [pytest.param(face, name, mode) for face in FACES for name in UPSTREAMS for mode in MODES]
 
 
 @pytest.mark.anyio
@@ -211,7 +185,7 @@ async def test_python_client(face, upstream_name, mode, http_upstreams, proxy_en
 # --------------------------------------------------------------------------
 # b. the TypeScript SDK client (2025-11-25)
 
-TS_CASES = [pytest.param(face, name, marks=marks("typescript", face, name)) for face in FACES for name in UPSTREAMS]
+TS_CASES = [pytest.param(face, name) for face in FACES for name in UPSTREAMS]
 
 
 @pytest.mark.parametrize(("face", "upstream_name"), TS_CASES)
