@@ -24,16 +24,9 @@ from conformance import RUNS, Run
 
 PROXIES = [target for target in conformance.TARGETS if target != "direct"]
 
-# 0.1.16 opens a session per scenario and closes none: through a stdio
-# upstream its 30 scenarios need 30 children, over --max-sessions (16), and
-# idle reclaim (5 minutes) frees none within the run.
-LEAKED_SESSIONS = "0.1.16 never closes its sessions: 30 children for 16 slots (--max-sessions)"
-FAILING_ON_MAIN = {("proxy stdio", RUNS[2])}
-
-
 def cases() -> list:
     return [
-        pytest.param(target, run, id=f"{target}, {run.label}", marks=[pytest.mark.xfail(strict=True, reason=LEAKED_SESSIONS)] if (target, run) in FAILING_ON_MAIN else [])
+        pytest.param(target, run, id=f"{target}, {run.label}")
         for target in PROXIES
         for run in RUNS
     ]

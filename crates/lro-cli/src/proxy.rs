@@ -190,7 +190,13 @@ async fn run(
                     let shared = shared.clone();
                     move || layer.layer(Proxy::new(shared.clone()))
                 };
-                let options = serve::HttpOptions::new().session_idle_timeout(idle);
+                // A command upstream's children are the scarce resource: a
+                // new client takes the slot of the session idle longest.
+                let room = matches!(shared.config().upstream(), Upstream::Command { .. })
+                    .then_some(args.max_sessions as usize);
+                let options = serve::HttpOptions::new()
+                    .session_idle_timeout(idle)
+                    .max_sessions(room);
                 serve::http(addr, options, guard, make, shutdown, |bound| {
                     // The one line tests and scripts wait for.
                     eprintln!("lro proxy listening on http://{bound}{}", serve::MCP_PATH);

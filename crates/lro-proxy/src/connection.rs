@@ -78,7 +78,7 @@ impl Connection {
         lifecycle: ClientLifecycleMode,
     ) -> Result<Arc<Self>, ProxyError> {
         let cfg = shared.config();
-        let slot = shared.slot()?;
+        let slot = shared.slot().await?;
         let (upstream_tokens, client_tokens, listeners) = (
             relay.upstream_tokens.clone(),
             relay.client_tokens.clone(),

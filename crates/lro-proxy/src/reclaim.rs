@@ -50,6 +50,9 @@ struct State {
     last: Instant,
     /// The client's requests the session has not answered yet.
     pending: HashSet<RequestId>,
+    /// It has answered a request with a result: its `initialize` succeeded,
+    /// so it holds an upstream (a child of a command upstream).
+    serving: bool,
 }
 
 impl Activity {
@@ -57,6 +60,7 @@ impl Activity {
         Arc::new(Self(Mutex::new(State {
             last: Instant::now(),
             pending: HashSet::new(),
+            serving: false,
         })))
     }
 
@@ -77,9 +81,11 @@ impl Activity {
     }
 }
 
-/// The sessions of one HTTP face, reclaimed after `timeout` idle.
+/// The sessions of one HTTP face, reclaimed after `timeout` idle, and at
+/// `capacity` when a new one comes.
 pub(crate) struct Reclaiming {
     inner: LocalSessionManager,
+    capacity: Option<usize>,
     sessions: Mutex<HashMap<SessionId, Arc<Activity>>>,
     /// Every request's stream, so that a shutdown can wait for the errors
     /// of the calls it ends to be sent.
@@ -88,15 +94,17 @@ pub(crate) struct Reclaiming {
 
 impl Reclaiming {
     /// Sessions that end after `timeout` without a message and without a
-    /// call in progress (`None`: never). Starts the reaper, which stops when
-    /// the manager is dropped.
-    pub(crate) fn new(timeout: Option<Duration>) -> Arc<Self> {
+    /// call in progress (`None`: never), or, when `capacity` are open and a
+    /// new one comes, the one idle longest without a call in progress.
+    /// Starts the reaper, which stops when the manager is dropped.
+    pub(crate) fn new(timeout: Option<Duration>, capacity: Option<usize>) -> Arc<Self> {
         let mut inner = LocalSessionManager::default();
         // Reclaim is ours: rmcp's keep-alive does not see calls in progress.
         inner.session_config = SessionConfig::default();
         inner.session_config.keep_alive = None;
         let this = Arc::new(Self {
             inner,
+            capacity,
             sessions: Mutex::default(),
             streams: TaskTracker::new(),
         });
@@ -124,6 +132,40 @@ impl Reclaiming {
         Tracked {
             inner: transport,
             activity,
+        }
+    }
+
+    /// At capacity, closes the session idle longest with no call in
+    /// progress, so that a new client is not refused for sessions their
+    /// clients abandoned without `DELETE`. (Its client gets 404 on its next
+    /// request, and starts a new session, as the transport spec says.)
+    async fn make_room(&self) {
+        let Some(capacity) = self.capacity else {
+            return;
+        };
+        let oldest = {
+            let sessions = self.sessions();
+            let serving: Vec<_> = sessions
+                .iter()
+                .filter(|(_, activity)| activity.state().serving)
+                .collect();
+            if serving.len() < capacity {
+                return;
+            }
+            serving
+                .into_iter()
+                .filter_map(|(id, activity)| {
+                    let state = activity.state();
+                    state.pending.is_empty().then(|| (state.last, id.clone()))
+                })
+                .min()
+                .map(|(_, id)| id)
+        };
+        if let Some(id) = oldest {
+            tracing::info!(
+                "at its session limit, the session idle longest was closed for a new one"
+            );
+            let _ = self.close_session(&id).await;
         }
     }
 
@@ -169,6 +211,7 @@ impl SessionManager for Reclaiming {
     type Transport = Tracked<<LocalSessionManager as SessionManager>::Transport>;
 
     async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
+        self.make_room().await;
         let (id, transport) = self.inner.create_session().await?;
         let transport = self.track(id.clone(), transport);
         Ok((id, transport))
@@ -273,6 +316,7 @@ impl<T: Transport<RoleServer>> Transport<RoleServer> for Tracked<T> {
         if let Some(id) = answered {
             state.pending.remove(id);
         }
+        state.serving |= matches!(item, JsonRpcMessage::Response(_));
         state.last = Instant::now();
         drop(state);
         self.inner.send(item)

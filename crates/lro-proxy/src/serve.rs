@@ -113,6 +113,7 @@ pub async fn stdio<H: ServerHandler>(
 #[non_exhaustive]
 pub struct HttpOptions {
     session_idle_timeout: Option<Duration>,
+    max_sessions: Option<usize>,
 }
 
 /// The idle time after which a session is reclaimed, by default: long
@@ -129,6 +130,7 @@ impl Default for HttpOptions {
     fn default() -> Self {
         Self {
             session_idle_timeout: Some(DEFAULT_SESSION_IDLE_TIMEOUT),
+            max_sessions: None,
         }
     }
 }
@@ -152,6 +154,21 @@ impl HttpOptions {
     #[must_use]
     pub fn session_idle_timeout(mut self, timeout: Option<Duration>) -> Self {
         self.session_idle_timeout = timeout;
+        self
+    }
+
+    /// With this many sessions open, a new session first closes the one
+    /// idle longest with no call in progress; a call in progress is never
+    /// cut. Give it [`ProxyConfig::max_sessions`](crate::ProxyConfig::max_sessions)
+    /// for a command upstream, so that clients that went away without
+    /// `DELETE` (the idle timeout has not passed yet) do not hold every
+    /// child while a new client is refused. `None` refuses the new client
+    /// instead (its `initialize` gets "too many sessions").
+    ///
+    /// Defaults to `None`.
+    #[must_use]
+    pub fn max_sessions(mut self, sessions: Option<usize>) -> Self {
+        self.max_sessions = sessions;
         self
     }
 }
@@ -184,7 +201,7 @@ where
         .disable_allowed_hosts()
         .with_max_request_body_bytes(guard.bounds().max_body_bytes)
         .with_cancellation_token(ct.child_token());
-    let sessions = Reclaiming::new(options.session_idle_timeout);
+    let sessions = Reclaiming::new(options.session_idle_timeout, options.max_sessions);
     let service = StreamableHttpService::new(move || Ok(make()), sessions.clone(), config);
     let router = axum::Router::new().nest_service(MCP_PATH, service);
     let listener = tokio::net::TcpListener::bind(addr)

@@ -24,6 +24,9 @@ const PROXY_VARIABLES: [&str; 6] = [
     "all_proxy",
 ];
 
+/// How long a new upstream connection waits for a child slot.
+const SLOT_WAIT: Duration = Duration::from_secs(2);
+
 /// How long [`ProxyShared::preflight`] waits for an HTTP upstream's port.
 const PREFLIGHT_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -170,17 +173,19 @@ impl ProxyShared {
     /// A slot for a new upstream session: children are the scarce
     /// resource, so a command upstream takes one of
     /// [`ProxyConfig::max_sessions`]; an HTTP upstream session needs none.
-    pub(crate) fn slot(&self) -> Result<Option<OwnedSemaphorePermit>, ProxyError> {
+    ///
+    /// A full proxy waits [`SLOT_WAIT`] for one: a session closed to make
+    /// room gives its slot back once its child is ended.
+    pub(crate) async fn slot(&self) -> Result<Option<OwnedSemaphorePermit>, ProxyError> {
         match self.0.cfg.upstream {
             Upstream::Command { .. } => {
-                self.0
-                    .slots
-                    .clone()
-                    .try_acquire_owned()
-                    .map(Some)
-                    .map_err(|_| ProxyError::TooManySessions {
+                let slots = self.0.slots.clone();
+                match tokio::time::timeout(SLOT_WAIT, slots.acquire_owned()).await {
+                    Ok(Ok(permit)) => Ok(Some(permit)),
+                    _ => Err(ProxyError::TooManySessions {
                         max: self.0.cfg.max_sessions,
-                    })
+                    }),
+                }
             }
             Upstream::Http { .. } => Ok(None),
         }

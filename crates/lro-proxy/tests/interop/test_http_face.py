@@ -110,30 +110,29 @@ async def test_children_end_with_the_http_proxy(start_proxy):
 
 
 @pytest.mark.anyio
-async def test_max_sessions(start_proxy):
+async def test_max_sessions(start_proxy, fixture_env):
+    """At --max-sessions, a new session takes the child of the session idle
+    longest (its client gets 404 and may start again); a session with a
+    call in progress is never cut: the new client is refused instead."""
     _, url = start_proxy("--max-sessions", "1")
+    started = Path(fixture_env["FIXTURE_STARTED_FILE"])
     async with http_session(url) as first:
         with anyio.fail_after(PROMPT_S):
-            await whoami(first)
-        with pytest.raises(MCPError) as err:
-            async with unwrapped(), http_session(url):
-                pass
-        assert "max-sessions" in err.value.message, err.value.message
-        with anyio.fail_after(PROMPT_S):
-            assert texts(await first.call_tool("short")) == ["ok"], "the first session must be unaffected"
-
-    # Its slot is free once the first session is closed.
-    async def third_opens() -> bool:
-        try:
-            async with unwrapped(), http_session(url) as third:
-                return bool(await whoami(third))
-        except MCPError:
-            return False
-
-    deadline = anyio.current_time() + EXIT_S
-    while not await third_opens():
-        assert anyio.current_time() < deadline, "no new session within the deadline after the first closed"
-        await anyio.sleep(0.1)
+            first_pid = await whoami(first)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(first.call_tool, "slow", {"seconds": 3})
+            await await_until(started.exists, what="the slow call to reach the upstream")
+            with pytest.raises(MCPError) as err:
+                async with unwrapped(), http_session(url):
+                    pass
+            assert "max-sessions" in err.value.message, err.value.message
+        # The first session is idle now: a new client takes its place.
+        async with http_session(url) as second:
+            with anyio.fail_after(PROMPT_S):
+                assert await whoami(second) != first_pid
+        await await_until(lambda: not pid_alive(first_pid), timeout=EXIT_S, what="the closed session's child to exit")
+        with pytest.raises(MCPError), anyio.fail_after(PROMPT_S):
+            await first.call_tool("short")
 
 
 @pytest.mark.anyio
