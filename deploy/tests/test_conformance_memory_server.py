@@ -23,13 +23,12 @@ SCENARIOS = ["server-stateless", "tools-list", "dns-rebinding-protection", "cach
 WIRE = "2026-07-28"
 
 # What memory-server on main lacks (issue 22, its own part). The suite reports a
-# check it cannot exercise as a failure ("Not testable"), and calls the lists
-# every server with caching hints must hint.
+# check it cannot exercise as a failure ("Not testable"). `caching` calls every
+# list (tools, prompts, resources, resource templates) and reads the first
+# resource: memory-server serves its `recall` prompt and `memory://` resources.
 FAILING_ON_MAIN = {
     "server-stateless": "issue 22: memory-server has none of the scenario's diagnostic tools "
     "(test_missing_capability, test_streaming_elicitation, test_logging_tool), so 4 checks are not testable",
-    "caching": "issue 22: memory-server answers prompts/list, resources/list and resources/templates/list "
-    "with -32601 (it declares neither capability), and the scenario needs their caching hints",
 }
 
 

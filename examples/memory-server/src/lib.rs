@@ -3,6 +3,8 @@
 //!
 //! - [`corpus`]: the memories, their detail levels, recall and search.
 //! - [`server`]: [`MemoryServer`], the four MCP tools.
+//! - [`catalog`]: its prompt (`recall`) and resources (`memory://namespaces`,
+//!   `memory://memories/{id}`).
 //!
 //! The binary (`memory-server`) wraps the server in `lro_tower::LroLayer`
 //! and serves it over stdio or streamable HTTP. Tests and other crates can
@@ -22,6 +24,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod catalog;
 pub mod corpus;
 pub mod server;
 

@@ -19,6 +19,9 @@
 //! the threshold is evaluated before budgeting, as the spec requires).
 //! Without the layer the scope is absent and the tools behave the same.
 //!
+//! Besides the tools it serves one prompt and a few resources, declared in
+//! its capabilities; see [`crate::catalog`].
+//!
 //! ```
 //! use memory_server::{MemoryServer, corpus::Corpus};
 //! use rmcp::ServerHandler;
@@ -33,17 +36,24 @@ use std::sync::Arc;
 use lro_core::{Detail, TokenEstimator};
 use lro_tower::LroScope;
 use rmcp::{
-    ErrorData, ServerHandler,
+    ErrorData, RoleServer, ServerHandler,
     handler::server::{router::tool::ToolRouter, wrapper::Parameters},
     model::{
-        CallToolResult, ContentBlock, Extensions, Implementation, ServerCapabilities, ServerConfig,
+        CallToolResult, ContentBlock, Extensions, GetPromptRequestParams, GetPromptResponse,
+        Implementation, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+        PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
+        ServerCapabilities, ServerConfig,
     },
+    service::RequestContext,
     tool, tool_handler, tool_router,
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::corpus::{Corpus, Hit, Memory};
+use crate::{
+    catalog,
+    corpus::{Corpus, Hit, Memory},
+};
 
 /// Default `limit` of `recall_memories` and `inject_context`.
 pub const DEFAULT_RECALL_LIMIT: usize = 50;
@@ -344,12 +354,61 @@ impl MemoryServer {
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for MemoryServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_prompts()
+            .enable_resources()
+            .build();
+        ServerConfig::new(capabilities)
             .with_server_info(
                 Implementation::new("memory-server", env!("CARGO_PKG_VERSION"))
                     .with_title("LRO demo memory server"),
             )
             .with_instructions(INSTRUCTIONS)
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        Ok(catalog::prompts())
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        catalog::prompt(&request.name, request.arguments.as_ref())
+            .map(Into::into)
+            .map_err(|refusal| ErrorData::invalid_params(refusal.to_string(), None))
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        Ok(catalog::resources(&self.corpus))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        Ok(catalog::resource_templates())
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        catalog::read_result(&self.corpus, &request.uri)
+            .map(Into::into)
+            .map_err(|refusal| ErrorData::resource_not_found(refusal.to_string(), None))
     }
 }
 
