@@ -10,6 +10,15 @@
 //! ([`Slots`]), so a set is always ten distinct recipes. Filters skip
 //! records whose field has another type (`strings`), so a record further
 //! on that differs from the sample does not stop jq.
+//!
+//! Records of several arrays, each tagged with its array's name in
+//! [`ARRAY_FIELD`] (`records/arrays.rs`), are told by the sample: every
+//! sampled record carries the tag as a string. The recipes from fields are
+//! then derived from the records of the sample's first array and run on
+//! that array only (`select(.array == "entities") | …`), since another
+//! array's records have other fields; two recipes are about every array:
+//! the count of records in each (slot 6, the analysis) and the records of
+//! one array by its name (slot 10 when no number is there to total).
 
 use std::collections::BTreeSet;
 
@@ -19,6 +28,7 @@ use super::{
     Recipe, Slots,
     values::{self, Rows},
 };
+use crate::fields::ARRAY_FIELD;
 
 /// Names that make a string field the records' label, in order.
 const LABELS: [&str; 9] = [
@@ -63,11 +73,13 @@ struct Fields {
 }
 
 impl Fields {
-    fn collect(rows: &[&Map<String, Value>]) -> Self {
+    /// The roles of the fields of `rows`, leaving out the field `skip` (the
+    /// tag of records of several arrays).
+    fn collect(rows: &[&Map<String, Value>], skip: Option<&str>) -> Self {
         let mut order: Vec<&String> = Vec::new();
         for row in rows {
             for k in row.keys() {
-                if !order.contains(&k) {
+                if !order.contains(&k) && Some(k.as_str()) != skip {
                     order.push(k);
                 }
             }
@@ -252,11 +264,72 @@ fn object_projection<S: AsRef<str>>(keys: &[S]) -> String {
     format!("{{{}}}", parts.join(", "))
 }
 
+/// The array names of records of several arrays, one per sampled record,
+/// when every one carries the tag.
+fn tags(sample: &[Value]) -> Option<Vec<&str>> {
+    let tags: Option<Vec<&str>> = sample
+        .iter()
+        .map(|r| r.get(ARRAY_FIELD).and_then(Value::as_str))
+        .collect();
+    tags.filter(|t| !t.is_empty())
+}
+
+/// The array the recipes from fields are about, for records of several
+/// arrays: each such recipe runs on that array's records only.
+struct Scope(Option<String>);
+
+impl Scope {
+    /// `recipe` on the scope's records only.
+    fn apply(&self, recipe: Recipe) -> Recipe {
+        let Some(name) = &self.0 else {
+            return recipe;
+        };
+        let literal = serde_json::to_string(name).expect("str serializes");
+        let only = format!("select({} == {literal})", path(ARRAY_FIELD));
+        let filter = if recipe.slurp {
+            format!("map({only}) | {}", recipe.filter)
+        } else {
+            format!("{only} | {}", recipe.filter)
+        };
+        Recipe {
+            description: format!("{} [{name} only]", recipe.description),
+            filter,
+            ..recipe
+        }
+    }
+
+    fn all(&self, candidates: impl IntoIterator<Item = Recipe>) -> Vec<Recipe> {
+        candidates.into_iter().map(|r| self.apply(r)).collect()
+    }
+}
+
+/// `Count by {field}`, over all records.
+fn count_by(field: &str, description: String) -> Recipe {
+    Recipe::new(
+        description,
+        format!(
+            "group_by({p}) | map({{{k}: (.[0] | {p}), count: length}})",
+            p = path(field),
+            k = json_key(field),
+        ),
+    )
+    .slurp()
+}
+
 /// The ten recipes for records like `sample`.
 pub(super) fn recipes(sample: &[Value]) -> Vec<Recipe> {
-    let rows: Vec<&Map<String, Value>> = sample.iter().filter_map(Value::as_object).collect();
-    let f = Fields::collect(&rows);
-    let texts: Vec<String> = sample.iter().map(Value::to_string).collect();
+    let tags = tags(sample);
+    let first = tags.as_ref().map(|t| t[0]);
+    let scope = Scope(first.map(str::to_owned));
+    // Records of several arrays: the recipes from fields are the first
+    // array's.
+    let own: Vec<&Value> = sample
+        .iter()
+        .filter(|r| first.is_none() || r.get(ARRAY_FIELD).and_then(Value::as_str) == first)
+        .collect();
+    let rows: Vec<&Map<String, Value>> = own.iter().filter_map(|r| r.as_object()).collect();
+    let f = Fields::collect(&rows, first.map(|_| ARRAY_FIELD));
+    let texts: Vec<String> = own.iter().map(|r| r.to_string()).collect();
     let strs = |k: &str| -> Vec<&str> { rows.iter().filter_map(|r| r[k].as_str()).collect() };
     let mut slots = Slots::new();
 
@@ -276,13 +349,13 @@ pub(super) fn recipes(sample: &[Value]) -> Vec<Recipe> {
         }
     }
     shown.truncate(4);
-    slots.fill((!shown.is_empty()).then(|| {
+    slots.fill(scope.all((!shown.is_empty()).then(|| {
         let names: Vec<&str> = shown.iter().map(|k| k.as_str()).collect();
         Recipe::new(
             format!("Browse records: {}", names.join(", ")),
             object_projection(&names),
         )
-    }));
+    })));
 
     // What each filter selects in the sample: a later filter's value must
     // select other records, or its recipe would print what one before does.
@@ -294,13 +367,13 @@ pub(super) fn recipes(sample: &[Value]) -> Vec<Recipe> {
             .map(|r| r[field.as_str()].as_str() == Some(value.as_str()))
             .collect()
     }));
-    slots.fill(f.category.as_ref().map(|(field, value)| {
+    slots.fill(scope.all(f.category.as_ref().map(|(field, value)| {
         Recipe::new(
             format!("Filter where .{field} equals a value"),
             format!("select({} == $value)", path(field)),
         )
         .param("value", value.clone())
-    }));
+    })));
 
     // 3. Keyword over the whole record: a word of the label first, else of
     // any string, found in some records' text but not all.
@@ -315,17 +388,17 @@ pub(super) fn recipes(sample: &[Value]) -> Vec<Recipe> {
         .chain(all_strings)
         .collect();
     let keyword = values::keyword(&sources, &texts, &refs(&selected));
-    slots.fill(keyword.map(|k| {
+    slots.fill(scope.all(keyword.map(|k| {
         selected.push(k.rows);
         Recipe::new(
             "Search all fields by keyword (case-insensitive)",
             "select(tostring | test($keyword; \"i\"))",
         )
         .param("keyword", k.value)
-    }));
+    })));
 
     // 4. Identify records.
-    slots.fill(match (&f.id, &f.label) {
+    slots.fill(scope.all(match (&f.id, &f.label) {
         (Some(id), Some(label)) => Some(Recipe::new(
             format!("Extract {id} and {label} only"),
             object_projection(&[id, label]),
@@ -334,7 +407,7 @@ pub(super) fn recipes(sample: &[Value]) -> Vec<Recipe> {
             Some(Recipe::new(format!("List .{one}"), path(one)).raw())
         }
         (None, None) => None,
-    });
+    }));
 
     // 5. A numeric threshold, else a leading part (a folder, a month).
     let numeric = f.number.as_ref().map(|(field, median)| {
@@ -359,32 +432,30 @@ pub(super) fn recipes(sample: &[Value]) -> Vec<Recipe> {
         selected.push(rows);
         recipe
     });
-    slots.fill(numeric.into_iter().chain(prefixed));
+    slots.fill(scope.all(numeric.into_iter().chain(prefixed)));
 
-    // 6. Count by the category, else by the fields records have.
-    slots.fill(
-        f.category
-            .as_ref()
-            .map(|(field, _)| {
-                Recipe::new(
-                    format!("Count by {field}"),
-                    format!(
-                        "group_by({p}) | map({{{k}: (.[0] | {p}), count: length}})",
-                        p = path(field),
-                        k = json_key(field),
-                    ),
-                )
-                .slurp()
-            })
-            .into_iter()
-            .chain((!rows.is_empty()).then(|| {
-                Recipe::new(
-                    "Count the records that have each field",
-                    "map(keys? // [] | .[]) | group_by(.) | map({field: .[0], count: length})",
-                )
-                .slurp()
-            })),
-    );
+    // 6. Count by the category, else by the fields records have; records
+    // of several arrays: how many records each array has.
+    let by_category = f
+        .category
+        .as_ref()
+        .map(|(field, _)| count_by(field, format!("Count by {field}")));
+    if first.is_some() {
+        slots.fill([count_by(ARRAY_FIELD, "Count records in each array".into())]);
+    } else {
+        slots.fill(
+            by_category
+                .clone()
+                .into_iter()
+                .chain((!rows.is_empty()).then(|| {
+                    Recipe::new(
+                        "Count the records that have each field",
+                        "map(keys? // [] | .[]) | group_by(.) | map({field: .[0], count: length})",
+                    )
+                    .slurp()
+                })),
+        );
+    }
 
     // 7. Array membership, else a word in the longest text field or the label.
     let membership = f.string_array.as_ref().map(|(field, value)| {
@@ -406,7 +477,7 @@ pub(super) fn recipes(sample: &[Value]) -> Vec<Recipe> {
             .param("pattern", pattern),
         )
     });
-    slots.fill(membership.into_iter().chain(searched));
+    slots.fill(scope.all(membership.into_iter().chain(searched)));
 
     // 8. Sort by a date, a number, else the identifier.
     let sort_key = f
@@ -414,13 +485,13 @@ pub(super) fn recipes(sample: &[Value]) -> Vec<Recipe> {
         .as_ref()
         .or(f.number.as_ref().map(|(k, _)| k))
         .or(f.id.as_ref());
-    slots.fill(sort_key.map(|field| {
+    slots.fill(scope.all(sort_key.map(|field| {
         Recipe::new(
             format!("Sort by {field}"),
             format!("sort_by({})", path(field)),
         )
         .slurp()
-    }));
+    })));
 
     // 9. Distinct values.
     let distinct = f
@@ -432,16 +503,20 @@ pub(super) fn recipes(sample: &[Value]) -> Vec<Recipe> {
                 .as_ref()
                 .map(|(field, _)| (field, format!("{}[]?", path(field))))
         });
-    slots.fill(distinct.map(|(field, values)| {
+    let distinct = distinct.map(|(field, values)| {
         Recipe::new(
             format!("List unique values of {field}"),
             format!("map({values}) | unique"),
         )
         .slurp()
-    }));
+    });
+    // Records of several arrays counted by array in slot 6: the count by
+    // the category comes here.
+    let by_category = by_category.filter(|_| first.is_some());
+    slots.fill(scope.all(by_category.into_iter().chain(distinct)));
 
-    // 10. Totals.
-    slots.fill(f.number.as_ref().map(|(field, _)| {
+    // 10. Totals; records of several arrays: else one array's records.
+    let totals = f.number.as_ref().map(|(field, _)| {
         let p = path(field);
         Recipe::new(
             format!("Count records and summarize {field}"),
@@ -450,7 +525,15 @@ pub(super) fn recipes(sample: &[Value]) -> Vec<Recipe> {
             ),
         )
         .slurp()
-    }));
+    });
+    let one_array = first.map(|name| {
+        Recipe::new(
+            format!("Records of one array, by its name (.{ARRAY_FIELD})"),
+            format!("select({} == $array)", path(ARRAY_FIELD)),
+        )
+        .param(ARRAY_FIELD, name)
+    });
+    slots.fill(scope.all(totals).into_iter().chain(one_array));
     slots.finish()
 }
 
@@ -551,6 +634,87 @@ mod tests {
         assert_eq!(
             r[5].filter,
             "group_by(.type) | map({type: (.[0] | .type), count: length})"
+        );
+    }
+
+    /// server-memory's graph as records of its two arrays (`records/arrays.rs`).
+    fn graph(entities: usize, relations: usize) -> Vec<Value> {
+        let kinds = ["person", "project", "team"];
+        let e = (0..entities).map(|i| {
+            json!({"array": "entities", "name": format!("person-{i}"), "entityType": (kinds[i % 3]),
+                   "observations": [format!("works on area {}", i % 17)]})
+        });
+        let r = (0..relations).map(|i| {
+            json!({"array": "relations", "from": format!("person-{i}"), "to": format!("person-{}", i * 7),
+                   "relationType": (["knows", "manages"][i % 2])})
+        });
+        e.chain(r).collect()
+    }
+
+    #[test]
+    fn records_of_several_arrays_get_recipes_for_the_first_and_for_every_array() {
+        // The sample of a large graph holds entities only.
+        let r = recipes(&graph(32, 0));
+        distinct(&r);
+        let only = "select(.array == \"entities\") | ";
+        assert_eq!(r[0].filter, format!("{only}{{name, entityType}}"));
+        assert_eq!(
+            r[0].description,
+            "Browse records: name, entityType [entities only]"
+        );
+        assert_eq!(
+            (r[1].filter.as_str(), param(&r[1], "value")),
+            (
+                "select(.array == \"entities\") | select(.entityType == $value)",
+                "person"
+            )
+        );
+        // The tag is no field of the entities: never browsed, counted or searched.
+        assert!(
+            r.iter()
+                .filter(|r| r.filter.starts_with(only) || r.filter.starts_with("map(select"))
+                .all(|r| !r.filter[only.len()..].contains(".array")),
+            "{r:#?}"
+        );
+        assert_eq!(r[5].description, "Count records in each array");
+        assert_eq!(
+            r[5].filter,
+            "group_by(.array) | map({array: (.[0] | .array), count: length})"
+        );
+        assert_eq!(
+            r[8].filter,
+            "map(select(.array == \"entities\")) | group_by(.entityType) | map({entityType: (.[0] | .entityType), count: length})"
+        );
+        assert_eq!(
+            (r[9].filter.as_str(), param(&r[9], "array")),
+            ("select(.array == $array)", "entities")
+        );
+    }
+
+    #[test]
+    fn a_sample_of_both_arrays_is_about_the_first_one() {
+        let r = recipes(&graph(5, 20));
+        distinct(&r);
+        assert!(
+            r[0].filter
+                .starts_with("select(.array == \"entities\") | {name"),
+            "{:?}",
+            r[0]
+        );
+        assert_eq!(r[5].description, "Count records in each array");
+        // Untagged records with the same fields keep the recipes they had.
+        let untagged: Vec<Value> = graph(32, 0)
+            .into_iter()
+            .map(|mut v| {
+                v.as_object_mut().unwrap().remove("array");
+                v
+            })
+            .collect();
+        let plain = recipes(&untagged);
+        assert_eq!(plain[0].filter, "{name, entityType}");
+        assert_eq!(
+            plain[5].filter,
+            "group_by(.entityType) | map({entityType: (.[0] | .entityType), count: length})"
         );
     }
 
