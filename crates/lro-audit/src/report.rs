@@ -31,22 +31,35 @@ pub enum Status {
     /// The requirement could not be judged; the detail says why. A skipped
     /// check blocks its level like a failed one: nothing was proven.
     Skip,
+    /// The requirement presumes what the target's results are not (the
+    /// confidence sort presumes memories); the detail says what. It holds
+    /// its level no more than a pass does: there is nothing to break.
+    #[serde(rename = "not_applicable")]
+    NotApplicable,
 }
 
 impl Status {
-    /// The symbol of the human table: ✓, ✗ or –.
+    /// The symbol of the human table: ✓, ✗, – or ○ (not applicable).
     pub fn symbol(self) -> &'static str {
         match self {
             Self::Pass => "✓",
             Self::Fail => "✗",
             Self::Skip => "–",
+            Self::NotApplicable => "○",
         }
     }
 
-    /// The value of `lro_audit_check`: 1 pass, 0 fail, -1 skip.
+    /// Whether the check lets its level be proven: it passed, or it does
+    /// not apply.
+    pub fn is_met(self) -> bool {
+        matches!(self, Self::Pass | Self::NotApplicable)
+    }
+
+    /// The value of `lro_audit_check`: 1 pass (or not applicable: the
+    /// dashboards count what is below 1 as not passed), 0 fail, -1 skip.
     fn gauge(self) -> i8 {
         match self {
-            Self::Pass => 1,
+            Self::Pass | Self::NotApplicable => 1,
             Self::Fail => 0,
             Self::Skip => -1,
         }
@@ -93,12 +106,12 @@ const MAX_LEVEL: u8 = 3;
 impl Report {
     /// A report on `target` (as shown to people), with its level computed:
     /// the highest level whose checks, and those of every level below,
-    /// all pass.
+    /// all pass or do not apply.
     pub fn new(target: String, checks: Vec<Check>) -> Self {
         let mut level = 0;
         for l in 1..=MAX_LEVEL {
             let mut at = checks.iter().filter(|c| c.level == l).peekable();
-            if at.peek().is_none() || !at.all(|c| c.status == Status::Pass) {
+            if at.peek().is_none() || !at.all(|c| c.status.is_met()) {
                 break;
             }
             level = l;
@@ -135,7 +148,7 @@ impl Report {
         let next = self.level + 1;
         self.checks
             .iter()
-            .filter(move |c| c.level == next && c.status != Status::Pass)
+            .filter(move |c| c.level == next && !c.status.is_met())
     }
 
     /// One line: `Level 2 — Level 3 blocked by: write-failure-fallback`.
@@ -200,7 +213,7 @@ impl Report {
         let mut suite = TestSuite::new(format!("lro-audit {}", self.target));
         for c in &self.checks {
             let status = match c.status {
-                Status::Pass => TestCaseStatus::success(),
+                Status::Pass | Status::NotApplicable => TestCaseStatus::success(),
                 Status::Fail => {
                     let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
                     s.set_message(c.detail.clone());
@@ -214,6 +227,10 @@ impl Report {
             };
             let mut case = TestCase::new(c.id, status);
             case.set_classname(format!("level{}", c.level));
+            // JUnit has no "not applicable": a success that says so.
+            if c.status == Status::NotApplicable {
+                case.set_system_out(format!("not applicable: {}", c.detail));
+            }
             suite.add_test_case(case);
         }
         let mut report = Junit::new("lro-audit");
@@ -287,6 +304,25 @@ mod tests {
         assert_eq!(
             report(&[(1, Pass), (2, Pass), (3, Pass)]).verdict(),
             "Level 3"
+        );
+    }
+
+    #[test]
+    fn a_check_that_does_not_apply_holds_its_level_and_says_so() {
+        use Status::*;
+        let r = report(&[(1, Pass), (2, NotApplicable), (3, Pass)]);
+        assert_eq!(r.level(), 3);
+        assert_eq!(r.verdict(), "Level 3");
+        assert!(r.to_table().contains("○ b"), "{}", r.to_table());
+        assert_eq!(r.to_json()["checks"][1]["status"], "not_applicable");
+        assert!(
+            r.to_textfile()
+                .contains("lro_audit_check{check=\"b\",level=\"2\"} 1\n")
+        );
+        let xml = r.to_junit();
+        assert!(
+            xml.contains("not applicable: why") && !xml.contains("<skipped"),
+            "{xml}"
         );
     }
 

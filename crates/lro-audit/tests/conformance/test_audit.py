@@ -125,6 +125,43 @@ def test_proxy_in_front_of_a_server_without_lro_is_level_3():
     assert status(report)["proxy-flag"] == "pass", explain(report)
 
 
+def make_repository(repo: Path, commits: int) -> None:
+    """`commits` commits, each with a subject and a body, in one `git fast-import`."""
+    subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True)
+    stream = []
+    for i in range(commits):
+        message = f"Rework step {i}\n\nThe parser of step {i} moved out.\n"
+        stamp = 1_700_000_000 + i * 3600
+        stream.append(
+            f"commit refs/heads/main\nauthor Dev {i % 3} <dev{i % 3}@example.org> {stamp} +0000\n"
+            f"committer Dev {i % 3} <dev{i % 3}@example.org> {stamp} +0000\n"
+            f"data {len(message.encode())}\n{message}\nM 644 inline file_{i % 5}.txt\ndata 8\nline {i:03}\n\n"
+        )
+    subprocess.run(["git", "-C", str(repo), "fast-import", "--quiet"], input="".join(stream), text=True, check=True)
+
+
+def test_proxy_in_front_of_a_generic_server_is_level_3(tmp_path: Path):
+    """mcp-server-git's log is text, not memories: its lines are the records the
+    threshold checks count, and the confidence sort, which presumes memories,
+    is reported not applicable, not failed."""
+    has_git_server = subprocess.run([sys.executable, "-c", "import mcp_server_git"], capture_output=True).returncode == 0
+    assert has_git_server, "mcp-server-git is not installed (.ci/run's pip line installs it)"
+    repo = tmp_path / "repo"
+    make_repository(repo, 60)
+    probe = "git_log " + json.dumps({"repo_path": str(repo), "max_count": 60})
+    code, report, err, took = run_audit(
+        "--require-level", "3", "--probe", probe, "--", str(LRO), "proxy", "--", sys.executable, "-m", "mcp_server_git"
+    )
+    assert code == 0 and report["level"] == LEVEL3, explain(report) + err
+    assert took < AUDIT_BUDGET_S, f"the audit took {took:.1f}s"
+    s = status(report)
+    assert s["recipes-confidence"] == "not_applicable", explain(report)
+    assert "presumes them" in report_detail(report, "recipes-confidence")
+    assert {v for k, v in s.items() if k != "recipes-confidence"} == {"pass"}, explain(report)
+    # Its commits' lines are many small records, offloaded together.
+    assert " records of at most " in report_detail(report, "threshold-aggregate")
+
+
 def test_compact_guidance_is_reported_outside_the_spec_not_failed():
     code, report, err, _ = run_audit(
         "--keep-going", "--", "env", "ATLATL_PROMPT__OFFLOAD__GUIDANCE=compact", str(MEMORY_SERVER)
