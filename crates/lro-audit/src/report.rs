@@ -20,6 +20,8 @@ use std::fmt::Write as _;
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use crate::Wire;
+
 /// The outcome of one check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -98,6 +100,7 @@ pub struct Report {
     target: String,
     checks: Vec<Check>,
     level: u8,
+    wire: Option<Wire>,
 }
 
 /// The highest conformance level.
@@ -120,7 +123,21 @@ impl Report {
             target,
             checks,
             level,
+            wire: None,
         }
+    }
+
+    /// Sets the wire the audit spoke to the target. Defaults to none (a
+    /// report built by hand); [`audit`](crate::audit) sets it.
+    #[must_use]
+    pub fn wire(mut self, wire: Wire) -> Self {
+        self.wire = Some(wire);
+        self
+    }
+
+    /// The wire the audit spoke to the target, when known.
+    pub fn wire_spoken(&self) -> Option<&Wire> {
+        self.wire.as_ref()
     }
 
     /// The level proven, 0 to 3.
@@ -166,11 +183,13 @@ impl Report {
         line
     }
 
-    /// `{"level", "target", "verdict", "checks": [{"id", "level", "status", "detail"}]}`.
+    /// `{"level", "target", "wire", "verdict", "checks": [{"id", "level",
+    /// "status", "detail"}]}`; `wire` is [`Wire`]'s object, or null.
     pub fn to_json(&self) -> Value {
         json!({
             "level": self.level,
             "target": self.target,
+            "wire": self.wire,
             "verdict": self.verdict(),
             "checks": self.checks,
         })
@@ -180,6 +199,9 @@ impl Report {
     /// every check that did not pass, then the verdict.
     pub fn to_table(&self) -> String {
         let mut out = format!("LRO conformance audit of {}\n", self.target);
+        if let Some(wire) = &self.wire {
+            let _ = writeln!(out, "over {wire}");
+        }
         for level in [1, 2, 3, 0] {
             let mut checks = self.checks.iter().filter(|c| c.level == level).peekable();
             if checks.peek().is_none() {
@@ -211,6 +233,9 @@ impl Report {
         use quick_junit::{NonSuccessKind, Report as Junit, TestCase, TestCaseStatus, TestSuite};
 
         let mut suite = TestSuite::new(format!("lro-audit {}", self.target));
+        if let Some(wire) = &self.wire {
+            suite.add_property(("wire", wire.to_string().as_str()));
+        }
         for c in &self.checks {
             let status = match c.status {
                 Status::Pass | Status::NotApplicable => TestCaseStatus::success(),

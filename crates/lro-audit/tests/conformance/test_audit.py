@@ -9,6 +9,10 @@ with, and catch each deliberate violation by a named failing check:
 - fixtures/lro_fixture.py, an independent implementation on the official
   Python `mcp` SDK: correct (Level 3), and with one violation each;
 - a streamable-HTTP target, where what needs control is skipped;
+- the wire: the demo server (which speaks both) over 2026-07-28 and over
+  `initialize`, and a server that speaks only 2025-11-25 (the reference
+  memory server from npm), which `--wire auto` falls back for; the report
+  names the wire either way;
 - usage errors (exit 2) and unreachable targets (exit 3).
 
 Recipes run through the real `jq`; the JUnit report is parsed as XML and the
@@ -28,10 +32,22 @@ from pathlib import Path
 
 import pytest
 
-from testkit.paths import LRO, MEMORY_SERVER
+from testkit.npm import npm_ci
+from testkit.paths import LRO, MEMORY_SERVER, REPO
 from testkit.procs import Background, environ_without, free_port
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "lro_fixture.py"
+# The pinned npm servers of the proxy's interop suite: TypeScript SDK 1.32,
+# which speaks 2025-11-25 only.
+NPM_SERVERS = REPO / "crates" / "lro-proxy" / "tests" / "interop" / "ts"
+MEMORY_JS = NPM_SERVERS / "node_modules" / "@modelcontextprotocol" / "server-memory" / "dist" / "index.js"
+
+MODERN = {"protocol_version": "2026-07-28", "lifecycle": "server/discover"}
+LEGACY = {"protocol_version": "2025-11-25", "lifecycle": "initialize"}
+# The proxy's stdio face answers 2026-07-28 requests after `server/discover`
+# only once issue 22's per-request wire decision is in (today -32022): the
+# audits through it ask for `initialize`, the wire they always used.
+PROXY_WIRE = ("--wire", "legacy")
 
 # A full audit of a stdio server must finish in this time (the issue's bound).
 AUDIT_BUDGET_S = 60
@@ -90,6 +106,8 @@ def test_demo_server_is_level_3_within_the_budget(tmp_path: Path):
     assert took < AUDIT_BUDGET_S, f"the audit took {took:.1f}s"
     assert report["verdict"] == "Level 3"
     assert all(s == "pass" for s in status(report).values()), explain(report)
+    # It speaks 2026-07-28, so `--wire auto` (the default) audited over it.
+    assert report["wire"] == {"asked": "auto", **MODERN}, report["wire"]
 
     # JUnit: one test case per check, none failed or skipped.
     suite = ET.parse(junit).getroot().find("testsuite")
@@ -116,9 +134,34 @@ def test_demo_server_without_lro_is_level_0():
     assert {c["status"] for c in report["checks"] if c["level"] in (LEVEL2, LEVEL3)} == {"skip"}
 
 
+@pytest.mark.parametrize("wire,seen", [("2026-07-28", MODERN), ("legacy", LEGACY)])
+def test_demo_server_is_level_3_over_either_wire(wire: str, seen: dict):
+    code, report, err, _ = run_audit("--require-level", "3", "--wire", wire, "--", str(MEMORY_SERVER))
+    assert code == 0 and report["level"] == LEVEL3, explain(report) + err
+    assert report["wire"] == {"asked": wire, **seen}, report["wire"]
+    # The proxy flag is honoured on either wire (over 2026-07-28 it rides in
+    # every request's _meta).
+    assert status(report)["proxy-flag"] == "pass", explain(report)
+
+
+def test_a_legacy_server_is_audited_over_initialize_and_says_so():
+    """server-memory (TypeScript SDK) answers `server/discover` with -32601: `auto`
+    falls back to `initialize`, the report says so; `--wire 2026-07-28` cannot reach it."""
+    npm_ci(NPM_SERVERS)
+    target = ["node", str(MEMORY_JS)]
+    code, report, err, _ = run_audit("--probe", "read_graph {}", "--", *target)
+    assert code == 0 and report is not None, err
+    assert report["wire"] == {"asked": "auto", **LEGACY}, report["wire"]
+    # It offloads nothing: no LRO, Level 0, whichever the wire.
+    assert report["level"] == 0, explain(report)
+    code, report, err, _ = run_audit("--wire", "2026-07-28", "--probe", "read_graph {}", "--", *target, timeout=60)
+    assert code == EXIT_UNREACHABLE and report is None, err
+    assert "server/discover failed" in err, err
+
+
 def test_proxy_in_front_of_a_server_without_lro_is_level_3():
     code, report, err, took = run_audit(
-        "--require-level", "3", "--", str(LRO), "proxy", "--", str(MEMORY_SERVER), "--no-lro"
+        "--require-level", "3", *PROXY_WIRE, "--", str(LRO), "proxy", "--", str(MEMORY_SERVER), "--no-lro"
     )
     assert code == 0 and report["level"] == LEVEL3, explain(report) + err
     assert took < AUDIT_BUDGET_S
@@ -150,7 +193,8 @@ def test_proxy_in_front_of_a_generic_server_is_level_3(tmp_path: Path):
     make_repository(repo, 60)
     probe = "git_log " + json.dumps({"repo_path": str(repo), "max_count": 60})
     code, report, err, took = run_audit(
-        "--require-level", "3", "--probe", probe, "--", str(LRO), "proxy", "--", sys.executable, "-m", "mcp_server_git"
+        "--require-level", "3", *PROXY_WIRE, "--probe", probe, "--", str(LRO), "proxy", "--",
+        sys.executable, "-m", "mcp_server_git",
     )
     assert code == 0 and report["level"] == LEVEL3, explain(report) + err
     assert took < AUDIT_BUDGET_S, f"the audit took {took:.1f}s"
@@ -309,6 +353,8 @@ def test_url_target_skips_what_needs_control(tmp_path: Path):
         assert url.endswith("/mcp"), url
         code, report, err, _ = run_audit("--url", url)
         assert code == 0, err
+        # Sessionless 2026-07-28 over streamable HTTP.
+        assert report["wire"] == {"asked": "auto", **MODERN}, report["wire"]
         st = status(report)
         for needs_control in ("threshold-aggregate", "threshold-boundary"):
             assert st[needs_control] == "skip", explain(report)
@@ -347,8 +393,9 @@ def test_unreachable_target_exits_3(args: list[str]):
         ["--probe", "tool [1]", "--", "x"],
         ["--url", "http://127.0.0.1:1/mcp", "--", "x"],
         ["--env", "K=V", "--url", "http://127.0.0.1:1/mcp"],
+        ["--wire", "2024-11-05", "--", "x"],
     ],
-    ids=["no-target", "level-4", "probe-not-object", "url-and-command", "env-with-url"],
+    ids=["no-target", "level-4", "probe-not-object", "url-and-command", "env-with-url", "unknown-wire"],
 )
 def test_usage_errors_exit_2(args: list[str]):
     code, _, err, _ = run_audit(*args, timeout=30)
