@@ -361,10 +361,10 @@ impl<'a> GuidanceInput<'a> {
             let each: Vec<String> = self
                 .arrays
                 .iter()
-                .map(|(name, n)| format!("{name:?} ({n})"))
+                .map(|(name, n)| format!("{name} ({n})"))
                 .collect();
             format!(
-                " Field {ARRAY_FIELD:?} of each names the array it is from: {}.",
+                " Field {ARRAY_FIELD:?} names each one's array: {}.",
                 each.join(", ")
             )
         };

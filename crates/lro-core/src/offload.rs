@@ -36,7 +36,7 @@ use crate::{
     principal::Principal,
     quota::{Ledger, Quota, measure},
     recipes::{RecipeSet, SAMPLE_SIZE, is_memory_sample},
-    records::{ARRAY_FIELD, RecordKind, RecordSet},
+    records::{RecordKind, RecordSet},
     root::{PrivateDir, default_output_dir},
     schema::{DESCRIPTOR_SCHEMA_CHARS, descriptor_line_schema},
     tokens::TokenEstimator,
@@ -433,21 +433,14 @@ impl Offloader {
 
 /// The descriptor's line schema: of `sample`, or, for records of several
 /// arrays, of the front of each array (the sample may hold the first array
-/// only), with the tag's values, the arrays' names, as its `enum`.
+/// only), so that every array's fields are described.
 fn line_schema(records: &RecordSet<'_>, sample: &[Value]) -> Value {
-    let RecordKind::Arrays { names } = &records.kind else {
-        return descriptor_line_schema(sample, DESCRIPTOR_SCHEMA_CHARS);
-    };
-    let spread = records.spread_sample(SAMPLE_SIZE);
-    let mut schema = descriptor_line_schema(&spread, DESCRIPTOR_SCHEMA_CHARS);
-    if let Some(tag) = schema
-        .pointer_mut(&format!("/properties/{ARRAY_FIELD}"))
-        .and_then(Value::as_object_mut)
-    {
-        let names: Vec<Value> = names.iter().map(|(n, _)| n.as_str().into()).collect();
-        tag.insert("enum".to_owned(), Value::Array(names));
+    match records.kind {
+        RecordKind::Arrays { .. } => {
+            descriptor_line_schema(&records.spread_sample(SAMPLE_SIZE), DESCRIPTOR_SCHEMA_CHARS)
+        }
+        _ => descriptor_line_schema(sample, DESCRIPTOR_SCHEMA_CHARS),
     }
-    schema
 }
 
 /// Detail level from the fields present: nested provenance means full, a
@@ -605,14 +598,13 @@ mod tests {
         assert_eq!(d.summary.records.as_deref(), Some("entities and relations"));
         assert_eq!(d.summary.count, 41);
         assert!(
-            d.guidance.contains(
-                "Field \"array\" of each names the array it is from: \"entities\" (40), \"relations\" (1)."
-            ),
+            d.guidance
+                .contains("Field \"array\" names each one's array: entities (40), relations (1)."),
             "{}",
             d.guidance
         );
         let props = &d.line_schema["properties"];
-        assert_eq!(props["array"]["enum"], json!(["entities", "relations"]));
+        assert_eq!(props["array"], json!({"type": "string"}));
         assert!(
             props.get("entityType").is_some() && props.get("from").is_some(),
             "{props}"

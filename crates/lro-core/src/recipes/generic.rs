@@ -14,9 +14,10 @@
 //! Records of several arrays, each tagged with its array's name in
 //! [`ARRAY_FIELD`] (`records/arrays.rs`), are told by the sample: every
 //! sampled record carries the tag as a string. The recipes from fields are
-//! then derived from the records of the sample's first array and run on
-//! that array only (`select(.array == "entities") | …`), since another
-//! array's records have other fields; two recipes are about every array:
+//! then derived from the records of the sample's first array; those that
+//! project or sum up every record run on that array only
+//! (`select(.array == "entities") | …`), since another array's records have
+//! other fields (`Scope`); two recipes are about every array:
 //! the count of records in each (slot 6, the analysis) and the records of
 //! one array by its name (slot 10 when no number is there to total).
 
@@ -275,15 +276,21 @@ fn tags(sample: &[Value]) -> Option<Vec<&str>> {
 }
 
 /// The array the recipes from fields are about, for records of several
-/// arrays: each such recipe runs on that array's records only.
+/// arrays: a recipe that prints a projection of every record or sums them
+/// all up runs on that array's records only. One that selects records by
+/// a field runs on all of them: another array's records lack the field and
+/// are not selected, and a search may find them in any array.
 struct Scope(Option<String>);
 
 impl Scope {
-    /// `recipe` on the scope's records only.
+    /// `recipe` on the scope's records only, when it needs to be.
     fn apply(&self, recipe: Recipe) -> Recipe {
         let Some(name) = &self.0 else {
             return recipe;
         };
+        if !recipe.slurp && recipe.filter.starts_with("select(") {
+            return recipe;
+        }
         let literal = serde_json::to_string(name).expect("str serializes");
         let only = format!("select({} == {literal})", path(ARRAY_FIELD));
         let filter = if recipe.slurp {
@@ -291,11 +298,7 @@ impl Scope {
         } else {
             format!("{only} | {}", recipe.filter)
         };
-        Recipe {
-            description: format!("{} [{name} only]", recipe.description),
-            filter,
-            ..recipe
-        }
+        Recipe { filter, ..recipe }
     }
 
     fn all(&self, candidates: impl IntoIterator<Item = Recipe>) -> Vec<Recipe> {
@@ -528,7 +531,7 @@ pub(super) fn recipes(sample: &[Value]) -> Vec<Recipe> {
     });
     let one_array = first.map(|name| {
         Recipe::new(
-            format!("Records of one array, by its name (.{ARRAY_FIELD})"),
+            format!("Records of one array (.{ARRAY_FIELD})"),
             format!("select({} == $array)", path(ARRAY_FIELD)),
         )
         .param(ARRAY_FIELD, name)
@@ -657,33 +660,37 @@ mod tests {
         let r = recipes(&graph(32, 0));
         distinct(&r);
         let only = "select(.array == \"entities\") | ";
+        // Projections and sums run on the entities only ...
         assert_eq!(r[0].filter, format!("{only}{{name, entityType}}"));
+        assert_eq!(r[0].description, "Browse records: name, entityType");
+        assert_eq!(r[3].filter, format!("{only}.name"));
         assert_eq!(
-            r[0].description,
-            "Browse records: name, entityType [entities only]"
+            r[8].filter,
+            "map(select(.array == \"entities\")) | group_by(.entityType) | map({entityType: (.[0] | .entityType), count: length})"
         );
+        // ... filters on all records, which the relations fall through.
         assert_eq!(
             (r[1].filter.as_str(), param(&r[1], "value")),
-            (
-                "select(.array == \"entities\") | select(.entityType == $value)",
-                "person"
-            )
+            ("select(.entityType == $value)", "person")
         );
         // The tag is no field of the entities: never browsed, counted or searched.
-        assert!(
-            r.iter()
-                .filter(|r| r.filter.starts_with(only) || r.filter.starts_with("map(select"))
-                .all(|r| !r.filter[only.len()..].contains(".array")),
-            "{r:#?}"
+        let own: Vec<&str> = r
+            .iter()
+            .map(|r| {
+                r.filter
+                    .trim_start_matches(only)
+                    .trim_start_matches("map(select(.array == \"entities\")) | ")
+            })
+            .collect();
+        assert_eq!(
+            own.iter().filter(|f| f.contains(".array")).count(),
+            2,
+            "{own:#?}"
         );
         assert_eq!(r[5].description, "Count records in each array");
         assert_eq!(
             r[5].filter,
             "group_by(.array) | map({array: (.[0] | .array), count: length})"
-        );
-        assert_eq!(
-            r[8].filter,
-            "map(select(.array == \"entities\")) | group_by(.entityType) | map({entityType: (.[0] | .entityType), count: length})"
         );
         assert_eq!(
             (r[9].filter.as_str(), param(&r[9], "array")),
