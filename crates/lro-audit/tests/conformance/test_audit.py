@@ -44,10 +44,6 @@ MEMORY_JS = NPM_SERVERS / "node_modules" / "@modelcontextprotocol" / "server-mem
 
 MODERN = {"protocol_version": "2026-07-28", "lifecycle": "server/discover"}
 LEGACY = {"protocol_version": "2025-11-25", "lifecycle": "initialize"}
-# The proxy's stdio face answers 2026-07-28 requests after `server/discover`
-# only once issue 22's per-request wire decision is in (today -32022): the
-# audits through it ask for `initialize`, the wire they always used.
-PROXY_WIRE = ("--wire", "legacy")
 
 # A full audit of a stdio server must finish in this time (the issue's bound).
 AUDIT_BUDGET_S = 60
@@ -159,12 +155,15 @@ def test_a_legacy_server_is_audited_over_initialize_and_says_so():
     assert "server/discover failed" in err, err
 
 
-def test_proxy_in_front_of_a_server_without_lro_is_level_3():
+@pytest.mark.parametrize("wire,seen", [("auto", MODERN), ("legacy", LEGACY)])
+def test_proxy_in_front_of_a_server_without_lro_is_level_3(wire: str, seen: dict):
+    """The proxy's stdio face speaks both wires: `auto` gets 2026-07-28."""
     code, report, err, took = run_audit(
-        "--require-level", "3", *PROXY_WIRE, "--", str(LRO), "proxy", "--", str(MEMORY_SERVER), "--no-lro"
+        "--require-level", "3", "--wire", wire, "--", str(LRO), "proxy", "--", str(MEMORY_SERVER), "--no-lro"
     )
     assert code == 0 and report["level"] == LEVEL3, explain(report) + err
     assert took < AUDIT_BUDGET_S
+    assert report["wire"] == {"asked": wire, **seen}, report["wire"]
     assert status(report)["proxy-flag"] == "pass", explain(report)
 
 
@@ -193,10 +192,10 @@ def test_proxy_in_front_of_a_generic_server_is_level_3(tmp_path: Path):
     make_repository(repo, 60)
     probe = "git_log " + json.dumps({"repo_path": str(repo), "max_count": 60})
     code, report, err, took = run_audit(
-        "--require-level", "3", *PROXY_WIRE, "--probe", probe, "--", str(LRO), "proxy", "--",
-        sys.executable, "-m", "mcp_server_git",
+        "--require-level", "3", "--probe", probe, "--", str(LRO), "proxy", "--", sys.executable, "-m", "mcp_server_git"
     )
     assert code == 0 and report["level"] == LEVEL3, explain(report) + err
+    assert report["wire"] == {"asked": "auto", **MODERN}, report["wire"]
     assert took < AUDIT_BUDGET_S, f"the audit took {took:.1f}s"
     s = status(report)
     assert s["recipes-confidence"] == "not_applicable", explain(report)
