@@ -526,6 +526,32 @@ mod tests {
         );
     }
 
+    #[test]
+    fn a_truncated_object_keeps_its_other_fields_in_text_and_structured_content() {
+        let object = r#"{"total":3,"items":[{"x":1},{"x":2},{"x":3}],"next":null}"#;
+        let graph = r#"{"total":3,"relations":[{"f":"a"}],"entities":[{"n":"a"},{"n":"b"}]}"#;
+        for (text, kept, want) in [
+            (
+                object,
+                2,
+                r#"{"items":[{"x":1},{"x":2}],"next":null,"total":3}"#,
+            ),
+            (
+                graph,
+                1,
+                r#"{"entities":[{"n":"a"}],"relations":[],"total":3}"#,
+            ),
+        ] {
+            let value: Value = serde_json::from_str(text).unwrap();
+            let structured = RecordSet::from_structured(&value).unwrap();
+            let payload = Payload::Structured(value);
+            assert_eq!(rebuild_truncated(&payload, &structured, kept), want);
+            let payload = Payload::Text(text.to_owned());
+            let from_text = RecordSet::from_text(text);
+            assert_eq!(rebuild_truncated(&payload, &from_text, kept), want);
+        }
+    }
+
     #[tokio::test]
     async fn a_cancelled_request_leaves_no_file() {
         let dir = tempfile::tempdir().unwrap();
