@@ -30,7 +30,7 @@ use crate::{
     },
     probe::{self, Call},
     recipe, result,
-    target::{Launch, Outcome, Session, Target},
+    target::{Launch, Opening, Outcome, Session, Target},
 };
 
 /// A threshold no result reaches: everything is inline.
@@ -89,7 +89,11 @@ pub async fn audit(target: &Target, cfg: &AuditConfig) -> Result<Report, AuditEr
     }
     run.flag().await;
     judged.reported(&run.ev);
-    Ok(Report::new(target.to_string(), judged.into_checks()))
+    let report = Report::new(target.to_string(), judged.into_checks());
+    Ok(match run.ev.wire.take() {
+        Some(wire) => report.wire(wire),
+        None => report,
+    })
 }
 
 struct Run<'a> {
@@ -102,7 +106,12 @@ struct Run<'a> {
 impl Run<'_> {
     /// Opens a session in `launch` (ignored for a URL target).
     async fn open(&self, launch: Option<&Launch>, proxy: bool) -> Result<Session, AuditError> {
-        Session::open(self.target, launch, proxy, self.cfg.timeout).await
+        let how = Opening {
+            proxy,
+            wire: self.cfg.wire,
+            timeout: self.cfg.timeout,
+        };
+        Session::open(self.target, launch, how).await
     }
 
     fn launch(&self, name: &str, threshold: u64, ttl_seconds: u64) -> Launch {
@@ -121,6 +130,7 @@ impl Run<'_> {
     async fn measure(&mut self) -> Result<(), AuditError> {
         let launch = self.launch("measure", NO_THRESHOLD, LONG_TTL);
         let session = self.open(Some(&launch), false).await?;
+        self.ev.wire = Some(session.wire().clone());
         self.ev.tools = session.tools().iter().map(|t| t.name.to_string()).collect();
         let (calls, left_out) = probe::plan(&self.cfg.probes, session.tools());
         self.ev.left_out = left_out;

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::Probe;
+use crate::{Probe, WireMode};
 
 /// The audit's options.
 ///
@@ -31,6 +31,8 @@ pub struct AuditConfig {
     pub metrics_url: Option<String>,
     /// How long initialize, each request and each launch may take.
     pub timeout: Duration,
+    /// The wire to speak to the target.
+    pub wire: WireMode,
 }
 
 impl Default for AuditConfig {
@@ -42,6 +44,7 @@ impl Default for AuditConfig {
             keep_going: false,
             metrics_url: None,
             timeout: Duration::from_secs(30),
+            wire: WireMode::Auto,
         }
     }
 }
@@ -93,6 +96,15 @@ impl AuditConfig {
     #[must_use]
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
+        self
+    }
+
+    /// Sets the wire to speak to the target. Defaults to
+    /// [`WireMode::Auto`]: 2026-07-28 when the target speaks it, else
+    /// `initialize` at 2025-11-25.
+    #[must_use]
+    pub fn wire(mut self, wire: WireMode) -> Self {
+        self.wire = wire;
         self
     }
 }

@@ -8,7 +8,7 @@ use std::{path::PathBuf, time::Duration};
 
 use serde_json::{Map, Value};
 
-use crate::{events::Samples, probe::Call, result, target::Outcome};
+use crate::{Wire, events::Samples, probe::Call, result, target::Outcome};
 
 /// Fewest records a result needs to show the threshold is on the aggregate.
 pub(crate) const MIN_RECORDS: usize = 10;
@@ -108,6 +108,8 @@ pub(crate) struct WriteFailureSeen {
 #[derive(Debug, Default)]
 pub(crate) struct Evidence {
     pub(crate) launched: bool,
+    /// The wire of the first session.
+    pub(crate) wire: Option<Wire>,
     pub(crate) tools: Vec<String>,
     pub(crate) calls: Vec<Call>,
     pub(crate) left_out: Vec<String>,

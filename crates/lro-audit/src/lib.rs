@@ -4,7 +4,9 @@
 //! [`audit`] launches a stdio server (as often as it needs, configured by
 //! the spec's `ATLATL_PROMPT__OFFLOAD__*` variables) or connects to a
 //! running streamable-HTTP server, calls the spec's tools (or the
-//! [`Probe`]s given), and judges what comes back: the threshold, the JSONL
+//! [`Probe`]s given) over MCP 2026-07-28 or, for a legacy server,
+//! 2025-11-25 ([`WireMode`]; the report names the [`Wire`]), and judges
+//! what comes back: the threshold, the JSONL
 //! file, the descriptor, the recipes (run with the real `jq`, never a
 //! shell), the line schema, cleanup, the write-failure fallback and the
 //! events. Each requirement is one named [`Check`]; the [`Report`] gives the
@@ -38,6 +40,7 @@ mod recipe;
 pub mod report;
 mod result;
 mod target;
+mod wire;
 
 pub use audit::audit;
 pub use check::catalogue;
@@ -46,3 +49,4 @@ pub use error::AuditError;
 pub use probe::{Probe, ProbeError};
 pub use report::{Check, Report, Status};
 pub use target::Target;
+pub use wire::{UnknownWire, Wire, WireMode};

@@ -20,6 +20,8 @@ use std::fmt::Write as _;
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use crate::Wire;
+
 /// The outcome of one check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -31,22 +33,35 @@ pub enum Status {
     /// The requirement could not be judged; the detail says why. A skipped
     /// check blocks its level like a failed one: nothing was proven.
     Skip,
+    /// The requirement presumes what the target's results are not (the
+    /// confidence sort presumes memories); the detail says what. It holds
+    /// its level no more than a pass does: there is nothing to break.
+    #[serde(rename = "not_applicable")]
+    NotApplicable,
 }
 
 impl Status {
-    /// The symbol of the human table: ✓, ✗ or –.
+    /// The symbol of the human table: ✓, ✗, – or ○ (not applicable).
     pub fn symbol(self) -> &'static str {
         match self {
             Self::Pass => "✓",
             Self::Fail => "✗",
             Self::Skip => "–",
+            Self::NotApplicable => "○",
         }
     }
 
-    /// The value of `lro_audit_check`: 1 pass, 0 fail, -1 skip.
+    /// Whether the check lets its level be proven: it passed, or it does
+    /// not apply.
+    pub fn is_met(self) -> bool {
+        matches!(self, Self::Pass | Self::NotApplicable)
+    }
+
+    /// The value of `lro_audit_check`: 1 pass (or not applicable: the
+    /// dashboards count what is below 1 as not passed), 0 fail, -1 skip.
     fn gauge(self) -> i8 {
         match self {
-            Self::Pass => 1,
+            Self::Pass | Self::NotApplicable => 1,
             Self::Fail => 0,
             Self::Skip => -1,
         }
@@ -85,6 +100,7 @@ pub struct Report {
     target: String,
     checks: Vec<Check>,
     level: u8,
+    wire: Option<Wire>,
 }
 
 /// The highest conformance level.
@@ -93,12 +109,12 @@ const MAX_LEVEL: u8 = 3;
 impl Report {
     /// A report on `target` (as shown to people), with its level computed:
     /// the highest level whose checks, and those of every level below,
-    /// all pass.
+    /// all pass or do not apply.
     pub fn new(target: String, checks: Vec<Check>) -> Self {
         let mut level = 0;
         for l in 1..=MAX_LEVEL {
             let mut at = checks.iter().filter(|c| c.level == l).peekable();
-            if at.peek().is_none() || !at.all(|c| c.status == Status::Pass) {
+            if at.peek().is_none() || !at.all(|c| c.status.is_met()) {
                 break;
             }
             level = l;
@@ -107,7 +123,21 @@ impl Report {
             target,
             checks,
             level,
+            wire: None,
         }
+    }
+
+    /// Sets the wire the audit spoke to the target. Defaults to none (a
+    /// report built by hand); [`audit`](crate::audit) sets it.
+    #[must_use]
+    pub fn wire(mut self, wire: Wire) -> Self {
+        self.wire = Some(wire);
+        self
+    }
+
+    /// The wire the audit spoke to the target, when known.
+    pub fn wire_spoken(&self) -> Option<&Wire> {
+        self.wire.as_ref()
     }
 
     /// The level proven, 0 to 3.
@@ -135,7 +165,7 @@ impl Report {
         let next = self.level + 1;
         self.checks
             .iter()
-            .filter(move |c| c.level == next && c.status != Status::Pass)
+            .filter(move |c| c.level == next && !c.status.is_met())
     }
 
     /// One line: `Level 2 — Level 3 blocked by: write-failure-fallback`.
@@ -153,11 +183,13 @@ impl Report {
         line
     }
 
-    /// `{"level", "target", "verdict", "checks": [{"id", "level", "status", "detail"}]}`.
+    /// `{"level", "target", "wire", "verdict", "checks": [{"id", "level",
+    /// "status", "detail"}]}`; `wire` is [`Wire`]'s object, or null.
     pub fn to_json(&self) -> Value {
         json!({
             "level": self.level,
             "target": self.target,
+            "wire": self.wire,
             "verdict": self.verdict(),
             "checks": self.checks,
         })
@@ -167,6 +199,9 @@ impl Report {
     /// every check that did not pass, then the verdict.
     pub fn to_table(&self) -> String {
         let mut out = format!("LRO conformance audit of {}\n", self.target);
+        if let Some(wire) = &self.wire {
+            let _ = writeln!(out, "over {wire}");
+        }
         for level in [1, 2, 3, 0] {
             let mut checks = self.checks.iter().filter(|c| c.level == level).peekable();
             if checks.peek().is_none() {
@@ -198,9 +233,12 @@ impl Report {
         use quick_junit::{NonSuccessKind, Report as Junit, TestCase, TestCaseStatus, TestSuite};
 
         let mut suite = TestSuite::new(format!("lro-audit {}", self.target));
+        if let Some(wire) = &self.wire {
+            suite.add_property(("wire", wire.to_string().as_str()));
+        }
         for c in &self.checks {
             let status = match c.status {
-                Status::Pass => TestCaseStatus::success(),
+                Status::Pass | Status::NotApplicable => TestCaseStatus::success(),
                 Status::Fail => {
                     let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
                     s.set_message(c.detail.clone());
@@ -214,6 +252,10 @@ impl Report {
             };
             let mut case = TestCase::new(c.id, status);
             case.set_classname(format!("level{}", c.level));
+            // JUnit has no "not applicable": a success that says so.
+            if c.status == Status::NotApplicable {
+                case.set_system_out(format!("not applicable: {}", c.detail));
+            }
             suite.add_test_case(case);
         }
         let mut report = Junit::new("lro-audit");
@@ -287,6 +329,25 @@ mod tests {
         assert_eq!(
             report(&[(1, Pass), (2, Pass), (3, Pass)]).verdict(),
             "Level 3"
+        );
+    }
+
+    #[test]
+    fn a_check_that_does_not_apply_holds_its_level_and_says_so() {
+        use Status::*;
+        let r = report(&[(1, Pass), (2, NotApplicable), (3, Pass)]);
+        assert_eq!(r.level(), 3);
+        assert_eq!(r.verdict(), "Level 3");
+        assert!(r.to_table().contains("○ b"), "{}", r.to_table());
+        assert_eq!(r.to_json()["checks"][1]["status"], "not_applicable");
+        assert!(
+            r.to_textfile()
+                .contains("lro_audit_check{check=\"b\",level=\"2\"} 1\n")
+        );
+        let xml = r.to_junit();
+        assert!(
+            xml.contains("not applicable: why") && !xml.contains("<skipped"),
+            "{xml}"
         );
     }
 

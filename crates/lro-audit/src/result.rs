@@ -62,27 +62,48 @@ pub(crate) fn is_offload(result: &Value) -> bool {
     descriptor(result).is_some_and(|d| d.get("offloaded") == Some(&Value::Bool(true)))
 }
 
-/// The records an inline result holds: a JSON array, or the longest array
-/// among the fields of a JSON object (`{"memories": [...], "total": n}`),
-/// in the first text block that is JSON, else in the structured content.
+/// The records an inline result holds, read as an offloading server
+/// would split it: a JSON array; in a JSON object, the items of all its
+/// arrays when it holds two or more and every one holds objects (a graph's
+/// entities and relations), else its longest array (`{"memories": [...],
+/// "total": n}`); these in the first text block that is JSON, else in the
+/// structured content. Any other text is records one a line (its non-blank
+/// lines, as strings): a file's lines, a log's entries, each a small part
+/// of the whole.
 pub(crate) fn records(result: &Value) -> Vec<Value> {
     let from = |v: Value| match v {
         Value::Array(items) => Some(items),
-        Value::Object(map) => map
-            .into_iter()
-            .filter_map(|(_, v)| match v {
-                Value::Array(items) => Some(items),
-                _ => None,
-            })
-            .max_by_key(Vec::len),
+        Value::Object(map) => {
+            let arrays: Vec<Vec<Value>> = map
+                .into_iter()
+                .filter_map(|(_, v)| match v {
+                    Value::Array(items) => Some(items),
+                    _ => None,
+                })
+                .collect();
+            let all_objects = arrays.iter().flatten().all(Value::is_object);
+            if arrays.len() >= 2 && all_objects {
+                Some(arrays.into_iter().flatten().collect())
+            } else {
+                arrays.into_iter().max_by_key(Vec::len)
+            }
+        }
         _ => None,
     };
-    texts(result)
-        .into_iter()
+    let texts = texts(result);
+    texts
+        .iter()
         .filter_map(|t| serde_json::from_str::<Value>(t).ok())
         .find_map(from)
         .or_else(|| result.get("structuredContent").cloned().and_then(from))
-        .unwrap_or_default()
+        .unwrap_or_else(|| {
+            texts
+                .iter()
+                .flat_map(|t| t.lines())
+                .filter(|l| !l.trim().is_empty())
+                .map(|l| Value::String(l.to_owned()))
+                .collect()
+        })
 }
 
 /// Whether two answers carry the same content: text blocks equal as text
@@ -128,9 +149,26 @@ mod tests {
             records(&text(r#"{"memories":[{},{}],"tags":["a"],"total":2}"#)).len(),
             2
         );
-        assert!(records(&text("## a heading")).is_empty());
         let structured = json!({"content": [], "structuredContent": {"rows": [1]}});
         assert_eq!(records(&structured).len(), 1);
+        assert!(records(&json!({"content": []})).is_empty());
+    }
+
+    #[test]
+    fn records_of_several_arrays_and_of_text() {
+        // A graph: every entity and relation.
+        let graph = r#"{"entities":[{"n":1},{"n":2}],"relations":[{"f":1}],"total":3}"#;
+        assert_eq!(records(&text(graph)).len(), 3);
+        // Arrays of other things: the longest one, as before.
+        assert_eq!(records(&text(r#"{"a":[1,2],"b":[{}]}"#)).len(), 2);
+        // Text: its non-blank lines.
+        let log = "Commit: a\nAuthor: x\n\nCommit: b\nAuthor: y\n";
+        assert_eq!(
+            records(&text(log)),
+            ["Commit: a", "Author: x", "Commit: b", "Author: y"]
+        );
+        // A JSON object without arrays is lines too.
+        assert_eq!(records(&text("{\n  \"a\": 1\n}")).len(), 3);
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! audit needs, with the spec's `ATLATL_PROMPT__OFFLOAD__*` variables set;
 //! its stderr is kept, because that is one place the spec's events show.
 //! A [`Target::Url`] is a running server: the auditor only connects to it.
+//! Either is spoken to over the wire the audit asks for (`wire.rs`).
 
 use std::{
     ffi::OsString,
@@ -17,12 +18,13 @@ use std::{
 use http::{HeaderName, HeaderValue};
 use lro_core::wire::{self, PROXY_EXTENSION};
 use rmcp::{
-    RoleClient, ServiceExt as _,
+    RoleClient,
     model::{
         CallToolRequestParams, ClientCapabilities, ClientConfig, ClientJsonRpcMessage,
-        ClientRequest, CustomRequest, Implementation, JsonRpcMessage, Tool,
+        ClientRequest, CustomRequest, GetMeta as _, Implementation, JsonRpcMessage,
+        ProtocolVersion, Tool,
     },
-    service::{RunningService, RxJsonRpcMessage},
+    service::{ClientServiceExt as _, RunningService, RxJsonRpcMessage},
     transport::{
         StreamableHttpClientTransport, TokioChildProcess, Transport,
         streamable_http_client::StreamableHttpClientTransportConfig,
@@ -31,7 +33,11 @@ use rmcp::{
 use serde_json::Value;
 use tokio::io::AsyncReadExt as _;
 
-use crate::{AuditError, probe::Call};
+use crate::{
+    AuditError,
+    probe::Call,
+    wire::{Wire, WireMode},
+};
 
 /// What to audit.
 #[derive(Clone)]
@@ -167,24 +173,40 @@ pub(crate) enum Outcome {
     Error(String),
 }
 
+/// How a session is opened.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Opening {
+    /// Send the proxy flag, in both of its forms.
+    pub(crate) proxy: bool,
+    /// The wire to ask for.
+    pub(crate) wire: WireMode,
+    /// Bound on the start, the tool listing and each call.
+    pub(crate) timeout: Duration,
+}
+
 /// One client session with the target.
 pub(crate) struct Session {
     client: RunningService<RoleClient, ClientConfig>,
     stderr: Arc<Mutex<String>>,
     tools: Vec<Tool>,
     call_timeout: Duration,
+    wire: Wire,
 }
 
 impl Session {
-    /// Launches (or connects to) the target and initializes. `proxy` sends
-    /// the proxy flag in both of its forms.
+    /// Launches (or connects to) the target and starts the session over
+    /// the wire `how` asks for.
     pub(crate) async fn open(
         target: &Target,
         launch: Option<&Launch>,
-        proxy: bool,
-        timeout: Duration,
+        how: Opening,
     ) -> Result<Self, AuditError> {
-        let info = client_info(proxy);
+        let Opening {
+            proxy,
+            wire,
+            timeout,
+        } = how;
+        let info = client_info(proxy, wire);
         let stderr = Arc::new(Mutex::new(String::new()));
         let unreachable = |reason: String| AuditError::Unreachable {
             target: target.to_string(),
@@ -214,27 +236,34 @@ impl Session {
                         proxy,
                     };
                     info.clone()
-                        .serve(flagged)
+                        .serve_with_lifecycle(flagged, wire.lifecycle())
                         .await
-                        .map_err(|e| unreachable(format!("initialize failed: {e}")))
+                        .map_err(|e| unreachable(format!("{} failed: {e}", start(wire))))
                 }
                 Target::Url { url, headers } => {
                     let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
                     config.custom_headers = headers.iter().cloned().collect();
                     let transport = StreamableHttpClientTransport::from_config(config);
                     info.clone()
-                        .serve(transport)
+                        .serve_with_lifecycle(transport, wire.lifecycle())
                         .await
-                        .map_err(|e| unreachable(format!("initialize failed: {e}")))
+                        .map_err(|e| unreachable(format!("{} failed: {e}", start(wire))))
                 }
             }
         };
         let client = tokio::time::timeout(timeout, serving).await.map_err(|_| {
             unreachable(format!(
-                "no initialize answer within {}s",
+                "no {} answer within {}s",
+                start(wire),
                 timeout.as_secs()
             ))
         })??;
+        let version = client
+            .peer()
+            .peer_info()
+            .map_or(ProtocolVersion::LATEST_WITH_INITIALIZE, |i| {
+                i.protocol_version.clone()
+            });
         let tools = tokio::time::timeout(timeout, client.peer().list_all_tools())
             .await
             .map_err(|_| unreachable("no tools/list answer".to_owned()))?
@@ -244,7 +273,13 @@ impl Session {
             stderr,
             tools,
             call_timeout: timeout,
+            wire: Wire::new(wire, &version),
         })
+    }
+
+    /// The wire the session speaks.
+    pub(crate) fn wire(&self) -> &Wire {
+        &self.wire
     }
 
     /// The tools the server lists.
@@ -283,7 +318,16 @@ fn var(key: &str) -> String {
     lro_core::config::env_var_for(&format!("{}.{key}", lro_core::config::SECTION))
 }
 
-fn client_info(proxy: bool) -> ClientConfig {
+/// What starts a session in `wire`, for errors.
+fn start(wire: WireMode) -> &'static str {
+    match wire {
+        WireMode::Auto => "server/discover or initialize",
+        WireMode::Modern => "server/discover",
+        WireMode::Legacy => "initialize",
+    }
+}
+
+fn client_info(proxy: bool, wire: WireMode) -> ClientConfig {
     let mut caps = ClientCapabilities::default();
     if proxy {
         caps.extensions = Some(
@@ -295,6 +339,10 @@ fn client_info(proxy: bool) -> ClientConfig {
     let mut info = ClientConfig::default();
     info.capabilities = caps;
     info.client_info = Implementation::new("lro-audit", env!("CARGO_PKG_VERSION"));
+    if wire == WireMode::Legacy {
+        // rmcp's default is 2026-07-28, which `initialize` does not name.
+        info.protocol_version = ProtocolVersion::LATEST_WITH_INITIALIZE;
+    }
     info
 }
 
@@ -312,8 +360,10 @@ async fn keep_stderr(mut err: tokio::process::ChildStderr, into: Arc<Mutex<Strin
     }
 }
 
-/// A client transport that adds the spec's `clientInfo.proxy: true` to
-/// `initialize` when asked (rmcp's typed model has no field for it).
+/// A client transport that adds the spec's `clientInfo.proxy: true` when
+/// asked (rmcp's typed model has no field for it): to `initialize`, and to
+/// the client info in the `_meta` of every request of 2026-07-28, which has
+/// no `initialize`.
 struct Flagged<T> {
     inner: T,
     proxy: bool,
@@ -343,8 +393,13 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for Flagged<T> {
     }
 }
 
+/// The `_meta` key of the client info of 2026-07-28 (rmcp keeps its own
+/// private).
+const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
+
 /// `initialize` as a custom request of the same method whose params carry
-/// `clientInfo.proxy: true`; any other message unchanged.
+/// `clientInfo.proxy: true`; a request whose `_meta` carries client info,
+/// with `proxy: true` added to it; any other message unchanged.
 fn flag_initialize(message: ClientJsonRpcMessage) -> ClientJsonRpcMessage {
     let JsonRpcMessage::Request(mut request) = message else {
         return message;
@@ -355,6 +410,13 @@ fn flag_initialize(message: ClientJsonRpcMessage) -> ClientJsonRpcMessage {
         wire::mark_proxy_client_info(&mut params);
         request.request =
             ClientRequest::CustomRequest(CustomRequest::new("initialize", Some(params)));
+    } else if let Some(info) = request
+        .request
+        .get_meta_mut()
+        .get_mut(META_CLIENT_INFO)
+        .and_then(Value::as_object_mut)
+    {
+        info.insert("proxy".to_owned(), Value::Bool(true));
     }
     JsonRpcMessage::Request(request)
 }
@@ -382,12 +444,36 @@ mod tests {
 
     #[test]
     fn proxy_flag_in_the_capability() {
-        let info = serde_json::to_value(client_info(true)).unwrap();
+        let info = serde_json::to_value(client_info(true, WireMode::Auto)).unwrap();
         assert_eq!(
             info["capabilities"]["extensions"][PROXY_EXTENSION]["proxy"],
             true
         );
-        let plain = serde_json::to_value(client_info(false)).unwrap();
+        let plain = serde_json::to_value(client_info(false, WireMode::Legacy)).unwrap();
         assert!(plain["capabilities"].get("extensions").is_none());
+        assert_eq!(plain["protocolVersion"], "2025-11-25");
+    }
+
+    #[test]
+    fn proxy_flag_in_the_client_info_of_every_2026_request() {
+        use rmcp::model::{ListToolsRequest, RequestMetaObject};
+
+        let mut list = ListToolsRequest::default();
+        list.extensions
+            .insert(RequestMetaObject::with_client_context(
+                ProtocolVersion::V_2026_07_28,
+                Implementation::new("lro-audit", "0"),
+                ClientCapabilities::default(),
+            ));
+        let message = ClientJsonRpcMessage::request(
+            ClientRequest::ListToolsRequest(list),
+            rmcp::model::NumberOrString::Number(1),
+        );
+        let sent = serde_json::to_value(flag_initialize(message)).unwrap();
+        assert_eq!(sent["params"]["_meta"][META_CLIENT_INFO]["proxy"], true);
+        assert_eq!(
+            sent["params"]["_meta"][META_CLIENT_INFO]["name"],
+            "lro-audit"
+        );
     }
 }

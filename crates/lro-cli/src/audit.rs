@@ -18,7 +18,7 @@
 use std::{path::PathBuf, time::Duration};
 
 use clap::Args;
-use lro_audit::{AuditConfig, Probe, Report, Target};
+use lro_audit::{AuditConfig, Probe, Report, Target, WireMode};
 use lro_proxy::Upstream;
 
 use crate::{
@@ -58,6 +58,11 @@ pub struct AuditArgs {
     /// Run every check, even after a level fails.
     #[arg(long)]
     pub keep_going: bool,
+    /// The MCP wire to speak to the target: `auto` (2026-07-28 when the
+    /// target speaks it, else `initialize` at 2025-11-25), `2026-07-28`, or
+    /// `legacy` (`initialize` only). The report names the wire spoken.
+    #[arg(long, value_name = "WIRE", default_value_t = WireMode::Auto)]
+    pub wire: WireMode,
     /// Exit 1 unless this level (0-3) is proven.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u8).range(0..=3))]
     pub require_level: Option<u8>,
@@ -123,7 +128,8 @@ impl AuditArgs {
     fn config(&self) -> AuditConfig {
         let mut cfg = AuditConfig::new()
             .cleanup_wait(Duration::from_secs(self.cleanup_wait))
-            .keep_going(self.keep_going);
+            .keep_going(self.keep_going)
+            .wire(self.wire);
         for probe in &self.probes {
             cfg = cfg.probe(probe.clone());
         }
@@ -228,6 +234,10 @@ mod tests {
         assert_eq!(err.exit_status(), crate::error::EXIT_USAGE);
         assert!(!err.to_string().contains("${K}") || err.to_string().contains("K is not set"));
         assert!(Cli::try_parse_from(["lro", "audit", "--env", "novalue", "--", "x"]).is_err());
+        assert_eq!(a.wire, WireMode::Auto);
+        let a = args(&["lro", "audit", "--wire", "legacy", "--", "srv"]);
+        assert_eq!(a.wire, WireMode::Legacy);
+        assert!(Cli::try_parse_from(["lro", "audit", "--wire", "2024", "--", "x"]).is_err());
         assert!(Cli::try_parse_from(["lro", "audit", "--probe", "t [1]", "--", "x"]).is_err());
     }
 }

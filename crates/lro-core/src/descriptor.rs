@@ -23,7 +23,7 @@ use std::{fmt, path::PathBuf, str::FromStr, time::Duration};
 use serde::{Deserialize, Serialize};
 use time::{OffsetDateTime, format_description::well_known::Rfc3339};
 
-use crate::example::WorkedExample;
+use crate::{example::WorkedExample, fields::ARRAY_FIELD};
 
 /// Value of [`OffloadHeader::header_type`].
 pub const HEADER_TYPE: &str = "lro_header";
@@ -267,6 +267,9 @@ pub struct GuidanceInput<'a> {
     pub what: &'a str,
     /// A line the result had before its records, which is not in the file.
     pub heading: Option<&'a str>,
+    /// For records of several arrays, each array's name and count: the
+    /// guidance names the field that tells them apart.
+    pub arrays: &'a [(String, usize)],
     /// The recipes, which the guidance for other records than memories
     /// names by their descriptions.
     pub recipes: &'a [JqRecipe],
@@ -287,6 +290,7 @@ impl<'a> GuidanceInput<'a> {
             memories,
             what: "records",
             heading: None,
+            arrays: &[],
             recipes: &[],
             style: GuidanceStyle::Spec,
             example: None,
@@ -299,6 +303,14 @@ impl<'a> GuidanceInput<'a> {
     pub fn records(mut self, what: &'a str, heading: Option<&'a str>) -> Self {
         self.what = what;
         self.heading = heading;
+        self
+    }
+
+    /// Sets the arrays records of several arrays came from, each with its
+    /// count. Defaults to none.
+    #[must_use]
+    pub fn arrays(mut self, arrays: &'a [(String, usize)]) -> Self {
+        self.arrays = arrays;
         self
     }
 
@@ -343,9 +355,22 @@ impl<'a> GuidanceInput<'a> {
             .heading
             .map(|h| format!(" The result's heading {h:?} is not in the file."))
             .unwrap_or_default();
+        let arrays = if self.arrays.is_empty() {
+            String::new()
+        } else {
+            let each: Vec<String> = self
+                .arrays
+                .iter()
+                .map(|(name, n)| format!("{name} ({n})"))
+                .collect();
+            format!(
+                " Field {ARRAY_FIELD:?} names each one's array: {}.",
+                each.join(", ")
+            )
+        };
         format!(
             "The header line (line 1) contains metadata; the {count} {what} follow, one a \
-             line, each whole (detail: {detail}).{heading}",
+             line, each whole (detail: {detail}).{heading}{arrays}",
             count = self.count,
             what = self.what,
             detail = self.detail,

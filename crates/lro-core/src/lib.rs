@@ -46,6 +46,7 @@ pub mod config;
 pub mod descriptor;
 pub mod event;
 pub mod example;
+pub mod fields;
 pub mod file;
 mod frequency;
 pub mod metric;

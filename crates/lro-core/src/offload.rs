@@ -357,9 +357,10 @@ impl Offloader {
                     GuidanceStyle::Spec => recipes.to_jq_recipes(&file_path),
                     GuidanceStyle::Compact => recipes.to_compact_recipes(),
                 };
-                let heading = match &input.records.kind {
-                    RecordKind::Blocks { heading, .. } => heading.as_deref(),
-                    _ => None,
+                let (heading, arrays) = match &input.records.kind {
+                    RecordKind::Blocks { heading, .. } => (heading.as_deref(), &[][..]),
+                    RecordKind::Arrays { names } => (None, names.as_slice()),
+                    _ => (None, &[][..]),
                 };
                 let guidance_input = GuidanceInput {
                     count: header.count,
@@ -369,6 +370,7 @@ impl Offloader {
                     memories,
                     what: &input.records.what,
                     heading,
+                    arrays,
                     recipes: &jq_recipes,
                     style: self.guidance,
                     example: example.as_ref(),
@@ -399,9 +401,7 @@ impl Offloader {
                     },
                     file_path: file_path.clone(),
                     line_schema: match self.guidance {
-                        GuidanceStyle::Spec => {
-                            descriptor_line_schema(&sample, DESCRIPTOR_SCHEMA_CHARS)
-                        }
+                        GuidanceStyle::Spec => line_schema(input.records, &sample),
                         GuidanceStyle::Compact => serde_json::Value::Null,
                     },
                     jq_recipes,
@@ -428,6 +428,18 @@ impl Offloader {
             write_duration,
             recipes,
         })
+    }
+}
+
+/// The descriptor's line schema: of `sample`, or, for records of several
+/// arrays, of the front of each array (the sample may hold the first array
+/// only), so that every array's fields are described.
+fn line_schema(records: &RecordSet<'_>, sample: &[Value]) -> Value {
+    match records.kind {
+        RecordKind::Arrays { .. } => {
+            descriptor_line_schema(&records.spread_sample(SAMPLE_SIZE), DESCRIPTOR_SCHEMA_CHARS)
+        }
+        _ => descriptor_line_schema(sample, DESCRIPTOR_SCHEMA_CHARS),
     }
 }
 
@@ -533,9 +545,22 @@ mod tests {
         assert_eq!(written.lines().count(), 31);
     }
 
+    /// The full descriptor of `text`'s records offloaded into a fresh
+    /// directory by `tool` (also its operation), `tokens` large.
+    fn full_descriptor(text: &str, tool: &str, tokens: usize) -> OffloadResponse {
+        let dir = tempfile::tempdir().unwrap();
+        let records = RecordSet::from_text(text);
+        let out = Offloader::new(dir.path())
+            .offload(OffloadInput::new(tool, tool, &records, tokens), &|| false)
+            .unwrap();
+        match out.descriptor {
+            Descriptor::Full(d) => d,
+            Descriptor::Minimal(_) => panic!("expected full descriptor"),
+        }
+    }
+
     #[test]
     fn other_records_are_named_in_the_summary_and_the_guidance() {
-        let dir = tempfile::tempdir().unwrap();
         let log: String = (0..40)
             .map(|i| {
                 format!(
@@ -544,17 +569,7 @@ mod tests {
                 )
             })
             .collect();
-        let text = format!("Commit history:\n{log}");
-        let records = RecordSet::from_text(&text);
-        let out = Offloader::new(dir.path())
-            .offload(
-                OffloadInput::new("git_log", "git_log", &records, 2000),
-                &|| false,
-            )
-            .unwrap();
-        let Descriptor::Full(d) = &out.descriptor else {
-            panic!("expected full descriptor")
-        };
+        let d = full_descriptor(&format!("Commit history:\n{log}"), "git_log", 2000);
         assert_eq!(d.summary.records.as_deref(), Some("commits"));
         assert_eq!(d.summary.count, 40);
         assert!(
@@ -565,6 +580,35 @@ mod tests {
         assert!(d.guidance.contains("\"Commit history:\""), "{}", d.guidance);
         // The guidance names the recipes it points at.
         assert!(d.guidance.contains(&d.jq_recipes[0].description));
+    }
+
+    #[test]
+    fn records_of_several_arrays_are_named_with_the_field_that_tells_them_apart() {
+        // More entities than a sample holds, so only the schema's spread
+        // sample sees a relation.
+        let entities: Vec<Value> = (0..40)
+            .map(|i| json!({"name": format!("e{i}"), "entityType": "person"}))
+            .collect();
+        let graph = json!({"entities": entities, "relations": [{"from": "e0", "to": "e1"}]});
+        let d = full_descriptor(
+            &serde_json::to_string_pretty(&graph).unwrap(),
+            "read_graph",
+            900,
+        );
+        assert_eq!(d.summary.records.as_deref(), Some("entities and relations"));
+        assert_eq!(d.summary.count, 41);
+        assert!(
+            d.guidance
+                .contains("Field \"array\" names each one's array: entities (40), relations (1)."),
+            "{}",
+            d.guidance
+        );
+        let props = &d.line_schema["properties"];
+        assert_eq!(props["array"], json!({"type": "string"}));
+        assert!(
+            props.get("entityType").is_some() && props.get("from").is_some(),
+            "{props}"
+        );
     }
 
     #[test]

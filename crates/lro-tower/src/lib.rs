@@ -15,6 +15,6 @@ pub mod lro;
 pub mod principal;
 pub mod scope;
 
-pub use lro::{CONTEXT_TOOLS, EXTRACT_TOOL, Error, Lro, LroLayer, PROXY_EXTENSION};
+pub use lro::{CONTEXT_TOOLS, CallerTrace, EXTRACT_TOOL, Error, Lro, LroLayer, PROXY_EXTENSION};
 pub use principal::{FromHttpRequest, PrincipalSource};
 pub use scope::{LroScope, ScopeHints};

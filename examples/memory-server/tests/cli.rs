@@ -8,10 +8,7 @@ use rmcp::{
     transport::TokioChildProcess,
 };
 use serde_json::{Value, json};
-use tokio::{
-    io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader},
-    process::Command,
-};
+use tokio::process::Command;
 
 mod support;
 
@@ -140,21 +137,8 @@ async fn serves_streamable_http_and_reports_the_bound_address() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap()).lines();
-    let url = tokio::time::timeout(PATIENCE, async {
-        while let Some(line) = stderr.next_line().await.unwrap() {
-            if let Some(url) = line.strip_prefix("memory-server listening on ") {
-                return url.to_owned();
-            }
-        }
-        panic!("exited before listening");
-    })
-    .await
-    .expect("readiness line");
-    let authority = url
-        .strip_prefix("http://")
-        .and_then(|rest| rest.strip_suffix("/mcp"))
-        .unwrap_or_else(|| panic!("unexpected url {url}"));
+    let (authority, _stderr) = support::listening(&mut child, PATIENCE).await;
+    let authority = authority.as_str();
     assert!(!authority.ends_with(":0"), "{authority}");
 
     // A raw initialize POST: enough to prove the endpoint is wired, without
@@ -171,15 +155,7 @@ async fn serves_streamable_http_and_reports_the_bound_address() {
          Connection: close\r\n\r\n{body}",
         body.len()
     );
-    let response = tokio::time::timeout(PATIENCE, async {
-        let mut stream = tokio::net::TcpStream::connect(authority).await.unwrap();
-        stream.write_all(request.as_bytes()).await.unwrap();
-        let mut response = String::new();
-        stream.read_to_string(&mut response).await.unwrap();
-        response
-    })
-    .await
-    .expect("response");
+    let response = support::exchange(authority, &request, PATIENCE).await;
     assert!(response.starts_with("HTTP/1.1 200"), "{response}");
     let data = response
         .lines()

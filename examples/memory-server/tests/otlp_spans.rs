@@ -3,60 +3,18 @@
 //! and the offload events. A failed write that fell back to truncation is a
 //! warning, not a span error.
 
-use std::{path::Path, time::Duration};
+#[path = "../../../crates/lro-telemetry/tests/otlp_receiver/mod.rs"]
+mod otlp;
 
-use axum::{Router, body::Bytes, http::header::CONTENT_TYPE, routing::post};
-use opentelemetry_proto::tonic::{
-    collector::trace::v1::{ExportTraceServiceRequest, ExportTraceServiceResponse},
-    common::v1::{AnyValue, KeyValue, any_value::Value},
-    trace::v1::{Span, span::SpanKind, status::StatusCode},
-};
-use prost::Message;
+use std::path::Path;
+
+use otlp::{PATIENCE, Span, SpanKind, StatusCode, Value, attr, exported, receiver, str_attr};
 use rmcp::{
     ServiceExt,
     model::{CallToolRequestParams, ClientConfig},
     transport::TokioChildProcess,
 };
 use serde_json::{Value as Json, json};
-use tokio::sync::mpsc;
-
-const PATIENCE: Duration = Duration::from_secs(30);
-
-async fn receiver() -> (String, mpsc::UnboundedReceiver<ExportTraceServiceRequest>) {
-    let (tx, rx) = mpsc::unbounded_channel();
-    let app = Router::new().route(
-        "/v1/traces",
-        post(move |body: Bytes| {
-            let tx = tx.clone();
-            async move {
-                let _ = tx.send(ExportTraceServiceRequest::decode(body).expect("OTLP protobuf"));
-                (
-                    [(CONTENT_TYPE, "application/x-protobuf")],
-                    ExportTraceServiceResponse::default().encode_to_vec(),
-                )
-            }
-        }),
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    (format!("http://{addr}"), rx)
-}
-
-fn attr<'a>(attrs: &'a [KeyValue], key: &str) -> Option<&'a Value> {
-    attrs
-        .iter()
-        .find(|kv| kv.key == key)
-        .and_then(|kv| kv.value.as_ref())
-        .and_then(|AnyValue { value }| value.as_ref())
-}
-
-fn str_attr<'a>(attrs: &'a [KeyValue], key: &str) -> Option<&'a str> {
-    match attr(attrs, key) {
-        Some(Value::StringValue(s)) => Some(s),
-        _ => None,
-    }
-}
 
 /// Runs the server with one `list_memories` call, then closes stdin so it
 /// exits and flushes its spans; returns the `tools/call list_memories` span.
@@ -87,21 +45,8 @@ async fn traced(output_dir: &Path, tool: &'static str, args: Json) -> (Span, boo
         .await
         .unwrap();
     client.cancel().await.unwrap();
-    let name = format!("tools/call {tool}");
-    tokio::time::timeout(PATIENCE, async {
-        loop {
-            let request = rx.recv().await.expect("receiver open");
-            for rs in request.resource_spans {
-                for ss in rs.scope_spans {
-                    if let Some(span) = ss.spans.into_iter().find(|s| s.name == name) {
-                        return (span, result.is_error == Some(true));
-                    }
-                }
-            }
-        }
-    })
-    .await
-    .expect("span exported before the server exited")
+    let (span, _) = otlp::span_named(&mut rx, &format!("tools/call {tool}")).await;
+    (span, result.is_error == Some(true))
 }
 
 #[tokio::test]
@@ -236,16 +181,7 @@ async fn no_result_name_reaches_the_log_or_the_exported_spans() {
         .await
         .expect("the server exits")
         .unwrap();
-    let mut exported = Vec::new();
-    while let Ok(request) = rx.try_recv() {
-        exported.extend(
-            request
-                .resource_spans
-                .into_iter()
-                .flat_map(|rs| rs.scope_spans)
-                .flat_map(|ss| ss.spans),
-        );
-    }
+    let exported = exported(&mut rx);
     for tool in ["list_memories", "lro_extract"] {
         let span = format!("tools/call {tool}");
         assert!(exported.iter().any(|s| s.name == span), "{span} exported");

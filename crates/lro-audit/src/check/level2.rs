@@ -5,7 +5,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value};
 
-use super::{Verdict, compact_profile, count, fail, over_files, over_offloads, pass, skip};
+use super::{
+    Verdict, compact_profile, count, fail, not_applicable, over_files, over_offloads, pass, skip,
+};
 use crate::{
     evidence::{Evidence, FileSeen, Offload},
     recipe, result,
@@ -173,22 +175,43 @@ fn holds(f: &FileSeen, path: &str) -> bool {
     })
 }
 
-/// Lines read to see whether records carry confidence.
+/// Lines read to see whether records carry confidence, or are memories.
 const SAMPLED_LINES: usize = 32;
+
+/// The fields of a memory at every detail level (the spec's Light fields
+/// that its recipes 1 and 2 read).
+const MEMORY_FIELDS: [&str; 3] = ["id", "title", "namespace"];
+
+/// Whether the file's first lines are memories: JSON objects with
+/// [`MEMORY_FIELDS`].
+fn holds_memories(f: &FileSeen) -> bool {
+    f.records().iter().take(SAMPLED_LINES).any(|line| {
+        serde_json::from_str::<Map<String, Value>>(line)
+            .is_ok_and(|m| MEMORY_FIELDS.iter().all(|k| m.contains_key(*k)))
+    })
+}
 
 /// "At Full detail, confidence MUST be accessed via .provenance.confidence;
 /// at Medium detail, via the flattened .confidence field." Recipe 9 sorts
 /// by confidence at both levels, so a recipe must read it, and only there.
-/// Records that carry no confidence (a proxied server's lines, commits,
-/// files) are not judged, and without any the check passes: "Recipes MUST
-/// only reference fields that exist".
+/// The requirement presumes memories: records that are not (a proxied
+/// server's lines, commits, files, a graph's entities) make it not
+/// applicable, said so; and memories that carry no confidence pass it, as
+/// "Recipes MUST only reference fields that exist" forbids reading it.
 pub(super) fn recipes_confidence(ev: &Evidence) -> Verdict {
     if let Some(v) = compact_profile(ev) {
         return v;
     }
-    let at_level = |o: &Offload| confidence_path(o.detail().as_deref()).is_some();
+    let memories = |o: &Offload| o.file.as_ref().map_or(true, holds_memories);
+    if !ev.offloads.is_empty() && !ev.offloads.iter().any(memories) {
+        return not_applicable(format!(
+            "no offload holds memories (records with {}): the confidence sort presumes them",
+            MEMORY_FIELDS.join(", ")
+        ));
+    }
+    let at_level = |o: &Offload| memories(o) && confidence_path(o.detail().as_deref()).is_some();
     if !ev.offloads.is_empty() && !ev.offloads.iter().any(at_level) {
-        return skip("no offload at medium or full detail");
+        return skip("no offload of memories at medium or full detail");
     }
     let carries = |o: &Offload| {
         let want = confidence_path(o.detail().as_deref());
@@ -207,7 +230,7 @@ pub(super) fn recipes_confidence(ev: &Evidence) -> Verdict {
         "confidence read from the path of each detail level",
         |o, f| {
             let want = confidence_path(o.detail().as_deref())?;
-            if !holds(f, want) {
+            if !holds_memories(f) || !holds(f, want) {
                 return None;
             }
             let reads: Vec<(usize, String)> = read_paths(o, f)
@@ -384,7 +407,8 @@ mod tests {
                 .1
                 .contains("no recipe sorts by confidence")
         );
-        // Lines without confidence (commits through a proxy): not judged.
+        // Records that are not memories (commits through a proxy): not
+        // applicable, and the report says why.
         let commits = || {
             let mut o = offload("full", &["'.commit'"]);
             if let Ok(f) = &mut o.file {
@@ -394,6 +418,21 @@ mod tests {
             o
         };
         let (status, detail) = recipes_confidence(&evidence(vec![commits()]));
+        assert_eq!(status, Status::NotApplicable, "{detail}");
+        assert!(
+            detail.contains("no offload holds memories") && detail.contains("presumes"),
+            "{detail}"
+        );
+        // Memories without confidence pass: no recipe may read it.
+        let bare = || {
+            let mut o = offload("full", &["'.id'"]);
+            if let Ok(f) = &mut o.file {
+                f.lines[1] = r#"{"id":"a","title":"t","namespace":"_semantic"}"#.to_owned();
+                f.lines.truncate(2);
+            }
+            o
+        };
+        let (status, detail) = recipes_confidence(&evidence(vec![bare()]));
         assert_eq!(status, Status::Pass, "{detail}");
         assert!(detail.contains("records with confidence"), "{detail}");
         // Next to a memory file that has it, the memory file is judged.

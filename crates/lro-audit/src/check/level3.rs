@@ -1,6 +1,8 @@
 //! Level 3 (Full): "error fallback to inline truncation, and observability
 //! events."
 
+use std::collections::BTreeSet;
+
 use super::{Verdict, fail, pass, skip};
 use crate::{
     events::{self, Event, Samples},
@@ -57,11 +59,14 @@ pub(super) fn write_failure_fallback(ev: &Evidence) -> Verdict {
             "{tokens} tokens came back inline (threshold_tokens = {t}, the full answer {full}): not truncated to fit"
         ));
     }
+    // A warning is a line with a warning word that the full answer does not
+    // have: a source file that speaks of warnings or truncation (any
+    // generic server's) still tells its own lines from the server's.
+    let full_lines: BTreeSet<&str> = full_text.lines().map(str::trim).collect();
     let warning = result::texts(r).into_iter().find(|text| {
-        let lower = text.to_lowercase();
-        WARNING_WORDS
-            .iter()
-            .any(|w| lower.contains(w) && !full_text.contains(w))
+        text.to_lowercase().lines().any(|line| {
+            WARNING_WORDS.iter().any(|w| line.contains(w)) && !full_lines.contains(line.trim())
+        })
     });
     match warning {
         None => fail(format!(
@@ -132,7 +137,11 @@ mod tests {
     use crate::{Status, check::fixtures::evidence, evidence::WriteFailureSeen};
 
     fn seen(text: &str, stderr: &str) -> Evidence {
-        let full = "x".repeat(4000);
+        seen_after(&"x".repeat(4000), text, stderr)
+    }
+
+    /// The write-failure launch answered `text` where the full answer was `full`.
+    fn seen_after(full: &str, text: &str, stderr: &str) -> Evidence {
         let mut ev = evidence(vec![]);
         ev.measured = vec![Outcome::Result(
             json!({"content": [{"type": "text", "text": full}]}),
@@ -162,6 +171,28 @@ mod tests {
         );
         let whole = seen(&format!("warning {}", "y".repeat(4000)), "");
         assert!(write_failure_fallback(&whole).1.contains("not truncated"));
+    }
+
+    #[test]
+    fn a_warning_is_told_from_the_results_own_words() {
+        // The full answer is a file that speaks of warnings and truncation.
+        let full = (0..400)
+            .map(|i| format!("line {i}: log a warning when the text is truncated"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let with = |text: String| seen_after(&full, &text, "");
+        let head: String = full.lines().take(30).collect::<Vec<_>>().join("\n");
+        let silent = with(head.clone());
+        assert!(
+            write_failure_fallback(&silent)
+                .1
+                .contains("silent truncation")
+        );
+        let warned = with(format!(
+            "Warning: the offload failed; kept 30 lines\n{head}"
+        ));
+        let (status, detail) = write_failure_fallback(&warned);
+        assert_eq!(status, Status::Pass, "{detail}");
     }
 
     #[test]

@@ -34,6 +34,10 @@ fn skip(detail: impl Into<String>) -> Verdict {
     (Status::Skip, detail.into())
 }
 
+fn not_applicable(detail: impl Into<String>) -> Verdict {
+    (Status::NotApplicable, detail.into())
+}
+
 /// A skip when the server answers in the compact guidance profile, which
 /// is this project's own and outside the spec: the requirements on the
 /// spec's recipes, line schema and guidance are not judged on it (a Level 3
@@ -153,12 +157,12 @@ impl Judged {
         }
     }
 
-    /// Whether every check of `level` passed.
+    /// Whether every check of `level` passed or does not apply.
     pub(crate) fn passed(&self, level: u8) -> bool {
         self.0
             .iter()
             .filter(|c| c.level == level)
-            .all(|c| c.status == Status::Pass)
+            .all(|c| c.status.is_met())
     }
 
     pub(crate) fn into_checks(self) -> Vec<Check> {

@@ -9,6 +9,10 @@ with, and catch each deliberate violation by a named failing check:
 - fixtures/lro_fixture.py, an independent implementation on the official
   Python `mcp` SDK: correct (Level 3), and with one violation each;
 - a streamable-HTTP target, where what needs control is skipped;
+- the wire: the demo server (which speaks both) over 2026-07-28 and over
+  `initialize`, and a server that speaks only 2025-11-25 (the reference
+  memory server from npm), which `--wire auto` falls back for; the report
+  names the wire either way;
 - usage errors (exit 2) and unreachable targets (exit 3).
 
 Recipes run through the real `jq`; the JUnit report is parsed as XML and the
@@ -28,10 +32,18 @@ from pathlib import Path
 
 import pytest
 
-from testkit.paths import LRO, MEMORY_SERVER
+from testkit.npm import npm_ci
+from testkit.paths import LRO, MEMORY_SERVER, REPO
 from testkit.procs import Background, environ_without, free_port
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "lro_fixture.py"
+# The pinned npm servers of the proxy's interop suite: TypeScript SDK 1.32,
+# which speaks 2025-11-25 only.
+NPM_SERVERS = REPO / "crates" / "lro-proxy" / "tests" / "interop" / "ts"
+MEMORY_JS = NPM_SERVERS / "node_modules" / "@modelcontextprotocol" / "server-memory" / "dist" / "index.js"
+
+MODERN = {"protocol_version": "2026-07-28", "lifecycle": "server/discover"}
+LEGACY = {"protocol_version": "2025-11-25", "lifecycle": "initialize"}
 
 # A full audit of a stdio server must finish in this time (the issue's bound).
 AUDIT_BUDGET_S = 60
@@ -90,6 +102,8 @@ def test_demo_server_is_level_3_within_the_budget(tmp_path: Path):
     assert took < AUDIT_BUDGET_S, f"the audit took {took:.1f}s"
     assert report["verdict"] == "Level 3"
     assert all(s == "pass" for s in status(report).values()), explain(report)
+    # It speaks 2026-07-28, so `--wire auto` (the default) audited over it.
+    assert report["wire"] == {"asked": "auto", **MODERN}, report["wire"]
 
     # JUnit: one test case per check, none failed or skipped.
     suite = ET.parse(junit).getroot().find("testsuite")
@@ -116,13 +130,79 @@ def test_demo_server_without_lro_is_level_0():
     assert {c["status"] for c in report["checks"] if c["level"] in (LEVEL2, LEVEL3)} == {"skip"}
 
 
-def test_proxy_in_front_of_a_server_without_lro_is_level_3():
+@pytest.mark.parametrize("wire,seen", [("2026-07-28", MODERN), ("legacy", LEGACY)])
+def test_demo_server_is_level_3_over_either_wire(wire: str, seen: dict):
+    code, report, err, _ = run_audit("--require-level", "3", "--wire", wire, "--", str(MEMORY_SERVER))
+    assert code == 0 and report["level"] == LEVEL3, explain(report) + err
+    assert report["wire"] == {"asked": wire, **seen}, report["wire"]
+    # The proxy flag is honoured on either wire (over 2026-07-28 it rides in
+    # every request's _meta).
+    assert status(report)["proxy-flag"] == "pass", explain(report)
+
+
+def test_a_legacy_server_is_audited_over_initialize_and_says_so():
+    """server-memory (TypeScript SDK) answers `server/discover` with -32601: `auto`
+    falls back to `initialize`, the report says so; `--wire 2026-07-28` cannot reach it."""
+    npm_ci(NPM_SERVERS)
+    target = ["node", str(MEMORY_JS)]
+    code, report, err, _ = run_audit("--probe", "read_graph {}", "--", *target)
+    assert code == 0 and report is not None, err
+    assert report["wire"] == {"asked": "auto", **LEGACY}, report["wire"]
+    # It offloads nothing: no LRO, Level 0, whichever the wire.
+    assert report["level"] == 0, explain(report)
+    code, report, err, _ = run_audit("--wire", "2026-07-28", "--probe", "read_graph {}", "--", *target, timeout=60)
+    assert code == EXIT_UNREACHABLE and report is None, err
+    assert "server/discover failed" in err, err
+
+
+@pytest.mark.parametrize("wire,seen", [("auto", MODERN), ("legacy", LEGACY)])
+def test_proxy_in_front_of_a_server_without_lro_is_level_3(wire: str, seen: dict):
+    """The proxy's stdio face speaks both wires: `auto` gets 2026-07-28."""
     code, report, err, took = run_audit(
-        "--require-level", "3", "--", str(LRO), "proxy", "--", str(MEMORY_SERVER), "--no-lro"
+        "--require-level", "3", "--wire", wire, "--", str(LRO), "proxy", "--", str(MEMORY_SERVER), "--no-lro"
     )
     assert code == 0 and report["level"] == LEVEL3, explain(report) + err
     assert took < AUDIT_BUDGET_S
+    assert report["wire"] == {"asked": wire, **seen}, report["wire"]
     assert status(report)["proxy-flag"] == "pass", explain(report)
+
+
+def make_repository(repo: Path, commits: int) -> None:
+    """`commits` commits, each with a subject and a body, in one `git fast-import`."""
+    subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True)
+    stream = []
+    for i in range(commits):
+        message = f"Rework step {i}\n\nThe parser of step {i} moved out.\n"
+        stamp = 1_700_000_000 + i * 3600
+        stream.append(
+            f"commit refs/heads/main\nauthor Dev {i % 3} <dev{i % 3}@example.org> {stamp} +0000\n"
+            f"committer Dev {i % 3} <dev{i % 3}@example.org> {stamp} +0000\n"
+            f"data {len(message.encode())}\n{message}\nM 644 inline file_{i % 5}.txt\ndata 8\nline {i:03}\n\n"
+        )
+    subprocess.run(["git", "-C", str(repo), "fast-import", "--quiet"], input="".join(stream), text=True, check=True)
+
+
+def test_proxy_in_front_of_a_generic_server_is_level_3(tmp_path: Path):
+    """mcp-server-git's log is text, not memories: its lines are the records the
+    threshold checks count, and the confidence sort, which presumes memories,
+    is reported not applicable, not failed."""
+    has_git_server = subprocess.run([sys.executable, "-c", "import mcp_server_git"], capture_output=True).returncode == 0
+    assert has_git_server, "mcp-server-git is not installed (.ci/run's pip line installs it)"
+    repo = tmp_path / "repo"
+    make_repository(repo, 60)
+    probe = "git_log " + json.dumps({"repo_path": str(repo), "max_count": 60})
+    code, report, err, took = run_audit(
+        "--require-level", "3", "--probe", probe, "--", str(LRO), "proxy", "--", sys.executable, "-m", "mcp_server_git"
+    )
+    assert code == 0 and report["level"] == LEVEL3, explain(report) + err
+    assert report["wire"] == {"asked": "auto", **MODERN}, report["wire"]
+    assert took < AUDIT_BUDGET_S, f"the audit took {took:.1f}s"
+    s = status(report)
+    assert s["recipes-confidence"] == "not_applicable", explain(report)
+    assert "presumes them" in report_detail(report, "recipes-confidence")
+    assert {v for k, v in s.items() if k != "recipes-confidence"} == {"pass"}, explain(report)
+    # Its commits' lines are many small records, offloaded together.
+    assert " records of at most " in report_detail(report, "threshold-aggregate")
 
 
 def test_compact_guidance_is_reported_outside_the_spec_not_failed():
@@ -272,6 +352,8 @@ def test_url_target_skips_what_needs_control(tmp_path: Path):
         assert url.endswith("/mcp"), url
         code, report, err, _ = run_audit("--url", url)
         assert code == 0, err
+        # Sessionless 2026-07-28 over streamable HTTP.
+        assert report["wire"] == {"asked": "auto", **MODERN}, report["wire"]
         st = status(report)
         for needs_control in ("threshold-aggregate", "threshold-boundary"):
             assert st[needs_control] == "skip", explain(report)
@@ -310,8 +392,9 @@ def test_unreachable_target_exits_3(args: list[str]):
         ["--probe", "tool [1]", "--", "x"],
         ["--url", "http://127.0.0.1:1/mcp", "--", "x"],
         ["--env", "K=V", "--url", "http://127.0.0.1:1/mcp"],
+        ["--wire", "2024-11-05", "--", "x"],
     ],
-    ids=["no-target", "level-4", "probe-not-object", "url-and-command", "env-with-url"],
+    ids=["no-target", "level-4", "probe-not-object", "url-and-command", "env-with-url", "unknown-wire"],
 )
 def test_usage_errors_exit_2(args: list[str]):
     code, _, err, _ = run_audit(*args, timeout=30)

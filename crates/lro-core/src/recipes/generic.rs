@@ -2,211 +2,33 @@
 //! nor lines of text (JSON objects from any tool, the commits of a log, the
 //! entries of a flattened tree).
 //!
-//! The sample's fields are sorted into roles: scalars to browse, a
-//! category (a string field whose values repeat) to filter and count by,
-//! an identifier and a label, a number, a date, a long text, an array of
-//! strings. Each of the ten slots has the recipe its role allows; a slot
+//! The sample's fields are sorted into roles (`roles.rs`): scalars to
+//! browse, a category (a string field whose values repeat) to filter and
+//! count by, an identifier and a label, a number, a date, a long text, an
+//! array of strings. Each of the ten slots has the recipe its role allows; a slot
 //! whose role no field fills takes a recipe that applies to any records
 //! ([`Slots`]), so a set is always ten distinct recipes. Filters skip
 //! records whose field has another type (`strings`), so a record further
 //! on that differs from the sample does not stop jq.
-
-use std::collections::BTreeSet;
+//!
+//! Records of several arrays, each tagged with its array's name in
+//! [`ARRAY_FIELD`] (`records/arrays.rs`), are told by the sample: every
+//! sampled record carries the tag as a string. The recipes from fields are
+//! then derived from the records of the sample's first array; those that
+//! project or sum up every record run on that array only
+//! (`select(.array == "entities") | …`), since another array's records have
+//! other fields (`Scope`); two recipes are about every array:
+//! the count of records in each (slot 6, the analysis) and the records of
+//! one array by its name (slot 10 when no number is there to total).
 
 use serde_json::{Map, Value};
 
 use super::{
     Recipe, Slots,
+    roles::Fields,
     values::{self, Rows},
 };
-
-/// Names that make a string field the records' label, in order.
-const LABELS: [&str; 9] = [
-    "title",
-    "name",
-    "label",
-    "summary",
-    "subject",
-    "message",
-    "text",
-    "description",
-    "content",
-];
-/// A category has at most this many distinct values in the sample.
-const MAX_CATEGORIES: usize = 20;
-/// A text field's values are this long on average, in characters.
-const MIN_TEXT_CHARS: usize = 16;
-/// An identifier's values are at most this long.
-const MAX_ID_CHARS: usize = 80;
-
-/// What the recipes need to know about the records' fields.
-#[derive(Debug, Default)]
-struct Fields {
-    /// Scalar fields every sampled record has, in the sample's order.
-    scalars: Vec<String>,
-    /// The string fields among them.
-    strings: Vec<String>,
-    /// A string field whose values repeat, with its most common value.
-    category: Option<(String, String)>,
-    /// A field whose values are all different and short.
-    id: Option<String>,
-    /// The field that names or describes a record.
-    label: Option<String>,
-    /// The prose field with the longest values, when they are long.
-    text: Option<String>,
-    /// A numeric field (not the id) with its median.
-    number: Option<(String, String)>,
-    /// A date-like string field.
-    date: Option<String>,
-    /// An array-of-strings field with its most common element.
-    string_array: Option<(String, String)>,
-}
-
-impl Fields {
-    fn collect(rows: &[&Map<String, Value>]) -> Self {
-        let mut order: Vec<&String> = Vec::new();
-        for row in rows {
-            for k in row.keys() {
-                if !order.contains(&k) {
-                    order.push(k);
-                }
-            }
-        }
-        let all = |k: &str, pred: fn(&Value) -> bool| {
-            !rows.is_empty() && rows.iter().all(|r| r.get(k).is_some_and(pred))
-        };
-        let strs = |k: &str| -> Vec<&str> { rows.iter().filter_map(|r| r[k].as_str()).collect() };
-        let mut f = Fields::default();
-        // Fields whose values are all different: identifier candidates.
-        let mut unique: Vec<String> = Vec::new();
-        for k in order.iter().map(|k| k.as_str()) {
-            if all(k, Value::is_string) {
-                f.scalars.push(k.to_owned());
-                f.strings.push(k.to_owned());
-                let values = strs(k);
-                let distinct: BTreeSet<&str> = values.iter().copied().collect();
-                let top = values::most_common(values.iter().copied()).filter(|t| !t.is_empty());
-                if f.category.is_none()
-                    && distinct.len() >= 2
-                    && distinct.len() < values.len()
-                    && distinct.len() <= MAX_CATEGORIES
-                    && let Some(top) = top
-                {
-                    f.category = Some((k.to_owned(), top));
-                }
-                if f.date.is_none() && values.iter().all(|v| looks_like_date(v)) {
-                    f.date = Some(k.to_owned());
-                }
-                let short_words = values
-                    .iter()
-                    .all(|v| v.chars().count() <= MAX_ID_CHARS && !v.contains(char::is_whitespace));
-                if distinct.len() == values.len() && short_words {
-                    unique.push(k.to_owned());
-                }
-            } else if all(k, Value::is_number) {
-                f.scalars.push(k.to_owned());
-                let nums: Vec<f64> = rows.iter().filter_map(|r| r[k].as_f64()).collect();
-                let distinct: BTreeSet<u64> = nums.iter().map(|n| n.to_bits()).collect();
-                let integral = rows.iter().all(|r| r[k].is_i64() || r[k].is_u64());
-                if integral && distinct.len() == nums.len() && is_id_name(k) {
-                    unique.push(k.to_owned());
-                } else if f.number.is_none()
-                    && distinct.len() >= 2
-                    && let Some(median) = values::median(nums)
-                {
-                    f.number = Some((k.to_owned(), median));
-                }
-            } else if all(k, Value::is_boolean) {
-                f.scalars.push(k.to_owned());
-            } else if f.string_array.is_none()
-                && all(k, |v| {
-                    v.as_array().is_some_and(|a| a.iter().all(Value::is_string))
-                })
-                && let Some(top) = values::most_common(
-                    rows.iter()
-                        .filter_map(|r| r[k].as_array())
-                        .flatten()
-                        .filter_map(Value::as_str),
-                )
-            {
-                f.string_array = Some((k.to_owned(), top));
-            }
-        }
-        f.id = unique
-            .iter()
-            .find(|k| is_id_name(k))
-            .or(unique.first())
-            .cloned();
-        let not_id = |k: &&String| Some(*k) != f.id.as_ref();
-        f.label = LABELS
-            .iter()
-            .find_map(|l| {
-                f.strings
-                    .iter()
-                    .filter(not_id)
-                    .find(|k| k.eq_ignore_ascii_case(l))
-            })
-            .or_else(|| {
-                f.strings
-                    .iter()
-                    .filter(not_id)
-                    .find(|k| Some(*k) != f.category.as_ref().map(|c| &c.0))
-            })
-            .cloned();
-        // Prose: words with spaces between them, not an id or a date.
-        let prose = |k: &&String| {
-            not_id(k)
-                && Some(*k) != f.date.as_ref()
-                && Some(*k) != f.category.as_ref().map(|c| &c.0)
-                && strs(k).iter().any(|v| v.contains(' '))
-        };
-        f.text = f
-            .strings
-            .iter()
-            .filter(prose)
-            .map(|k| {
-                let values = strs(k);
-                let mean = values.iter().map(|v| v.chars().count()).sum::<usize>() / values.len();
-                (k, mean)
-            })
-            .filter(|(_, mean)| *mean >= MIN_TEXT_CHARS)
-            .max_by_key(|(_, mean)| *mean)
-            .map(|(k, _)| k.clone());
-        f
-    }
-
-    /// String fields in the order a prefix is looked for: paths and dates
-    /// first, where a leading part means something (a folder, a month).
-    fn prefix_fields(&self, rows: &[&Map<String, Value>]) -> Vec<&String> {
-        let mut fields: Vec<&String> = self.strings.iter().collect();
-        let meaningful = |k: &String| {
-            Some(k) == self.date.as_ref()
-                || rows
-                    .iter()
-                    .any(|r| r[k.as_str()].as_str().is_some_and(|v| v.contains('/')))
-        };
-        fields.sort_by_key(|k| !meaningful(k));
-        fields
-    }
-}
-
-/// Names of identifiers; a number is an identifier only by its name.
-fn is_id_name(key: &str) -> bool {
-    let lower = key.to_ascii_lowercase();
-    ["id", "path", "key", "uuid", "sha", "hash", "commit"].contains(&lower.as_str())
-        || lower.ends_with("_id")
-        || key.ends_with("Id")
-}
-
-fn looks_like_date(s: &str) -> bool {
-    let b = s.as_bytes();
-    b.len() >= 10
-        && b[..4].iter().all(u8::is_ascii_digit)
-        && b[4] == b'-'
-        && b[5..7].iter().all(u8::is_ascii_digit)
-        && b[7] == b'-'
-        && b[8..10].iter().all(u8::is_ascii_digit)
-}
+use crate::fields::ARRAY_FIELD;
 
 fn refs(rows: &[Rows]) -> Vec<&Rows> {
     rows.iter().collect()
@@ -252,11 +74,74 @@ fn object_projection<S: AsRef<str>>(keys: &[S]) -> String {
     format!("{{{}}}", parts.join(", "))
 }
 
+/// The array names of records of several arrays, one per sampled record,
+/// when every one carries the tag.
+fn tags(sample: &[Value]) -> Option<Vec<&str>> {
+    let tags: Option<Vec<&str>> = sample
+        .iter()
+        .map(|r| r.get(ARRAY_FIELD).and_then(Value::as_str))
+        .collect();
+    tags.filter(|t| !t.is_empty())
+}
+
+/// The array the recipes from fields are about, for records of several
+/// arrays: a recipe that prints a projection of every record or sums them
+/// all up runs on that array's records only. One that selects records by
+/// a field runs on all of them: another array's records lack the field and
+/// are not selected, and a search may find them in any array.
+struct Scope(Option<String>);
+
+impl Scope {
+    /// `recipe` on the scope's records only, when it needs to be.
+    fn apply(&self, recipe: Recipe) -> Recipe {
+        let Some(name) = &self.0 else {
+            return recipe;
+        };
+        if !recipe.slurp && recipe.filter.starts_with("select(") {
+            return recipe;
+        }
+        let literal = serde_json::to_string(name).expect("str serializes");
+        let only = format!("select({} == {literal})", path(ARRAY_FIELD));
+        let filter = if recipe.slurp {
+            format!("map({only}) | {}", recipe.filter)
+        } else {
+            format!("{only} | {}", recipe.filter)
+        };
+        Recipe { filter, ..recipe }
+    }
+
+    fn all(&self, candidates: impl IntoIterator<Item = Recipe>) -> Vec<Recipe> {
+        candidates.into_iter().map(|r| self.apply(r)).collect()
+    }
+}
+
+/// `Count by {field}`, over all records.
+fn count_by(field: &str, description: String) -> Recipe {
+    Recipe::new(
+        description,
+        format!(
+            "group_by({p}) | map({{{k}: (.[0] | {p}), count: length}})",
+            p = path(field),
+            k = json_key(field),
+        ),
+    )
+    .slurp()
+}
+
 /// The ten recipes for records like `sample`.
 pub(super) fn recipes(sample: &[Value]) -> Vec<Recipe> {
-    let rows: Vec<&Map<String, Value>> = sample.iter().filter_map(Value::as_object).collect();
-    let f = Fields::collect(&rows);
-    let texts: Vec<String> = sample.iter().map(Value::to_string).collect();
+    let tags = tags(sample);
+    let first = tags.as_ref().map(|t| t[0]);
+    let scope = Scope(first.map(str::to_owned));
+    // Records of several arrays: the recipes from fields are the first
+    // array's.
+    let own: Vec<&Value> = sample
+        .iter()
+        .filter(|r| first.is_none() || r.get(ARRAY_FIELD).and_then(Value::as_str) == first)
+        .collect();
+    let rows: Vec<&Map<String, Value>> = own.iter().filter_map(|r| r.as_object()).collect();
+    let f = Fields::collect(&rows, first.map(|_| ARRAY_FIELD));
+    let texts: Vec<String> = own.iter().map(|r| r.to_string()).collect();
     let strs = |k: &str| -> Vec<&str> { rows.iter().filter_map(|r| r[k].as_str()).collect() };
     let mut slots = Slots::new();
 
@@ -276,13 +161,13 @@ pub(super) fn recipes(sample: &[Value]) -> Vec<Recipe> {
         }
     }
     shown.truncate(4);
-    slots.fill((!shown.is_empty()).then(|| {
+    slots.fill(scope.all((!shown.is_empty()).then(|| {
         let names: Vec<&str> = shown.iter().map(|k| k.as_str()).collect();
         Recipe::new(
             format!("Browse records: {}", names.join(", ")),
             object_projection(&names),
         )
-    }));
+    })));
 
     // What each filter selects in the sample: a later filter's value must
     // select other records, or its recipe would print what one before does.
@@ -294,13 +179,13 @@ pub(super) fn recipes(sample: &[Value]) -> Vec<Recipe> {
             .map(|r| r[field.as_str()].as_str() == Some(value.as_str()))
             .collect()
     }));
-    slots.fill(f.category.as_ref().map(|(field, value)| {
+    slots.fill(scope.all(f.category.as_ref().map(|(field, value)| {
         Recipe::new(
             format!("Filter where .{field} equals a value"),
             format!("select({} == $value)", path(field)),
         )
         .param("value", value.clone())
-    }));
+    })));
 
     // 3. Keyword over the whole record: a word of the label first, else of
     // any string, found in some records' text but not all.
@@ -315,17 +200,17 @@ pub(super) fn recipes(sample: &[Value]) -> Vec<Recipe> {
         .chain(all_strings)
         .collect();
     let keyword = values::keyword(&sources, &texts, &refs(&selected));
-    slots.fill(keyword.map(|k| {
+    slots.fill(scope.all(keyword.map(|k| {
         selected.push(k.rows);
         Recipe::new(
             "Search all fields by keyword (case-insensitive)",
             "select(tostring | test($keyword; \"i\"))",
         )
         .param("keyword", k.value)
-    }));
+    })));
 
     // 4. Identify records.
-    slots.fill(match (&f.id, &f.label) {
+    slots.fill(scope.all(match (&f.id, &f.label) {
         (Some(id), Some(label)) => Some(Recipe::new(
             format!("Extract {id} and {label} only"),
             object_projection(&[id, label]),
@@ -334,7 +219,7 @@ pub(super) fn recipes(sample: &[Value]) -> Vec<Recipe> {
             Some(Recipe::new(format!("List .{one}"), path(one)).raw())
         }
         (None, None) => None,
-    });
+    }));
 
     // 5. A numeric threshold, else a leading part (a folder, a month).
     let numeric = f.number.as_ref().map(|(field, median)| {
@@ -359,32 +244,30 @@ pub(super) fn recipes(sample: &[Value]) -> Vec<Recipe> {
         selected.push(rows);
         recipe
     });
-    slots.fill(numeric.into_iter().chain(prefixed));
+    slots.fill(scope.all(numeric.into_iter().chain(prefixed)));
 
-    // 6. Count by the category, else by the fields records have.
-    slots.fill(
-        f.category
-            .as_ref()
-            .map(|(field, _)| {
-                Recipe::new(
-                    format!("Count by {field}"),
-                    format!(
-                        "group_by({p}) | map({{{k}: (.[0] | {p}), count: length}})",
-                        p = path(field),
-                        k = json_key(field),
-                    ),
-                )
-                .slurp()
-            })
-            .into_iter()
-            .chain((!rows.is_empty()).then(|| {
-                Recipe::new(
-                    "Count the records that have each field",
-                    "map(keys? // [] | .[]) | group_by(.) | map({field: .[0], count: length})",
-                )
-                .slurp()
-            })),
-    );
+    // 6. Count by the category, else by the fields records have; records
+    // of several arrays: how many records each array has.
+    let by_category = f
+        .category
+        .as_ref()
+        .map(|(field, _)| count_by(field, format!("Count by {field}")));
+    if first.is_some() {
+        slots.fill([count_by(ARRAY_FIELD, "Count records in each array".into())]);
+    } else {
+        slots.fill(
+            by_category
+                .clone()
+                .into_iter()
+                .chain((!rows.is_empty()).then(|| {
+                    Recipe::new(
+                        "Count the records that have each field",
+                        "map(keys? // [] | .[]) | group_by(.) | map({field: .[0], count: length})",
+                    )
+                    .slurp()
+                })),
+        );
+    }
 
     // 7. Array membership, else a word in the longest text field or the label.
     let membership = f.string_array.as_ref().map(|(field, value)| {
@@ -406,7 +289,7 @@ pub(super) fn recipes(sample: &[Value]) -> Vec<Recipe> {
             .param("pattern", pattern),
         )
     });
-    slots.fill(membership.into_iter().chain(searched));
+    slots.fill(scope.all(membership.into_iter().chain(searched)));
 
     // 8. Sort by a date, a number, else the identifier.
     let sort_key = f
@@ -414,13 +297,13 @@ pub(super) fn recipes(sample: &[Value]) -> Vec<Recipe> {
         .as_ref()
         .or(f.number.as_ref().map(|(k, _)| k))
         .or(f.id.as_ref());
-    slots.fill(sort_key.map(|field| {
+    slots.fill(scope.all(sort_key.map(|field| {
         Recipe::new(
             format!("Sort by {field}"),
             format!("sort_by({})", path(field)),
         )
         .slurp()
-    }));
+    })));
 
     // 9. Distinct values.
     let distinct = f
@@ -432,16 +315,20 @@ pub(super) fn recipes(sample: &[Value]) -> Vec<Recipe> {
                 .as_ref()
                 .map(|(field, _)| (field, format!("{}[]?", path(field))))
         });
-    slots.fill(distinct.map(|(field, values)| {
+    let distinct = distinct.map(|(field, values)| {
         Recipe::new(
             format!("List unique values of {field}"),
             format!("map({values}) | unique"),
         )
         .slurp()
-    }));
+    });
+    // Records of several arrays counted by array in slot 6: the count by
+    // the category comes here.
+    let by_category = by_category.filter(|_| first.is_some());
+    slots.fill(scope.all(by_category.into_iter().chain(distinct)));
 
-    // 10. Totals.
-    slots.fill(f.number.as_ref().map(|(field, _)| {
+    // 10. Totals; records of several arrays: else one array's records.
+    let totals = f.number.as_ref().map(|(field, _)| {
         let p = path(field);
         Recipe::new(
             format!("Count records and summarize {field}"),
@@ -450,7 +337,15 @@ pub(super) fn recipes(sample: &[Value]) -> Vec<Recipe> {
             ),
         )
         .slurp()
-    }));
+    });
+    let one_array = first.map(|name| {
+        Recipe::new(
+            format!("Records of one array (.{ARRAY_FIELD})"),
+            format!("select({} == $array)", path(ARRAY_FIELD)),
+        )
+        .param(ARRAY_FIELD, name)
+    });
+    slots.fill(scope.all(totals).into_iter().chain(one_array));
     slots.finish()
 }
 
@@ -551,6 +446,91 @@ mod tests {
         assert_eq!(
             r[5].filter,
             "group_by(.type) | map({type: (.[0] | .type), count: length})"
+        );
+    }
+
+    /// server-memory's graph as records of its two arrays (`records/arrays.rs`).
+    fn graph(entities: usize, relations: usize) -> Vec<Value> {
+        let kinds = ["person", "project", "team"];
+        let e = (0..entities).map(|i| {
+            json!({"array": "entities", "name": format!("person-{i}"), "entityType": (kinds[i % 3]),
+                   "observations": [format!("works on area {}", i % 17)]})
+        });
+        let r = (0..relations).map(|i| {
+            json!({"array": "relations", "from": format!("person-{i}"), "to": format!("person-{}", i * 7),
+                   "relationType": (["knows", "manages"][i % 2])})
+        });
+        e.chain(r).collect()
+    }
+
+    #[test]
+    fn records_of_several_arrays_get_recipes_for_the_first_and_for_every_array() {
+        // The sample of a large graph holds entities only.
+        let r = recipes(&graph(32, 0));
+        distinct(&r);
+        let only = "select(.array == \"entities\") | ";
+        // Projections and sums run on the entities only ...
+        assert_eq!(r[0].filter, format!("{only}{{name, entityType}}"));
+        assert_eq!(r[0].description, "Browse records: name, entityType");
+        assert_eq!(r[3].filter, format!("{only}.name"));
+        assert_eq!(
+            r[8].filter,
+            "map(select(.array == \"entities\")) | group_by(.entityType) | map({entityType: (.[0] | .entityType), count: length})"
+        );
+        // ... filters on all records, which the relations fall through.
+        assert_eq!(
+            (r[1].filter.as_str(), param(&r[1], "value")),
+            ("select(.entityType == $value)", "person")
+        );
+        // The tag is no field of the entities: never browsed, counted or searched.
+        let own: Vec<&str> = r
+            .iter()
+            .map(|r| {
+                r.filter
+                    .trim_start_matches(only)
+                    .trim_start_matches("map(select(.array == \"entities\")) | ")
+            })
+            .collect();
+        assert_eq!(
+            own.iter().filter(|f| f.contains(".array")).count(),
+            2,
+            "{own:#?}"
+        );
+        assert_eq!(r[5].description, "Count records in each array");
+        assert_eq!(
+            r[5].filter,
+            "group_by(.array) | map({array: (.[0] | .array), count: length})"
+        );
+        assert_eq!(
+            (r[9].filter.as_str(), param(&r[9], "array")),
+            ("select(.array == $array)", "entities")
+        );
+    }
+
+    #[test]
+    fn a_sample_of_both_arrays_is_about_the_first_one() {
+        let r = recipes(&graph(5, 20));
+        distinct(&r);
+        assert!(
+            r[0].filter
+                .starts_with("select(.array == \"entities\") | {name"),
+            "{:?}",
+            r[0]
+        );
+        assert_eq!(r[5].description, "Count records in each array");
+        // Untagged records with the same fields keep the recipes they had.
+        let untagged: Vec<Value> = graph(32, 0)
+            .into_iter()
+            .map(|mut v| {
+                v.as_object_mut().unwrap().remove("array");
+                v
+            })
+            .collect();
+        let plain = recipes(&untagged);
+        assert_eq!(plain[0].filter, "{name, entityType}");
+        assert_eq!(
+            plain[5].filter,
+            "group_by(.entityType) | map({entityType: (.[0] | .entityType), count: length})"
         );
     }
 

@@ -33,6 +33,7 @@
 mod generic;
 mod lines;
 mod memory;
+mod roles;
 mod values;
 
 use std::collections::BTreeMap;

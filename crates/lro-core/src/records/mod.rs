@@ -2,8 +2,10 @@
 //!
 //! Order of preference (DESIGN.md, "Records"): an array in structured content
 //! (or the one array field of a structured object); a JSON array (or an
-//! object with exactly one array field) in a text block; JSONL text; text of
-//! repeated `Key: value` blocks, one record per block (`blocks.rs`);
+//! object with exactly one array field) in a text block; an object, in
+//! structured content or text, that holds several arrays of objects, the
+//! records of every array tagged with its name (`arrays.rs`); JSONL text;
+//! text of repeated `Key: value` blocks, one record per block (`blocks.rs`);
 //! otherwise one `{"line": n, "text": "..."}` record per line of text. An
 //! array of nodes nesting nodes of their own shape (a directory tree) is
 //! flattened to one record per node with its path (`tree.rs`).
@@ -21,6 +23,7 @@
 //! assert_eq!(set.what, "lines of text");
 //! ```
 
+mod arrays;
 mod blocks;
 mod tree;
 
@@ -28,6 +31,7 @@ use std::{borrow::Cow, collections::BTreeMap};
 
 use serde_json::{Value, value::RawValue};
 
+pub use arrays::{ARRAY_FIELD, untag};
 pub use blocks::leading_blocks;
 
 use crate::recipes::SAMPLE_SIZE;
@@ -61,6 +65,14 @@ pub enum RecordKind {
         /// The field that held each node's children.
         children: String,
     },
+    /// The array fields of a JSON object, each an array of objects: every
+    /// array's records in turn, each tagged with its array's name in
+    /// [`ARRAY_FIELD`].
+    Arrays {
+        /// Each array's name and how many records it gave, in the order
+        /// of the records.
+        names: Vec<(String, usize)>,
+    },
 }
 
 /// Records ready to be written, each a single line of JSON.
@@ -77,26 +89,37 @@ pub struct RecordSet<'a> {
 }
 
 impl<'a> RecordSet<'a> {
-    /// Where the records of structured content are, when it is an array or
-    /// an object with exactly one array field: a cheap check that
-    /// serializes nothing.
+    /// Where the records of structured content are, when it is an array,
+    /// an object with exactly one array field, or an object whose array
+    /// fields all hold objects: a cheap check that serializes nothing.
     pub fn structured_kind(value: &Value) -> Option<RecordKind> {
         match value {
             Value::Array(_) => Some(RecordKind::JsonArray),
             Value::Object(map) => {
                 let mut arrays = map.iter().filter(|(_, v)| v.is_array());
                 let (field, _) = arrays.next()?;
-                arrays.next().is_none().then(|| RecordKind::ObjectField {
-                    field: field.clone(),
-                })
+                if arrays.next().is_none() {
+                    return Some(RecordKind::ObjectField {
+                        field: field.clone(),
+                    });
+                }
+                let names = arrays::structured(map)?
+                    .into_iter()
+                    .map(|(name, items)| (name.clone(), items.len()))
+                    .collect();
+                Some(RecordKind::Arrays { names })
             }
             _ => None,
         }
     }
 
-    /// Records from structured content, when it is an array or an object
-    /// with exactly one array field.
+    /// Records from structured content, when it is an array, an object with
+    /// exactly one array field, or an object whose array fields all hold
+    /// objects.
     pub fn from_structured(value: &Value) -> Option<RecordSet<'static>> {
+        if let Some(arrays) = value.as_object().and_then(arrays::structured) {
+            return Some(RecordSet::of_arrays(arrays::from_structured(&arrays)));
+        }
         let kind = Self::structured_kind(value)?;
         let items = match (&kind, value) {
             (RecordKind::ObjectField { field }, _) => value[field.as_str()].as_array(),
@@ -194,13 +217,23 @@ impl<'a> RecordSet<'a> {
             .filter(|(_, v)| v.get().trim_start().starts_with('['));
         let (field, raw) = arrays.next()?;
         if arrays.next().is_some() {
-            return None;
+            return arrays::from_text(&map).map(Self::of_arrays);
         }
         let items: Vec<&'a RawValue> = serde_json::from_str(raw.get()).ok()?;
         let kind = RecordKind::ObjectField {
             field: field.to_string(),
         };
         Some(Self::from_items(kind, items))
+    }
+
+    fn of_arrays(arrays: arrays::Arrays<'a>) -> Self {
+        RecordSet {
+            what: Cow::Owned(arrays::what(&arrays.names)),
+            kind: RecordKind::Arrays {
+                names: arrays.names,
+            },
+            records: arrays.records,
+        }
     }
 
     fn json_lines(text: &'a str) -> Option<Self> {
@@ -252,6 +285,27 @@ impl<'a> RecordSet<'a> {
             .collect()
     }
 
+    /// Like [`RecordSet::sample`], but records of several arrays
+    /// ([`RecordKind::Arrays`]) are taken from the front of each array in
+    /// turn, so a description of the records (the line schema) covers every
+    /// array, not the first one only.
+    pub fn spread_sample(&self, n: usize) -> Vec<Value> {
+        let RecordKind::Arrays { names } = &self.kind else {
+            return self.sample(n);
+        };
+        let each = (n / names.len().max(1)).max(1);
+        let mut start = 0;
+        let mut picked = Vec::new();
+        for (_, count) in names {
+            picked.extend(self.records[start..start + count].iter().take(each));
+            start += count;
+        }
+        picked
+            .into_iter()
+            .filter_map(|r| serde_json::from_str(r).ok())
+            .collect()
+    }
+
     /// Namespaces ranked by frequency (ties by name), at most `k`.
     pub fn top_namespaces(&self, k: usize) -> Vec<String> {
         let mut counts: BTreeMap<Cow<'_, str>, usize> = BTreeMap::new();
@@ -299,20 +353,25 @@ fn nests_objects(json: &str) -> bool {
 /// when it has one, else objects or values.
 fn array_what(kind: &RecordKind, first: Option<&str>) -> Cow<'static, str> {
     match kind {
-        RecordKind::ObjectField { field }
-            if !field.is_empty() && field.chars().all(|c| c.is_alphabetic() || c == '_') =>
-        {
-            Cow::Owned(field.replace('_', " "))
-        }
-        RecordKind::ObjectField { field } => Cow::Owned(format!("items of {field:?}")),
+        RecordKind::ObjectField { field } => Cow::Owned(field_what(field)),
         _ if first.is_some_and(|r| r.starts_with('{')) => Cow::Borrowed("JSON objects"),
         _ => Cow::Borrowed("JSON values"),
     }
 }
 
+/// What the items of the array field `field` are: its name as words
+/// (`search_results`: "search results"), or `items of "a b"`.
+fn field_what(field: &str) -> String {
+    if !field.is_empty() && field.chars().all(|c| c.is_alphabetic() || c == '_') {
+        field.replace('_', " ")
+    } else {
+        format!("items of {field:?}")
+    }
+}
+
 /// What the lines of a text are: paths (`search_files`), lines of a JSON
 /// document that could not be split into records (an object holding
-/// several arrays), or lines of text.
+/// arrays of other things than objects), or lines of text.
 fn lines_what(text: &str) -> &'static str {
     let trimmed = text.trim();
     let json = (trimmed.starts_with('{') || trimmed.starts_with('['))

@@ -385,35 +385,18 @@ fn rebuild_truncated(payload: &Payload, records: &RecordSet<'_>, kept: usize) ->
     let head = || records.records[..kept].join(",");
     match (&records.kind, payload) {
         (RecordKind::JsonArray, _) => format!("[{}]", head()),
-        (RecordKind::ObjectField { field }, Payload::Text(text)) => {
-            // Keep the other fields (totals, cursors) as the tool wrote them.
-            match serde_json::from_str::<BTreeMap<Cow<'_, str>, &RawValue>>(text) {
-                Ok(map) => {
-                    let array = format!("[{}]", head());
-                    let fields: Vec<String> = map
-                        .iter()
-                        .map(|(k, v)| {
-                            let key = serde_json::to_string(k).expect("str serializes");
-                            if k == field {
-                                format!("{key}:{array}")
-                            } else {
-                                format!("{key}:{}", v.get())
-                            }
-                        })
-                        .collect();
-                    format!("{{{}}}", fields.join(","))
-                }
-                Err(_) => format!("[{}]", head()),
-            }
+        (RecordKind::ObjectField { field }, _) => {
+            with_arrays(payload, [(field.clone(), format!("[{}]", head()))])
         }
-        (RecordKind::ObjectField { field }, Payload::Structured(v)) => {
-            let mut v = v.clone();
-            let items: Vec<Value> = records.records[..kept]
-                .iter()
-                .filter_map(|r| serde_json::from_str(r).ok())
-                .collect();
-            v[field.as_str()] = Value::Array(items);
-            v.to_string()
+        // Each array keeps its records among the first `kept`, untagged.
+        (RecordKind::Arrays { names }, _) => {
+            let kept =
+                lro_core::records::untag(names, records.records[..kept].iter().map(|r| &**r));
+            with_arrays(
+                payload,
+                kept.into_iter()
+                    .map(|(name, items)| (name, Value::Array(items).to_string())),
+            )
         }
         (RecordKind::JsonLines, _) => records.records[..kept].join("\n"),
         (RecordKind::TextLines, Payload::Text(text)) => {
@@ -427,6 +410,43 @@ fn rebuild_truncated(payload: &Payload, records: &RecordSet<'_>, kept: usize) ->
         (RecordKind::TextLines | RecordKind::Blocks { .. }, Payload::Structured(_)) => {
             String::new()
         }
+    }
+}
+
+/// The tool's object with each array field in `arrays` replaced by the
+/// given JSON text, its other fields (totals, cursors) as the tool wrote
+/// them; only the arrays when the text is no object.
+fn with_arrays(payload: &Payload, arrays: impl IntoIterator<Item = (String, String)>) -> String {
+    let arrays: BTreeMap<String, String> = arrays.into_iter().collect();
+    let object = |map: BTreeMap<Cow<'_, str>, String>| {
+        let fields: Vec<String> = map
+            .iter()
+            .map(|(k, v)| {
+                let key = serde_json::to_string(k).expect("str serializes");
+                let value = arrays.get(k.as_ref()).unwrap_or(v);
+                format!("{key}:{value}")
+            })
+            .collect();
+        format!("{{{}}}", fields.join(","))
+    };
+    match payload {
+        Payload::Text(text) => {
+            match serde_json::from_str::<BTreeMap<Cow<'_, str>, &RawValue>>(text) {
+                Ok(map) => object(
+                    map.into_iter()
+                        .map(|(k, v)| (k, v.get().to_owned()))
+                        .collect(),
+                ),
+                // Not an object after all: the arrays alone, as before.
+                Err(_) => arrays.into_values().next().unwrap_or_default(),
+            }
+        }
+        Payload::Structured(Value::Object(map)) => object(
+            map.iter()
+                .map(|(k, v)| (Cow::Borrowed(k.as_str()), v.to_string()))
+                .collect(),
+        ),
+        Payload::Structured(_) => object(BTreeMap::new()),
     }
 }
 
@@ -504,6 +524,32 @@ mod tests {
             readable_parts(&different).1.as_deref(),
             Some(r#"{"result":"other"}"#)
         );
+    }
+
+    #[test]
+    fn a_truncated_object_keeps_its_other_fields_in_text_and_structured_content() {
+        let object = r#"{"total":3,"items":[{"x":1},{"x":2},{"x":3}],"next":null}"#;
+        let graph = r#"{"total":3,"relations":[{"f":"a"}],"entities":[{"n":"a"},{"n":"b"}]}"#;
+        for (text, kept, want) in [
+            (
+                object,
+                2,
+                r#"{"items":[{"x":1},{"x":2}],"next":null,"total":3}"#,
+            ),
+            (
+                graph,
+                1,
+                r#"{"entities":[{"n":"a"}],"relations":[],"total":3}"#,
+            ),
+        ] {
+            let value: Value = serde_json::from_str(text).unwrap();
+            let structured = RecordSet::from_structured(&value).unwrap();
+            let payload = Payload::Structured(value);
+            assert_eq!(rebuild_truncated(&payload, &structured, kept), want);
+            let payload = Payload::Text(text.to_owned());
+            let from_text = RecordSet::from_text(text);
+            assert_eq!(rebuild_truncated(&payload, &from_text, kept), want);
+        }
     }
 
     #[tokio::test]

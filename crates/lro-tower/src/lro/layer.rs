@@ -6,7 +6,7 @@ use lro_core::{EventSink, OffloadConfig, TokenEstimator};
 use lro_extract::{ExtractConfig, Isolation};
 use tower_layer::Layer;
 
-use super::{Lro, error::Error, shared::Shared};
+use super::{CallerTrace, Lro, error::Error, shared::Shared};
 use crate::principal::PrincipalSource;
 
 /// A tower layer that wraps a server handler with Large Result Offloading.
@@ -83,6 +83,17 @@ impl LroLayer {
     #[must_use]
     pub fn principal(self, source: impl PrincipalSource) -> Self {
         self.map(|s| s.principal = Arc::new(source))
+    }
+
+    /// Sets what a W3C `traceparent` in a request's `_meta` (MCP
+    /// 2026-07-28) makes of the layer's `tools/call` span: the caller's
+    /// span as its parent, or as a link. Defaults to
+    /// [`CallerTrace::ParentIfAuthenticated`]: the parent when the caller's
+    /// principal (see [`LroLayer::principal`]) is not anonymous, a link
+    /// otherwise.
+    #[must_use]
+    pub fn caller_trace(self, caller: CallerTrace) -> Self {
+        self.map(|s| s.caller_trace = caller)
     }
 
     /// Sets the sink that receives every event after tracing and metrics.

@@ -51,3 +51,4 @@ pub use error::Error;
 pub use extract::EXTRACT_TOOL;
 pub use layer::LroLayer;
 pub use service::{Lro, PROXY_EXTENSION};
+pub use trace::CallerTrace;

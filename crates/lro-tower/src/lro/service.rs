@@ -122,9 +122,9 @@ impl<H: ServerHandler> Lro<H> {
         cx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let tool = request.name.to_string();
-        let span = trace::make_span(&tool, &cx);
         // Never the session: a client that reconnects is the same caller.
         let principal = self.shared.principal.principal(&cx);
+        let span = trace::make_span(&tool, &cx, &principal, self.shared.caller_trace);
         self.learn_shadow(&cx).await;
         if tool == extract::EXTRACT_TOOL && self.listing.extracts(&self.shared) {
             let result = extract::call(&self.shared, &principal, request.arguments)

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use lro_core::{EventSink, OffloadConfig, Offloader, TokenEstimator};
 use lro_extract::{ExtractConfig, Extractor, Isolation, WorkerPool, access::Access};
 
+use super::CallerTrace;
 use crate::principal::{FromHttpRequest, PrincipalSource};
 
 /// State shared by every clone of one layer.
@@ -29,6 +30,8 @@ pub(crate) struct Shared {
     pub(crate) isolation: Arc<dyn Isolation>,
     /// The context-offload tools' engine, when they are on.
     pub(crate) context: Option<lro_context::ContextOffloader>,
+    /// What a caller's `traceparent` makes of the layer's spans.
+    pub(crate) caller_trace: CallerTrace,
 }
 
 impl Shared {
@@ -66,6 +69,7 @@ impl Shared {
             access,
             isolation,
             context: None,
+            caller_trace: CallerTrace::default(),
         }
     }
 

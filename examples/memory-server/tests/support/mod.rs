@@ -74,3 +74,52 @@ pub fn keys(value: &Value) -> Vec<String> {
     keys.sort();
     keys
 }
+
+/// Waits for the binary's readiness line on its stderr, `memory-server
+/// listening on http://HOST:PORT/mcp`; returns `HOST:PORT` and the rest of
+/// its stderr.
+pub async fn listening(
+    child: &mut tokio::process::Child,
+    patience: std::time::Duration,
+) -> (
+    String,
+    tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStderr>>,
+) {
+    use tokio::io::AsyncBufReadExt as _;
+
+    let stderr = child.stderr.take().expect("stderr piped");
+    let mut lines = tokio::io::BufReader::new(stderr).lines();
+    let url = tokio::time::timeout(patience, async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            if let Some(url) = line.strip_prefix("memory-server listening on ") {
+                return url.to_owned();
+            }
+        }
+        panic!("exited before listening");
+    })
+    .await
+    .expect("readiness line");
+    let authority = url
+        .strip_prefix("http://")
+        .and_then(|rest| rest.strip_suffix("/mcp"))
+        .unwrap_or_else(|| panic!("unexpected url {url}"))
+        .to_owned();
+    (authority, lines)
+}
+
+/// Writes the raw HTTP `request` to `authority` and reads the response to
+/// the end (the request asks for the connection to close): enough to speak
+/// to the HTTP face without an HTTP client in the example's dependencies.
+pub async fn exchange(authority: &str, request: &str, patience: std::time::Duration) -> String {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+
+    tokio::time::timeout(patience, async {
+        let mut stream = tokio::net::TcpStream::connect(authority).await.unwrap();
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).await.unwrap();
+        response
+    })
+    .await
+    .expect("response")
+}
