@@ -63,7 +63,7 @@ WHAT = {
     "git_diff": "lines of text",
     "create_entities": "entities",
     "create_relations": "relations",
-    "read_graph": "lines of a JSON document",
+    "read_graph": "entities and relations",
 }
 
 
