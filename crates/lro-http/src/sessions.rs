@@ -10,6 +10,11 @@
 //! service answers 404 for it; past [`MAX_BOUND`] bindings the oldest goes
 //! and its session is refused from then on, by everyone.
 //!
+//! MCP 2026-07-28 has no sessions: a request whose `MCP-Protocol-Version`
+//! names that revision or a later one has its `Mcp-Session-Id` ignored, as
+//! the transport spec says, and neither checked nor bound here (the service
+//! reads no session on that path).
+//!
 //! ```
 //! use axum::{Router, routing::post};
 //! use lro_http::sessions::SessionsLayer;
@@ -39,6 +44,22 @@ use crate::{
 pub const SESSION_HEADER: &str = "mcp-session-id";
 /// Bindings kept at most; far above any face's session cap.
 pub const MAX_BOUND: usize = 65_536;
+
+/// The MCP version header, whose value says whether a request has sessions.
+const VERSION_HEADER: &str = "mcp-protocol-version";
+
+/// The first MCP revision without sessions. Revisions are dates, so a later
+/// one sorts after it.
+const FIRST_SESSIONLESS: &str = "2026-07-28";
+
+/// Whether the request is on a sessionless MCP revision (see the module docs).
+fn sessionless<B>(request: &Request<B>) -> bool {
+    request
+        .headers()
+        .get(VERSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|version| version >= FIRST_SESSIONLESS)
+}
 
 /// The layer that binds sessions to principals; see the module docs.
 #[derive(Clone)]
@@ -132,6 +153,9 @@ impl Stage for SessionsLayer {
         S: Service<Request<Body>, Response = Response, Error = Infallible> + Send + 'static,
         S::Future: Send + 'static,
     {
+        if sessionless(&request) {
+            return Box::pin(inner.call(request));
+        }
         let caller = request.extensions().get::<Principal>().cloned();
         let session = request
             .headers()
@@ -232,6 +256,30 @@ mod tests {
             StatusCode::OK
         );
         assert!(layer.book().owner.is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_sessionless_request_has_its_session_id_ignored() {
+        let layer = SessionsLayer::new(());
+        let svc = layer.layer(service());
+        svc.clone()
+            .oneshot(request("alice", None, Method::POST))
+            .await
+            .unwrap();
+        let mut bobs = request("bob", Some("s-1"), Method::POST);
+        bobs.headers_mut()
+            .insert(VERSION_HEADER, FIRST_SESSIONLESS.parse().unwrap());
+        let answer = svc.clone().oneshot(bobs).await.unwrap();
+        assert_eq!(answer.status(), StatusCode::OK, "not refused: ignored");
+        assert!(answer.headers().get(SESSION_HEADER).is_none());
+        // Alice's binding still stands against Bob's 2025-11-25 requests.
+        assert_eq!(
+            svc.oneshot(request("bob", Some("s-1"), Method::POST))
+                .await
+                .unwrap()
+                .status(),
+            StatusCode::NOT_FOUND
+        );
     }
 
     #[test]

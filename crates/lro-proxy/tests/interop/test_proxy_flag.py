@@ -9,7 +9,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from mcp import ClientSession
+from mcp import Client, ClientSession, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
@@ -66,6 +66,24 @@ async def test_remote_lro_server_leaves_offloading_to_the_proxy(tmp_path, dirs, 
             await direct.initialize()
             own = descriptor(await direct.call_tool("list_memories", LIST_ALL))
     assert Path(own["file_path"]).parent == a
+
+
+@pytest.mark.anyio
+async def test_the_flag_rides_in_each_requests_meta_on_2026_07_28(tmp_path, dirs, remote):
+    """A sessionless client: the proxy reaches the remote server over
+    2026-07-28, with no `initialize`, so the flag rides in every request's
+    `_meta` client capabilities, and the remote server honours it there."""
+    a, b = dirs
+    env = full_env(offload_env(b, threshold=THRESHOLD))
+    argv = proxy_argv("--url", remote)
+    params = StdioServerParameters(command=argv[0], args=argv[1:], env=env)
+    async with Client(params, mode="2026-07-28", cache=None) as client:
+        assert client.protocol_version == "2026-07-28"
+        with anyio.fail_after(PROMPT_S):
+            desc = descriptor(await client.call_tool("list_memories", LIST_ALL))
+    path = Path(desc["file_path"])
+    assert path.parent == b and path.is_file(), path
+    assert not list(a.iterdir()), f"the remote server offloaded too: {list(a.iterdir())}"
 
 
 @pytest.mark.anyio

@@ -60,9 +60,16 @@ def envelope(method: str, params: dict | None = None, rid: int = 1) -> dict:
     return {"jsonrpc": "2.0", "id": rid, "method": method, "params": {**(params or {}), "_meta": meta}}
 
 
-def post(url: str, message: dict) -> tuple[int, list[dict]]:
-    """POSTs one message; the status and every JSON-RPC message of the reply
-    (a JSON body, or each event of an SSE stream)."""
+def post(url: str, message: dict, extra: dict[str, str] | None = None) -> tuple[int, list[dict]]:
+    """POSTs one message (with `extra` headers); the status and every
+    JSON-RPC message of the reply."""
+    reply, messages = exchange(url, message, extra)
+    return reply.status_code, messages
+
+
+def exchange(url: str, message: dict, extra: dict[str, str] | None = None) -> tuple[httpx2.Response, list[dict]]:
+    """POSTs one message; the reply and its JSON-RPC messages (a JSON body,
+    or each event of an SSE stream)."""
     headers = {
         "Accept": "application/json, text/event-stream",
         "MCP-Protocol-Version": MODERN,
@@ -72,11 +79,11 @@ def post(url: str, message: dict) -> tuple[int, list[dict]]:
     }
     if name := message["params"].get("name"):
         headers["Mcp-Name"] = name
-    reply = httpx2.post(url, json=message, headers=headers, timeout=PROMPT_S)
+    reply = httpx2.post(url, json=message, headers={**headers, **(extra or {})}, timeout=PROMPT_S)
     if reply.headers.get("content-type", "").startswith("text/event-stream"):
         data = [line[5:].strip() for line in reply.text.splitlines() if line.startswith("data:")]
-        return reply.status_code, [json.loads(d) for d in data if d]
-    return reply.status_code, [reply.json()]
+        return reply, [json.loads(d) for d in data if d]
+    return reply, [reply.json()]
 
 
 @pytest.mark.anyio
@@ -189,3 +196,26 @@ async def test_a_listen_hears_the_upstreams_tool_list_change(start_proxy, fixtur
             assert type(event).__name__ == "ToolsListChanged", event
             names = {t.name for t in (await client.list_tools()).tools}
     assert "added" in names
+
+
+@pytest.mark.anyio
+async def test_a_session_id_on_a_sessionless_request_is_ignored(start_proxy):
+    """2026-07-28 has no sessions: an `Mcp-Session-Id` on such a request is
+    ignored (the transport spec's SHOULD), even one that names another
+    principal's 2025-11-25 session, and none is handed out."""
+    _, url = start_proxy(*TOKENS)
+    opened = httpx2.post(
+        url,
+        json={"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "alice", "version": "1"}}},
+        headers={"Accept": "application/json, text/event-stream", "Authorization": "Bearer tok-a"},
+        timeout=PROMPT_S,
+    )
+    alices = opened.headers["mcp-session-id"]
+    bob = await whoami(url, "tok-b")
+    for session in (alices, "no-such-session"):
+        call = envelope("tools/call", {"name": "whoami", "arguments": {}}, rid=9)
+        reply, [answer] = exchange(url, call, {"Authorization": "Bearer tok-b", "Mcp-Session-Id": session})
+        assert reply.status_code == 200, reply.text
+        assert "mcp-session-id" not in reply.headers
+        assert answer["result"]["structuredContent"]["result"] == bob, "served as bob, on bob's child"
