@@ -20,8 +20,8 @@
 
 use std::time::Duration;
 
-/// The remote store's timeouts, retries and upload parts. The local store
-/// reads only [`StoreConfig::part_size`], as its read chunk size.
+/// The remote store's timeouts, retries and upload parts (the local store
+/// has none of these to bound).
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct StoreConfig {

@@ -57,6 +57,9 @@ pub use remote::RemoteStore;
 pub use store::{BodyStream, ByteStream, ObjectMeta, Store, Upload};
 pub use url::StoreUrl;
 
+/// The chunk size of the local store's reads.
+pub const LOCAL_READ_CHUNK: usize = 64 * 1024;
+
 /// Opens the store `url` names: a local path or `file://` path (created
 /// 0700 when missing), or `s3://BUCKET/PREFIX` configured from `env`'s AWS
 /// variables. A remote store sends nothing until its first operation.
@@ -82,7 +85,7 @@ pub fn open_url(
     env: &Env,
 ) -> Result<Arc<dyn Store>, StoreError> {
     Ok(match url {
-        StoreUrl::Local(path) => Arc::new(LocalStore::open(path, config.part_size)?),
+        StoreUrl::Local(path) => Arc::new(LocalStore::open(path, LOCAL_READ_CHUNK)?),
         StoreUrl::S3 { bucket, prefix } => Arc::new(RemoteStore::s3(bucket, prefix, config, env)?),
     })
 }
