@@ -262,3 +262,23 @@ fn every_stdio_face_reads_its_client_through_one_transport() {
     assert!(ours.is_empty(), "lro-stdio depends on {ours:?}");
     assert!(graph.reaches("lro-stdio", "rmcp"));
 }
+
+#[test]
+fn the_offload_store_sits_beside_the_core_below_every_face() {
+    let graph = Graph::load();
+    // lro-store holds results (a directory through lro-core's PrivateDir, or
+    // a bucket): it may use lro-core, lro-core never uses it, and it knows
+    // nothing of the layer, the proxy, the CLI or MCP.
+    assert!(graph.reaches("lro-store", "lro-core"));
+    assert!(graph.reaches("lro-store", "object_store"));
+    assert!(
+        !graph.reaches("lro-core", "lro-store"),
+        "lro-core depends on lro-store"
+    );
+    for krate in ["lro-tower", "lro-proxy", "lro-cli", "rmcp"] {
+        assert!(
+            !graph.reaches("lro-store", krate),
+            "lro-store depends on {krate}"
+        );
+    }
+}
