@@ -5,6 +5,8 @@
 //! - [`server`]: [`MemoryServer`], the four MCP tools.
 //! - [`catalog`]: its prompt (`recall`) and resources (`memory://namespaces`,
 //!   `memory://memories/{id}`).
+//! - [`conformance`]: the conformance suite's diagnostic tools, off unless
+//!   asked for ([`MemoryServer::with_conformance_tools`]).
 //!
 //! The binary (`memory-server`) wraps the server in `lro_tower::LroLayer`
 //! and serves it over stdio or streamable HTTP. Tests and other crates can
@@ -25,6 +27,7 @@
 #![warn(missing_docs)]
 
 pub mod catalog;
+pub mod conformance;
 pub mod corpus;
 pub mod server;
 

@@ -11,6 +11,7 @@
 //! cargo run -p memory-server -- --http 127.0.0.1:8080 --metrics 127.0.0.1:9464   # + Prometheus /metrics
 //! ATLATL_PROMPT__OFFLOAD__THRESHOLD_TOKENS=800 cargo run -p memory-server
 //! cargo run -p memory-server -- --context-store-root /tmp/ctx   # + context_offload, context_grep, context_read_file
+//! cargo run -p memory-server -- --http 127.0.0.1:8080 --conformance-tools   # + the conformance suite's diagnostic tools
 //! ```
 //!
 //! Logs go to stderr (stdout is the stdio transport), filtered by `RUST_LOG`
@@ -90,6 +91,12 @@ struct Cli {
     /// context_read_file), confined to this store root; repeat for more.
     #[arg(long = "context-store-root", value_name = "DIR")]
     context_store_roots: Vec<PathBuf>,
+
+    /// Add the conformance suite's three diagnostic tools
+    /// (test_missing_capability, test_streaming_elicitation,
+    /// test_logging_tool); off by default, so the model never sees them.
+    #[arg(long)]
+    conformance_tools: bool,
 }
 
 #[tokio::main]
@@ -143,17 +150,23 @@ async fn run(cli: Cli, http: Option<(SocketAddr, Guard)>) -> anyhow::Result<()> 
     );
     // Paths stay out of INFO logs.
     tracing::debug!(output_dir = %cfg.resolved_output_dir().display(), "offload directory");
+    // One handler per session (HTTP) or one in all (stdio).
+    let conformance_tools = cli.conformance_tools;
+    let server = move || {
+        let server = MemoryServer::new(corpus.clone());
+        if conformance_tools {
+            server.with_conformance_tools()
+        } else {
+            server
+        }
+    };
     if cli.no_lro {
-        host.run_bare(|shutdown| serve(move || MemoryServer::new(corpus.clone()), http, shutdown))
+        host.run_bare(|shutdown| serve(server, http, shutdown))
             .await
     } else {
         let offload = Offload::new(cfg).context_store_roots(cli.context_store_roots);
         host.run(offload, |layer, shutdown| {
-            serve(
-                move || layer.layer(MemoryServer::new(corpus.clone())),
-                http,
-                shutdown,
-            )
+            serve(move || layer.layer(server()), http, shutdown)
         })
         .await
     }
@@ -225,6 +238,7 @@ mod tests {
         assert_eq!(cli.corpus_size, DEFAULT_SIZE);
         assert_eq!(cli.seed, DEFAULT_SEED);
         assert!(cli.http.is_none() && cli.config.is_none() && !cli.no_lro);
+        assert!(!cli.conformance_tools);
         let cli = Cli::parse_from(["memory-server", "--http", "127.0.0.1:0", "--no-lro"]);
         assert_eq!(cli.http, Some("127.0.0.1:0".parse().unwrap()));
         assert!(cli.no_lro);

@@ -211,6 +211,13 @@ impl MemoryServer {
         }
     }
 
+    /// The same server with the conformance suite's three diagnostic tools
+    /// added (see [`crate::conformance`]); the CLI's `--conformance-tools`.
+    pub fn with_conformance_tools(mut self) -> Self {
+        self.tool_router += Self::conformance_tool_router();
+        self
+    }
+
     /// The corpus served.
     pub fn corpus(&self) -> &Arc<Corpus> {
         &self.corpus

@@ -3,8 +3,6 @@
 //! 2026-07-28 `server/discover`), with and without the LRO layer: declared
 //! in the capabilities, listed with caching hints, read and got.
 
-use std::process::Stdio;
-
 use memory_server::catalog::{
     MEMORY_URI_PREFIX, MEMORY_URI_TEMPLATE, NAMESPACES_URI, RECALL_PROMPT, TTL_MS,
 };
@@ -14,24 +12,14 @@ use rmcp::{
         ReadResourceRequestParams,
     },
     service::{ClientLifecycleMode, ClientServiceExt as _},
-    transport::TokioChildProcess,
 };
 use serde_json::{Value, json};
-use tokio::process::Command;
 
 mod support;
 
 async fn catalog_is_served(lifecycle: ClientLifecycleMode, args: &[&str]) {
     let dir = tempfile::tempdir().unwrap();
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_memory-server"));
-    cmd.args(["--corpus-size", "40"])
-        .args(args)
-        .env("ATLATL_PROMPT__OFFLOAD__OUTPUT_DIR", dir.path())
-        .env("RUST_LOG", "warn");
-    let (transport, _) = TokioChildProcess::builder(cmd)
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let transport = support::stdio_binary(args, dir.path());
     let client = ClientConfig::default()
         .serve_with_lifecycle(transport, lifecycle.clone())
         .await

@@ -30,6 +30,24 @@ pub async fn connect<H: ServerHandler>(handler: H) -> Client {
         .expect("client initializes")
 }
 
+/// The built memory-server as a stdio transport: 40 memories, `args`, its
+/// offloads in `out_dir`, its stderr dropped.
+pub fn stdio_binary(
+    args: &[&str],
+    out_dir: &std::path::Path,
+) -> rmcp::transport::TokioChildProcess {
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_memory-server"));
+    cmd.args(["--corpus-size", "40"])
+        .args(args)
+        .env("ATLATL_PROMPT__OFFLOAD__OUTPUT_DIR", out_dir)
+        .env("RUST_LOG", "warn");
+    let (transport, _) = rmcp::transport::TokioChildProcess::builder(cmd)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("memory-server starts");
+    transport
+}
+
 /// Calls `tool` with `args` (a JSON object) and returns the result.
 pub async fn call(client: &Client, tool: &str, args: Value) -> CallToolResult {
     let Value::Object(args) = args else {
