@@ -10,10 +10,13 @@
 //! service answers 404 for it; past [`MAX_BOUND`] bindings the oldest goes
 //! and its session is refused from then on, by everyone.
 //!
-//! MCP 2026-07-28 has no sessions: a request whose `MCP-Protocol-Version`
-//! names that revision or a later one has its `Mcp-Session-Id` ignored, as
-//! the transport spec says, and neither checked nor bound here (the service
-//! reads no session on that path).
+//! MCP 2026-07-28 has no sessions, and its transport says a server SHOULD
+//! ignore an `Mcp-Session-Id` on such a request. The service does, and so
+//! does this layer, but for one case: an id bound to another principal
+//! still gets 404, because the same headers on an `initialize` would reach
+//! that session. A 404 to a request whose `MCP-Protocol-Version` names that
+//! revision or a later one says nothing about the session it carried, so
+//! it ends no binding.
 //!
 //! ```
 //! use axum::{Router, routing::post};
@@ -52,7 +55,7 @@ const VERSION_HEADER: &str = "mcp-protocol-version";
 /// one sorts after it.
 const FIRST_SESSIONLESS: &str = "2026-07-28";
 
-/// Whether the request is on a sessionless MCP revision (see the module docs).
+/// Whether the request names a sessionless MCP revision (see the module docs).
 fn sessionless<B>(request: &Request<B>) -> bool {
     request
         .headers()
@@ -153,9 +156,7 @@ impl Stage for SessionsLayer {
         S: Service<Request<Body>, Response = Response, Error = Infallible> + Send + 'static,
         S::Future: Send + 'static,
     {
-        if sessionless(&request) {
-            return Box::pin(inner.call(request));
-        }
+        let sessionless = sessionless(&request);
         let caller = request.extensions().get::<Principal>().cloned();
         let session = request
             .headers()
@@ -176,7 +177,9 @@ impl Stage for SessionsLayer {
             let response = inner.call(request).await?;
             let status = response.status();
             match session {
-                Some(id) if status == StatusCode::NOT_FOUND => layer.book().unbind(&id),
+                Some(id) if status == StatusCode::NOT_FOUND && !sessionless => {
+                    layer.book().unbind(&id);
+                }
                 Some(id) if deleting && status.is_success() => layer.book().unbind(&id),
                 Some(_) => {}
                 None => {
@@ -259,27 +262,40 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_sessionless_request_has_its_session_id_ignored() {
+    async fn a_sessionless_404_ends_no_binding_and_others_ids_stay_refused() {
         let layer = SessionsLayer::new(());
-        let svc = layer.layer(service());
-        svc.clone()
+        let not_found = tower::service_fn(|_: Request<Body>| async {
+            let mut response = Response::new(Body::empty());
+            *response.status_mut() = StatusCode::NOT_FOUND;
+            Ok::<_, Infallible>(response)
+        });
+        let ok = layer.layer(service());
+        ok.clone()
             .oneshot(request("alice", None, Method::POST))
             .await
             .unwrap();
-        let mut bobs = request("bob", Some("s-1"), Method::POST);
-        bobs.headers_mut()
-            .insert(VERSION_HEADER, FIRST_SESSIONLESS.parse().unwrap());
-        let answer = svc.clone().oneshot(bobs).await.unwrap();
-        assert_eq!(answer.status(), StatusCode::OK, "not refused: ignored");
-        assert!(answer.headers().get(SESSION_HEADER).is_none());
-        // Alice's binding still stands against Bob's 2025-11-25 requests.
-        assert_eq!(
-            svc.oneshot(request("bob", Some("s-1"), Method::POST))
-                .await
-                .unwrap()
-                .status(),
-            StatusCode::NOT_FOUND
-        );
+        let sessionless = |who: &str| {
+            let mut r = request(who, Some("s-1"), Method::POST);
+            r.headers_mut()
+                .insert(VERSION_HEADER, FIRST_SESSIONLESS.parse().unwrap());
+            r
+        };
+        // Alice's 2026-07-28 request that gets 404 (a removed method, say).
+        let answer = layer
+            .layer(not_found)
+            .oneshot(sessionless("alice"))
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), StatusCode::NOT_FOUND);
+        assert!(!layer.book().owner.is_empty(), "still bound to Alice");
+        // Bob presenting it on either revision is refused.
+        for bobs in [
+            sessionless("bob"),
+            request("bob", Some("s-1"), Method::POST),
+        ] {
+            let status = ok.clone().oneshot(bobs).await.unwrap().status();
+            assert_eq!(status, StatusCode::NOT_FOUND);
+        }
     }
 
     #[test]

@@ -199,10 +199,11 @@ async def test_a_listen_hears_the_upstreams_tool_list_change(start_proxy, fixtur
 
 
 @pytest.mark.anyio
-async def test_a_session_id_on_a_sessionless_request_is_ignored(start_proxy):
+async def test_a_session_id_on_a_sessionless_request_is_ignored_unless_anothers(start_proxy):
     """2026-07-28 has no sessions: an `Mcp-Session-Id` on such a request is
-    ignored (the transport spec's SHOULD), even one that names another
-    principal's 2025-11-25 session, and none is handed out."""
+    ignored (the transport spec's SHOULD) and none is handed out; but one
+    bound to another principal's 2025-11-25 session is refused (404) as on
+    any request, since the same headers on an `initialize` would reach it."""
     _, url = start_proxy(*TOKENS)
     opened = httpx2.post(
         url,
@@ -213,9 +214,12 @@ async def test_a_session_id_on_a_sessionless_request_is_ignored(start_proxy):
     )
     alices = opened.headers["mcp-session-id"]
     bob = await whoami(url, "tok-b")
-    for session in (alices, "no-such-session"):
-        call = envelope("tools/call", {"name": "whoami", "arguments": {}}, rid=9)
-        reply, [answer] = exchange(url, call, {"Authorization": "Bearer tok-b", "Mcp-Session-Id": session})
-        assert reply.status_code == 200, reply.text
-        assert "mcp-session-id" not in reply.headers
-        assert answer["result"]["structuredContent"]["result"] == bob, "served as bob, on bob's child"
+    call = envelope("tools/call", {"name": "whoami", "arguments": {}}, rid=9)
+
+    reply, [answer] = exchange(url, call, {"Authorization": "Bearer tok-b", "Mcp-Session-Id": "no-such-session"})
+    assert reply.status_code == 200, reply.text
+    assert "mcp-session-id" not in reply.headers
+    assert answer["result"]["structuredContent"]["result"] == bob, "served as bob, on bob's child"
+
+    refused, _ = exchange(url, call, {"Authorization": "Bearer tok-b", "Mcp-Session-Id": alices})
+    assert refused.status_code == 404, refused.text
