@@ -9,7 +9,9 @@
 //! with the `server/discover` probe (falling back to `initialize` for a
 //! legacy upstream), and kept until it has been idle for the configured
 //! time. Principals never share one: a child's state (server-memory's
-//! graph, a shell's working directory) is one tenant's.
+//! graph, a shell's working directory) is one tenant's. Without
+//! authentication every caller is the one anonymous principal, so all
+//! unauthenticated sessionless clients share one.
 //!
 //! The connection speaks for the proxy, not for one client: its client info
 //! is `lro proxy`, and it declares no sampling, elicitation or roots, so a
@@ -221,10 +223,18 @@ impl Pool {
         self.entries.lock().expect("poisoned").clear();
     }
 
-    /// Ends the connections idle for `timeout`; whether any is left.
+    /// Ends the connections idle for `timeout`, and lets go of dead ones
+    /// (a child that exited keeps its slot until then); whether any entry
+    /// is left.
     fn reap_idle(&self, timeout: Duration) -> bool {
         let mut entries = self.entries.lock().expect("poisoned");
         entries.retain(|_, entry| !entry.idle(timeout));
+        for entry in entries.values() {
+            let mut conn = entry.conn.write().expect("poisoned");
+            if conn.as_ref().is_some_and(|conn| !conn.alive()) {
+                conn.take();
+            }
+        }
         !entries.is_empty()
     }
 }

@@ -162,6 +162,9 @@ impl Reclaiming {
                 .map(|(_, id)| id)
         };
         if let Some(id) = oldest {
+            // Out of the count at once, so that a second new session
+            // arriving together picks another.
+            self.sessions().remove(&id);
             tracing::info!(
                 "at its session limit, the session idle longest was closed for a new one"
             );
