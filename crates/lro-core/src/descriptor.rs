@@ -149,8 +149,15 @@ pub struct OffloadResponse {
     pub offloaded: bool,
     /// Summary of the result set.
     pub summary: OffloadSummary,
-    /// Absolute path to the JSONL file.
+    /// Absolute path to the JSONL file; empty, and left out, when the
+    /// result is in an object store and `handle` names it.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub file_path: String,
+    /// The result's handle in a shared object store, for `lro_extract`
+    /// (see [`crate::handle`]). Not in the spec, whose results are local
+    /// files; left out for them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handle: Option<String>,
     /// JSON Schema describing each record line in the JSONL file; `null`,
     /// and left out, in the compact guidance style.
     #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
@@ -214,8 +221,13 @@ pub struct JqRecipe {
 pub struct MinimalOffloadResponse {
     /// Always true.
     pub offloaded: bool,
-    /// Absolute path to the JSONL file.
+    /// Absolute path to the JSONL file; empty, and left out, for a result
+    /// in an object store.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub file_path: String,
+    /// The result's handle in an object store; left out for a file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handle: Option<String>,
     /// Number of records after the header line.
     pub count: usize,
     /// Detail level used for serialization.
@@ -226,8 +238,10 @@ pub struct MinimalOffloadResponse {
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct OffloadedResult {
-    /// Absolute path to the JSONL file.
+    /// Absolute path to the JSONL file, or the object's key in a store.
     pub path: PathBuf,
+    /// The handle of a result in an object store.
+    pub handle: Option<String>,
     /// Header metadata.
     pub header: OffloadHeader,
     /// Time-to-live for this file. After expiry, custodial cleanup may delete it.
@@ -249,6 +263,26 @@ pub enum GuidanceStyle {
     Compact,
 }
 
+/// Where a result is, and so how `lro_extract` names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Location {
+    /// A local file, named by `file_path`.
+    #[default]
+    FilePath,
+    /// An object in a shared store, named by `handle`.
+    Handle,
+}
+
+impl Location {
+    /// The descriptor field, and the `lro_extract` argument, that names it.
+    pub fn field(self) -> &'static str {
+        match self {
+            Location::FilePath => "file_path",
+            Location::Handle => "handle",
+        }
+    }
+}
+
 /// Inputs of the guidance text.
 #[derive(Debug, Clone, Copy)]
 #[non_exhaustive]
@@ -257,8 +291,11 @@ pub struct GuidanceInput<'a> {
     pub count: usize,
     /// Estimated tokens saved.
     pub tokens: usize,
-    /// File path.
+    /// File path, or the handle.
     pub path: &'a str,
+    /// Which of the two `path` is, and so the `lro_extract` argument that
+    /// takes it.
+    pub location: Location,
     /// Detail level.
     pub detail: Detail,
     /// Whether the records are MIF memories (the spec's templates).
@@ -286,6 +323,7 @@ impl<'a> GuidanceInput<'a> {
             count,
             tokens,
             path,
+            location: Location::FilePath,
             detail,
             memories,
             what: "records",
@@ -336,6 +374,13 @@ impl<'a> GuidanceInput<'a> {
         self
     }
 
+    /// Sets what `path` is. Defaults to [`Location::FilePath`].
+    #[must_use]
+    pub fn location(mut self, location: Location) -> Self {
+        self.location = location;
+        self
+    }
+
     fn noun(&self) -> &'a str {
         if self.memories { "memories" } else { self.what }
     }
@@ -380,8 +425,9 @@ impl<'a> GuidanceInput<'a> {
     /// The compact style's first sentence: what, at which detail, where.
     fn compact_head(&self) -> String {
         format!(
-            "{count} {noun} (detail: {detail}, ~{tokens} tokens) are in file_path, after a \
+            "{count} {noun} (detail: {detail}, ~{tokens} tokens) are in {field}, after a \
              header line.",
+            field = self.location.field(),
             count = self.count,
             noun = self.noun(),
             detail = self.detail,
@@ -446,10 +492,11 @@ pub fn shell_guidance(g: GuidanceInput<'_>) -> String {
 pub fn native_guidance(g: GuidanceInput<'_>) -> String {
     if g.style == GuidanceStyle::Compact {
         return format!(
-            "{} Query it with lro_extract: file_path and recipe=N (a jq_recipes entry; params \
+            "{} Query it with lro_extract: {} and recipe=N (a jq_recipes entry; params \
              sets its --arg values), query=\"FILTER\", or where with count for several \
              conditions.",
-            g.compact_head()
+            g.compact_head(),
+            g.location.field(),
         );
     }
     // The worked example stands for the filter, keyword and custom-filter
@@ -476,9 +523,10 @@ pub fn native_guidance(g: GuidanceInput<'_>) -> String {
         "Results offloaded to JSONL ({count} {noun}, ~{tokens} tokens saved).\n\
          {about}\n\
          Query it with the `lro_extract` tool:\n\
-         - Browse: lro_extract(file_path=\"{path}\", recipe=1)\n\
+         - Browse: lro_extract({field}=\"{path}\", recipe=1)\n\
          {examples}\
          Recipes 1-10 are the jq_recipes above.",
+        field = g.location.field(),
         count = g.count,
         noun = g.noun(),
         tokens = g.tokens,
@@ -504,6 +552,7 @@ mod tests {
                 detail: Detail::Light,
             },
             file_path: "/tmp/x".into(),
+            handle: None,
             line_schema: serde_json::json!({"type": "object"}),
             jq_recipes: vec![],
             guidance: "g".into(),

@@ -37,6 +37,7 @@ use cap_std::fs::Dir;
 use crate::{
     descriptor::OffloadHeader,
     metric::label::WriteFailureReason,
+    object::ObjectError,
     quota::QuotaExceeded,
     root::{PrivateDir, RootError},
 };
@@ -159,10 +160,18 @@ pub fn sanitize_operation(raw: &str) -> String {
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct WrittenFile {
-    /// Absolute path of the final file.
+    /// Absolute path of the final file (an object store's key, relative to
+    /// its prefix).
     pub path: PathBuf,
     /// Bytes written, header included.
     pub bytes: u64,
+}
+
+impl WrittenFile {
+    /// `bytes` written at `path`.
+    pub fn new(path: PathBuf, bytes: u64) -> Self {
+        Self { path, bytes }
+    }
 }
 
 /// Why a write failed. The temp file is removed in every case.
@@ -217,6 +226,9 @@ pub enum WriteError {
     /// The write would pass a quota.
     #[error(transparent)]
     Quota(#[from] QuotaExceeded),
+    /// The object store failed the write (see [`crate::object`]).
+    #[error("cannot store the offload object: {0}")]
+    Store(#[source] ObjectError),
 }
 
 impl WriteError {
@@ -229,6 +241,7 @@ impl WriteError {
             | WriteError::Rename { source, .. } => source,
             WriteError::BadRecord { .. } => return WriteFailureReason::BadRecord,
             WriteError::Quota(_) => return WriteFailureReason::Quota,
+            WriteError::Store(err) => return err.reason,
             WriteError::Root(RootError::NotOwned { .. }) => return WriteFailureReason::NotOwned,
             WriteError::Root(err) => match err.io() {
                 Some(source) => source,
@@ -383,6 +396,42 @@ fn write_body<R: AsRef<str>>(
     cancelled: &dyn Fn() -> bool,
 ) -> Result<u64, BodyError> {
     let mut out = BufWriter::with_capacity(256 * 1024, file);
+    let bytes = write_lines(&mut out, header, records, cancelled)?;
+    let file = out.into_inner().map_err(|e| e.into_error())?;
+    drop(file);
+    Ok(bytes)
+}
+
+/// Encodes `header` and `records` as the file's JSONL into `out`, as
+/// [`write_atomic`] does, for a writer that is not a file (an object
+/// store's parts). Returns the bytes written.
+///
+/// # Errors
+///
+/// [`WriteError::BadRecord`], [`WriteError::Cancelled`], or
+/// [`WriteError::Write`] (with an empty path) when `out` fails.
+pub fn encode_body<W: Write, R: AsRef<str>>(
+    out: &mut W,
+    header: &OffloadHeader,
+    records: &[R],
+    cancelled: &dyn Fn() -> bool,
+) -> Result<u64, WriteError> {
+    write_lines(out, header, records, cancelled).map_err(|e| match e {
+        BodyError::Io(source) => WriteError::Write {
+            path: PathBuf::new(),
+            source,
+        },
+        BodyError::BadRecord(index) => WriteError::BadRecord { index },
+        BodyError::Cancelled => WriteError::Cancelled,
+    })
+}
+
+fn write_lines<W: Write, R: AsRef<str>>(
+    out: &mut W,
+    header: &OffloadHeader,
+    records: &[R],
+    cancelled: &dyn Fn() -> bool,
+) -> Result<u64, BodyError> {
     let header = serde_json::to_string(header).map_err(io::Error::other)?;
     out.write_all(header.as_bytes())?;
     out.write_all(b"\n")?;
@@ -401,8 +450,6 @@ fn write_body<R: AsRef<str>>(
         out.write_all(b"\n")?;
         bytes += record.len() as u64 + 1;
     }
-    let file = out.into_inner().map_err(|e| e.into_error())?;
-    drop(file);
     Ok(bytes)
 }
 

@@ -28,11 +28,13 @@ use time::OffsetDateTime;
 use crate::{
     config::DescriptorProfile,
     descriptor::{
-        Detail, GuidanceInput, GuidanceStyle, MinimalOffloadResponse, OffloadHeader,
+        Detail, GuidanceInput, GuidanceStyle, Location, MinimalOffloadResponse, OffloadHeader,
         OffloadResponse, OffloadSummary, OffloadedResult, native_guidance, shell_guidance,
     },
     example::WorkedExample,
-    file::{OffloadFileName, WriteError, WrittenFile, encoded_len, write_in},
+    file::{OffloadFileName, WriteError, WrittenFile, encode_body, encoded_len, write_in},
+    handle,
+    object::{ObjectError, ObjectSink, ObjectWriter},
     principal::Principal,
     quota::{Ledger, Quota, measure},
     recipes::{RecipeSet, SAMPLE_SIZE, is_memory_sample},
@@ -155,6 +157,7 @@ pub struct Offloader {
     guidance: GuidanceStyle,
     quota: Quota,
     root: Arc<Mutex<Option<Arc<OpenRoot>>>>,
+    sink: Option<Arc<dyn ObjectSink>>,
 }
 
 /// One file to write, as [`Offloader::offload`] hands it on.
@@ -185,7 +188,25 @@ impl Offloader {
             guidance: GuidanceStyle::Spec,
             quota: Quota::new(),
             root: Arc::default(),
+            sink: None,
         }
+    }
+
+    /// Writes results into an object store instead of the directory: the
+    /// descriptor then carries a handle (see [`handle`]) where it carried
+    /// the path, and its guidance is `lro_extract`'s, since there is no file
+    /// to pipe into `jq`. The directory's quotas do not apply; the store's
+    /// lifecycle and cleanup bound it. Defaults to none (the directory).
+    #[must_use]
+    pub fn sink(mut self, sink: Arc<dyn ObjectSink>) -> Self {
+        self.native_extract = true;
+        self.sink = Some(sink);
+        self
+    }
+
+    /// Whether results go to an object store (see [`Offloader::sink`]).
+    pub fn is_remote(&self) -> bool {
+        self.sink.is_some()
     }
 
     /// Sets the byte quotas checked before each write; a write over one
@@ -211,10 +232,11 @@ impl Offloader {
         self
     }
 
-    /// Uses the `lro_extract` guidance template. Defaults to `false` (shell).
+    /// Uses the `lro_extract` guidance template. Defaults to `false` (shell);
+    /// always on with an object store, whose results have no path.
     #[must_use]
     pub fn native_extract(mut self, on: bool) -> Self {
-        self.native_extract = on;
+        self.native_extract = on || self.sink.is_some();
         self
     }
 
@@ -257,6 +279,9 @@ impl Offloader {
     /// Writes into the principal's folder, within the quota. A directory
     /// removed since it was opened (a temp cleaner) is opened once more.
     fn write(&self, job: &WriteJob<'_>) -> Result<WrittenFile, WriteError> {
+        if let Some(sink) = &self.sink {
+            return write_object(&**sink, job);
+        }
         let root = self.open_root(false)?;
         match self.write_under(&root, job) {
             Err(WriteError::Create { source, .. } | WriteError::CreateDir { source, .. })
@@ -338,13 +363,22 @@ impl Offloader {
         };
         let written = self.write(&job)?;
         let write_duration = started.elapsed();
-        let file_path = written.path.to_string_lossy().into_owned();
+        let handle = self.sink.is_some().then(|| handle::of(&name));
+        // With a store, the handle stands wherever the path would.
+        let file_path = handle
+            .clone()
+            .unwrap_or_else(|| written.path.to_string_lossy().into_owned());
 
         let recipes = RecipeSet::derive(&sample, detail);
         let descriptor = match self.profile {
             DescriptorProfile::Minimal => Descriptor::Minimal(MinimalOffloadResponse {
                 offloaded: true,
-                file_path: file_path.clone(),
+                file_path: if handle.is_some() {
+                    String::new()
+                } else {
+                    file_path.clone()
+                },
+                handle: handle.clone(),
                 count: header.count,
                 detail: header.detail,
             }),
@@ -353,9 +387,11 @@ impl Offloader {
                     .native_extract
                     .then(|| WorkedExample::derive(&sample))
                     .flatten();
-                let jq_recipes = match self.guidance {
-                    GuidanceStyle::Spec => recipes.to_jq_recipes(&file_path),
-                    GuidanceStyle::Compact => recipes.to_compact_recipes(),
+                // A handle has no file to pipe into jq: each recipe is its
+                // jq arguments, run by `lro_extract` as `recipe=N`.
+                let jq_recipes = match (self.guidance, &handle) {
+                    (GuidanceStyle::Spec, None) => recipes.to_jq_recipes(&file_path),
+                    _ => recipes.to_compact_recipes(),
                 };
                 let (heading, arrays) = match &input.records.kind {
                     RecordKind::Blocks { heading, .. } => (heading.as_deref(), &[][..]),
@@ -366,6 +402,11 @@ impl Offloader {
                     count: header.count,
                     tokens: input.estimated_tokens,
                     path: &file_path,
+                    location: if handle.is_some() {
+                        Location::Handle
+                    } else {
+                        Location::FilePath
+                    },
                     detail,
                     memories,
                     what: &input.records.what,
@@ -399,7 +440,12 @@ impl Offloader {
                         }),
                         detail,
                     },
-                    file_path: file_path.clone(),
+                    file_path: if handle.is_some() {
+                        String::new()
+                    } else {
+                        file_path.clone()
+                    },
+                    handle: handle.clone(),
                     line_schema: match self.guidance {
                         GuidanceStyle::Spec => line_schema(input.records, &sample),
                         GuidanceStyle::Compact => serde_json::Value::Null,
@@ -420,6 +466,7 @@ impl Offloader {
             text,
             result: OffloadedResult {
                 path: written.path,
+                handle,
                 header,
                 ttl: self.ttl,
                 created_at,
@@ -428,6 +475,88 @@ impl Offloader {
             write_duration,
             recipes,
         })
+    }
+}
+
+/// Writes `job` as one object through `sink`, in chunks of the sink's part
+/// size: complete or not at all. `path` of the result is the object's key.
+fn write_object(sink: &dyn ObjectSink, job: &WriteJob<'_>) -> Result<WrittenFile, WriteError> {
+    let key = handle::key(job.principal, job.name);
+    let mut object = sink.create(&key).map_err(WriteError::Store)?;
+    let mut chunks = Chunks {
+        object: &mut *object,
+        buf: Vec::with_capacity(sink.chunk_size().min(1 << 20)),
+        size: sink.chunk_size().max(1),
+        failed: None,
+    };
+    let encoded = encode_body(&mut chunks, job.header, &job.records.records, job.cancelled);
+    let flushed = encoded.and_then(|bytes| {
+        use std::io::Write as _;
+        chunks.flush().map_err(|e| chunks.cause(e))?;
+        Ok(bytes)
+    });
+    let failed = chunks.failed.take();
+    match flushed {
+        Ok(bytes) if !(job.cancelled)() => {
+            object.finish().map_err(WriteError::Store)?;
+            Ok(WrittenFile::new(PathBuf::from(key), bytes))
+        }
+        Ok(_) => {
+            object.abort();
+            Err(WriteError::Cancelled)
+        }
+        Err(err) => {
+            object.abort();
+            Err(failed.map_or(err, WriteError::Store))
+        }
+    }
+}
+
+/// An `io::Write` that hands an object writer one chunk at a time and keeps
+/// the store's own error, which `io::Error` would flatten.
+struct Chunks<'a> {
+    object: &'a mut dyn ObjectWriter,
+    buf: Vec<u8>,
+    size: usize,
+    failed: Option<ObjectError>,
+}
+
+impl Chunks<'_> {
+    fn cause(&mut self, err: std::io::Error) -> WriteError {
+        match self.failed.take() {
+            Some(store) => WriteError::Store(store),
+            None => WriteError::Write {
+                path: PathBuf::new(),
+                source: err,
+            },
+        }
+    }
+
+    fn send(&mut self) -> std::io::Result<()> {
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        let chunk = std::mem::replace(&mut self.buf, Vec::with_capacity(self.size.min(1 << 20)));
+        self.object.write(chunk).map_err(|e| {
+            self.failed = Some(e);
+            std::io::Error::other("object store write failed")
+        })
+    }
+}
+
+impl std::io::Write for Chunks<'_> {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        let room = self.size - self.buf.len();
+        let n = bytes.len().min(room);
+        self.buf.extend_from_slice(&bytes[..n]);
+        if self.buf.len() >= self.size {
+            self.send()?;
+        }
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.send()
     }
 }
 

@@ -13,6 +13,10 @@ pub enum HostError {
     /// `cleanup_schedule`).
     #[error("cannot start the offload_cleanup task")]
     Cleanup(#[source] lro_scheduler::SchedulerError),
+    /// The object store `[prompt.offload]`'s `store` names cannot be
+    /// opened (a malformed URL, an S3 configuration the client refuses).
+    #[error("cannot open the offload store")]
+    Store(#[source] Box<lro_store::StoreError>),
     /// A context store root could not be created or resolved. The message
     /// names the flag both hosts take them from.
     #[error("cannot use --context-store-root")]

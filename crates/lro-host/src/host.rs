@@ -127,7 +127,8 @@ impl Host {
     ///
     /// # Errors
     ///
-    /// [`HostError::Cleanup`] or [`HostError::ContextStoreRoots`] before
+    /// [`HostError::Store`], [`HostError::Cleanup`] or
+    /// [`HostError::ContextStoreRoots`] before
     /// serving, converted to `E`; otherwise what `serve` returns.
     pub async fn run<T, E, S, Fut>(self, offload: Offload, serve: S) -> Result<T, E>
     where
@@ -135,12 +136,19 @@ impl Host {
         S: FnOnce(LroLayer, Shutdown) -> Fut,
         Fut: Future<Output = Result<T, E>>,
     {
+        // One store for the layer and the cleaner, when results are shared.
+        let store =
+            lro_store::from_config(&offload.cfg).map_err(|e| HostError::Store(Box::new(e)))?;
+        let mut cleanup = OffloadCleanup::from_config(&offload.cfg);
+        if let Some(store) = &store {
+            cleanup = cleanup.store(store.clone());
+        }
         // Kept alive while serving: dropping the handle stops the schedule.
-        let cleanup = OffloadCleanup::from_config(&offload.cfg)
-            .start()
-            .await
-            .map_err(HostError::Cleanup)?;
+        let cleanup = cleanup.start().await.map_err(HostError::Cleanup)?;
         let mut layer = LroLayer::new(offload.cfg);
+        if let Some(store) = store {
+            layer = layer.store(store);
+        }
         if !offload.context_store_roots.is_empty() {
             let roots = lro_context::Roots::new(&offload.context_store_roots)
                 .map_err(HostError::ContextStoreRoots)?;

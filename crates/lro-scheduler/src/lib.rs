@@ -11,6 +11,7 @@
 //! | module | what it owns |
 //! |---|---|
 //! | [`cleanup`] | one synchronous pass: [`run_once`], [`CleanupPolicy`] |
+//! | [`store`] | one pass over a shared object store: [`run_store_once`] |
 //! | [`task`] | the scheduled task: [`OffloadCleanup`], [`CleanupHandle`] |
 //!
 //! It knows nothing about MCP: any process that writes offload files (the
@@ -31,7 +32,9 @@
 #![warn(missing_docs)]
 
 pub mod cleanup;
+pub mod store;
 pub mod task;
 
 pub use cleanup::{CleanupPolicy, run_once};
+pub use store::run_store_once;
 pub use task::{CleanupHandle, OffloadCleanup, SchedulerError};

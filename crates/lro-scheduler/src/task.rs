@@ -81,6 +81,7 @@ fn scheduler_error(action: &'static str) -> impl FnOnce(JobSchedulerError) -> Sc
 /// Builder for the `offload_cleanup` task.
 pub struct OffloadCleanup {
     dir: PathBuf,
+    store: Option<Arc<dyn lro_store::Store>>,
     policy: CleanupPolicy,
     schedule: String,
     sink: Arc<dyn EventSink>,
@@ -103,6 +104,7 @@ impl OffloadCleanup {
     pub fn new(dir: impl Into<PathBuf>, policy: CleanupPolicy) -> Self {
         Self {
             dir: dir.into(),
+            store: None,
             policy,
             schedule: DEFAULT_CLEANUP_SCHEDULE.to_owned(),
             sink: Arc::new(()),
@@ -114,6 +116,15 @@ impl OffloadCleanup {
     pub fn from_config(cfg: &OffloadConfig) -> Self {
         Self::new(cfg.resolved_output_dir(), CleanupPolicy::from_config(cfg))
             .schedule(cfg.cleanup_schedule.clone())
+    }
+
+    /// Cleans the object store `store`, shared by several replicas, in place
+    /// of the directory (see [`crate::store`]). Defaults to none: the
+    /// directory.
+    #[must_use]
+    pub fn store(mut self, store: Arc<dyn lro_store::Store>) -> Self {
+        self.store = Some(store);
+        self
     }
 
     /// Sets the cron schedule (with seconds, UTC). Defaults to hourly,
@@ -146,6 +157,7 @@ impl OffloadCleanup {
     pub async fn start(self) -> Result<CleanupHandle, SchedulerError> {
         let runner = Arc::new(Runner {
             dir: self.dir,
+            store: self.store,
             policy: self.policy,
             sink: self.sink,
             gate: tokio::sync::Mutex::new(()),
@@ -202,6 +214,7 @@ impl OffloadCleanup {
 
 struct Runner {
     dir: PathBuf,
+    store: Option<Arc<dyn lro_store::Store>>,
     policy: CleanupPolicy,
     sink: Arc<dyn EventSink>,
     // Serializes runs: a cron tick and an on-demand run racing over the same
@@ -212,6 +225,15 @@ struct Runner {
 impl Runner {
     async fn run(self: &Arc<Self>) -> Result<CleanupCompleted, SchedulerError> {
         let _turn = self.gate.lock().await;
+        if let Some(store) = &self.store {
+            return Ok(crate::store::run_store_once(
+                &**store,
+                &self.policy,
+                SystemTime::now(),
+                &*self.sink,
+            )
+            .await);
+        }
         let this = self.clone();
         tokio::task::spawn_blocking(move || {
             run_once(&this.dir, &this.policy, SystemTime::now(), &*this.sink)

@@ -68,6 +68,22 @@ impl StoreConfig {
         Self::default()
     }
 
+    /// Bounds whose [`StoreConfig::worst_case`] is `total`: half of it for
+    /// one request, the backoff at most 2 s or an eighth, the rest for
+    /// starting retries; connecting at most 5 s or a quarter.
+    pub fn within(total: Duration) -> Self {
+        let request = total / 2;
+        let backoff = (total / 8).min(Duration::from_secs(2));
+        Self {
+            connect_timeout: (total / 4).min(Duration::from_secs(5)),
+            request_timeout: request,
+            retry_timeout: total.saturating_sub(request + backoff),
+            max_backoff: backoff,
+            initial_backoff: (backoff / 4).min(Duration::from_millis(100)),
+            ..Self::default()
+        }
+    }
+
     /// Sets the connect timeout. Defaults to 5 s.
     #[must_use]
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {

@@ -40,9 +40,11 @@
 pub mod config;
 pub mod env;
 pub mod error;
+pub mod fetch;
 pub mod key;
 pub mod local;
 pub mod remote;
+pub mod sink;
 pub mod store;
 pub mod url;
 
@@ -54,6 +56,7 @@ pub use error::{ErrorKind, StoreError};
 pub use key::Key;
 pub use local::LocalStore;
 pub use remote::RemoteStore;
+pub use sink::BlockingSink;
 pub use store::{BodyStream, ByteStream, ObjectMeta, Store, Upload};
 pub use url::StoreUrl;
 
@@ -72,6 +75,21 @@ pub const LOCAL_READ_CHUNK: usize = 64 * 1024;
 /// object_store refuses.
 pub fn open(url: &str, config: &StoreConfig, env: &Env) -> Result<Arc<dyn Store>, StoreError> {
     open_url(&url.parse()?, config, env)
+}
+
+/// The object store `[prompt.offload]`'s `store` names, when it names one:
+/// opened with [`StoreConfig::within`] its `store_timeout_seconds` and the
+/// process's AWS variables. `None` for results in `output_dir`.
+///
+/// # Errors
+///
+/// As [`open`].
+pub fn from_config(cfg: &lro_core::OffloadConfig) -> Result<Option<Arc<dyn Store>>, StoreError> {
+    if !cfg.is_remote() {
+        return Ok(None);
+    }
+    let bounds = StoreConfig::within(std::time::Duration::from_secs(cfg.store_timeout_seconds));
+    open(&cfg.store, &bounds, &Env::process()).map(Some)
 }
 
 /// [`open`] for a URL already parsed.

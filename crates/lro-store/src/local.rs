@@ -188,6 +188,27 @@ impl Store for LocalStore {
         Ok(ObjectMeta::new(key.clone(), size, modified))
     }
 
+    async fn create_new(&self, key: &Key, bytes: Bytes) -> Result<bool, StoreError> {
+        let name = key.as_str().to_owned();
+        self.blocking(move |dir| {
+            if let Some((parent, _)) = name.rsplit_once('/') {
+                dir.create_dir_with(parent, DirBuilder::new().recursive(true).mode(0o700))?;
+            }
+            let mut opts = OpenOptions::new();
+            opts.write(true).create_new(true).mode(0o600);
+            match dir.open_with(&name, &opts) {
+                Ok(mut file) => {
+                    std::io::Write::write_all(&mut file, &bytes)?;
+                    Ok(true)
+                }
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
+                Err(e) => Err(e),
+            }
+        })
+        .await
+        .map_err(self.err(Op::Put, key.as_str()))
+    }
+
     fn list(&self, prefix: Option<&Key>) -> BoxStream<'static, Result<ObjectMeta, StoreError>> {
         let root = Arc::clone(&self.root);
         let prefix = prefix.cloned();

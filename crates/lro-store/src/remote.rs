@@ -33,7 +33,7 @@ use bytes::Bytes;
 use futures::{StreamExt as _, TryStreamExt as _, stream::BoxStream};
 use object_store::{
     BackoffConfig, ClientConfigKey, GetOptions, GetRange, ObjectStore, ObjectStoreExt as _,
-    PutPayload, RetryConfig, WriteMultipart,
+    PutMode, PutOptions, PutPayload, RetryConfig, WriteMultipart,
     aws::{AmazonS3Builder, AmazonS3ConfigKey},
     path::Path,
 };
@@ -180,6 +180,25 @@ impl Store for RemoteStore {
             state: State::Buffering(Vec::new(), 0),
             size: 0,
         }))
+    }
+
+    async fn create_new(&self, key: &Key, bytes: Bytes) -> Result<bool, StoreError> {
+        let options = PutOptions {
+            mode: PutMode::Create,
+            ..PutOptions::default()
+        };
+        match self
+            .inner
+            .put_opts(&self.path(key.as_str()), PutPayload::from(bytes), options)
+            .await
+        {
+            Ok(_) => Ok(true),
+            Err(
+                object_store::Error::AlreadyExists { .. }
+                | object_store::Error::Precondition { .. },
+            ) => Ok(false),
+            Err(e) => Err(self.err(Op::Put, key.as_str())(e)),
+        }
     }
 
     async fn get(&self, key: &Key) -> Result<ByteStream, StoreError> {

@@ -105,6 +105,12 @@ pub trait Store: Send + Sync + fmt::Debug + fmt::Display {
     /// Deletes the object. Deleting a missing object is not an error.
     async fn delete(&self, key: &Key) -> Result<(), StoreError>;
 
+    /// Writes `bytes` under `key` only if no object is there: `true` when
+    /// this call made it, `false` when one already existed. Of several
+    /// callers racing on one key, on any replica, exactly one gets `true`
+    /// (S3's `If-None-Match: *`, a local `O_EXCL`): what a claim is made of.
+    async fn create_new(&self, key: &Key, bytes: Bytes) -> Result<bool, StoreError>;
+
     /// Writes `key` from a stream of chunks: complete or not at all. A
     /// failing body aborts the upload ([`StoreError::Body`]).
     async fn put(&self, key: &Key, mut body: BodyStream) -> Result<u64, StoreError> {

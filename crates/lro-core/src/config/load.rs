@@ -193,6 +193,24 @@ impl OffloadConfig {
         if self.ttl_seconds == 0 {
             return Err(out("ttl_seconds", "must be greater than 0"));
         }
+        if !(1..=3600).contains(&self.store_timeout_seconds) {
+            return Err(out(
+                "store_timeout_seconds",
+                "must be between 1 and 3600 seconds",
+            ));
+        }
+        if !self.store.is_empty() && !self.is_remote() {
+            return Err(out(
+                "store",
+                "must be an object store URL, s3://BUCKET/PREFIX (a local directory is output_dir)",
+            ));
+        }
+        if self.is_remote() && !self.extract {
+            return Err(out(
+                "extract",
+                "must be true with an object store: lro_extract is the only way to read its results",
+            ));
+        }
         let fields = self.cleanup_schedule.split_whitespace().count();
         if !(6..=7).contains(&fields) {
             return Err(out(

@@ -53,6 +53,8 @@ use crate::tokens::{DEFAULT_EXACT_BAND, ScriptAware, TokenEstimator};
 pub const DEFAULT_OFFLOAD_THRESHOLD_TOKENS: u32 = 1600;
 /// Default file time-to-live in seconds.
 pub const DEFAULT_TTL_SECONDS: u64 = 3600;
+/// Default bound of one object store operation, retries included.
+pub const DEFAULT_STORE_TIMEOUT_SECONDS: u64 = 30;
 /// Default cleanup schedule: hourly, at second 0 of minute 0.
 pub const DEFAULT_CLEANUP_SCHEDULE: &str = "0 0 * * * *";
 /// Prefix of the environment variables that override the file.
@@ -107,6 +109,17 @@ pub struct OffloadConfig {
     /// directory `{temp_dir}/lro-{uid}` ([`default_output_dir`]). Either way
     /// it must belong to this user, and is made mode 0700. Defaults to empty.
     pub output_dir: PathBuf,
+    /// Where results go: empty for `output_dir`, or an object store URL,
+    /// `s3://BUCKET/PREFIX`, configured from the standard AWS variables
+    /// (`AWS_ENDPOINT_URL`, `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`,
+    /// `AWS_REGION`, `AWS_ALLOW_HTTP`). With a store, descriptors carry a
+    /// handle any replica resolves, and `output_dir` holds only the
+    /// short-lived copies `lro_extract` reads. Defaults to empty.
+    pub store: String,
+    /// The most one store operation may take, retries included, in
+    /// seconds: an offload that passes it falls back to truncation, a read
+    /// gets an error. Defaults to 30.
+    pub store_timeout_seconds: u64,
     /// Cron expression with seconds for the cleanup task. Defaults to hourly.
     pub cleanup_schedule: String,
     /// Disk quota of the whole offload directory: a write that would pass
@@ -146,6 +159,8 @@ impl Default for OffloadConfig {
             threshold_tokens: DEFAULT_OFFLOAD_THRESHOLD_TOKENS,
             ttl_seconds: DEFAULT_TTL_SECONDS,
             output_dir: PathBuf::new(),
+            store: String::new(),
+            store_timeout_seconds: DEFAULT_STORE_TIMEOUT_SECONDS,
             cleanup_schedule: DEFAULT_CLEANUP_SCHEDULE.to_owned(),
             max_total_bytes: Some(DEFAULT_MAX_TOTAL_BYTES),
             max_principal_bytes: Some(DEFAULT_MAX_PRINCIPAL_BYTES),
@@ -231,6 +246,20 @@ impl OffloadConfig {
             output_dir: dir.into(),
             ..self
         }
+    }
+
+    /// Sets `store`. Defaults to empty (`output_dir`).
+    #[must_use]
+    pub fn store(self, url: impl Into<String>) -> Self {
+        Self {
+            store: url.into(),
+            ..self
+        }
+    }
+
+    /// Whether results go to an object store rather than `output_dir`.
+    pub fn is_remote(&self) -> bool {
+        self.store.contains("://") && !self.store.starts_with("file://")
     }
 
     /// Sets the descriptor profile. Defaults to [`DescriptorProfile::Full`].

@@ -113,6 +113,16 @@ label_values! {
         NotOwned => "not_owned",
         /// Any other I/O error.
         Io => "io",
+        /// The object store could not be reached (connection refused, DNS).
+        StoreUnreachable => "store_unreachable",
+        /// The object store refused the credentials.
+        StoreCredentials => "store_credentials",
+        /// The object store's bucket does not exist.
+        StoreBucketMissing => "store_bucket_missing",
+        /// A store operation passed its timeout.
+        StoreTimeout => "store_timeout",
+        /// Any other object store failure.
+        Store => "store",
     }
 }
 

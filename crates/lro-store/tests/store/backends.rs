@@ -260,3 +260,31 @@ async fn a_large_object_streams_with_bounded_memory(store: Arc<dyn Store>) {
     );
 }
 both!(a_large_object_streams_with_bounded_memory);
+
+/// A claim: of several creators racing on one key, exactly one makes it.
+async fn create_new_is_won_once(store: Arc<dyn Store>) {
+    let k = key("lro-claims/p-1/atlatl-x-01ARZ3NDEKTSV4RRFFQ69G5FAV.jsonl");
+    let racers: Vec<_> = (0..6)
+        .map(|_| {
+            let store = store.clone();
+            let k = k.clone();
+            tokio::spawn(async move { store.create_new(&k, Bytes::from_static(b"c")).await })
+        })
+        .collect();
+    let mut won = 0;
+    for racer in racers {
+        if racer.await.unwrap().unwrap() {
+            won += 1;
+        }
+    }
+    assert_eq!(won, 1, "one creator wins");
+    assert_eq!(read_all(&*store, &k).await, b"c");
+    assert!(!store.create_new(&k, Bytes::new()).await.unwrap());
+    store.delete(&k).await.unwrap();
+    assert!(
+        store.create_new(&k, Bytes::new()).await.unwrap(),
+        "free again once deleted"
+    );
+    store.delete(&k).await.unwrap();
+}
+both!(create_new_is_won_once);

@@ -7,4 +7,7 @@ pub enum Error {
     /// The offload configuration is invalid; the message names the key.
     #[error(transparent)]
     Config(#[from] lro_core::ConfigError),
+    /// The object store the configuration names cannot be opened.
+    #[error(transparent)]
+    Store(#[from] Box<lro_store::StoreError>),
 }

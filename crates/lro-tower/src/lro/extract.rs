@@ -2,7 +2,7 @@
 
 use std::{sync::Arc, time::Instant};
 
-use lro_core::{event, metric::label::ExtractOutcome, principal::Principal};
+use lro_core::{descriptor::Location, event, metric::label::ExtractOutcome, principal::Principal};
 use lro_extract::ExtractRequest;
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool};
 use serde_json::json;
@@ -16,8 +16,8 @@ pub const EXTRACT_TOOL: &str = "lro_extract";
 // Every tool definition goes to the model on every turn, and some clients
 // cut descriptions at 2,048 characters: the description carries the call
 // forms once, the schema only names and types (the errors teach the rest).
-const DESCRIPTION: &str = "Query an offloaded result (the file_path of an offload descriptor) \
-without reading the whole file. Give file_path and one form:
+const DESCRIPTION: &str = "Query an offloaded result (the FIELD of an offload descriptor) \
+without reading the whole file. Give FIELD and one form:
 - recipe: 1-10, the descriptor's recipes (params sets their $variables);
 - query: a jq filter run on each record (slurp: true runs it once on the array of all records);
 - structured: where [{field, op, value}] (op: eq ne gt gte lt lte prefix contains regex in exists; \
@@ -29,14 +29,15 @@ namespace prefix X and priority gte 3 and content contains Y, with count: true;
 offset/limit page the output. Long output is cut between results, and the notice gives the \
 arguments for the next part.";
 
-/// The input schema: names and types of [`ExtractRequest`]'s fields.
-fn input_schema() -> JsonObject {
+/// The input schema: names and types of [`ExtractRequest`]'s fields, the
+/// result named by `location`'s field.
+fn input_schema(location: Location) -> JsonObject {
     let int = json!({"type": "integer", "minimum": 0});
     let text = json!({"type": "string"});
     let json = json!({
         "type": "object",
         "properties": {
-            "file_path": text,
+            location.field(): text,
             "recipe": {"type": "integer", "minimum": 1, "maximum": 10},
             "params": {"type": "object"},
             "query": text,
@@ -63,7 +64,7 @@ fn input_schema() -> JsonObject {
                 "pattern": text, "context": int, "ignore_case": {"type": "boolean"}, "max_matches": int
             }}
         },
-        "required": ["file_path"],
+        "required": [location.field()],
         "additionalProperties": false
     });
     match json {
@@ -72,16 +73,52 @@ fn input_schema() -> JsonObject {
     }
 }
 
+/// Where this layer's results are: files, or handles in a store.
+fn location(shared: &Shared) -> Location {
+    if shared.remote.is_some() {
+        Location::Handle
+    } else {
+        Location::FilePath
+    }
+}
+
 /// The tool definition, with the results' lifetime in the description.
 pub(crate) fn tool(shared: &Shared) -> Tool {
+    let location = location(shared);
+    let description = DESCRIPTION.replace("FIELD", location.field());
     let description = match shared.access.lifetime() {
         Some(ttl) => format!(
-            "{DESCRIPTION} Results expire after {}; then call the original tool again.",
+            "{description} Results expire after {}; then call the original tool again.",
             lro_extract::access::lifetime(ttl)
         ),
-        None => DESCRIPTION.to_owned(),
+        None => description,
     };
-    Tool::new(EXTRACT_TOOL, description, Arc::new(input_schema()))
+    Tool::new(EXTRACT_TOOL, description, Arc::new(input_schema(location)))
+}
+
+/// A tool error the model reads, with the span marked.
+fn refuse(text: impl Into<String>) -> CallToolResult {
+    trace::on_failure(&Span::current(), trace::TOOL_ERROR);
+    CallToolResult::error(vec![ContentBlock::text(text.into())])
+}
+
+/// With a store, the handle out of `args`, and a placeholder `file_path`
+/// in its place until the copy is made.
+fn take_handle(args: &mut JsonObject) -> Result<String, &'static str> {
+    if args.contains_key("file_path") {
+        return Err(
+            "this server keeps results in a shared store: name one by the \
+                    descriptor's handle (handle=\"lro:…\"), not file_path",
+        );
+    }
+    match args.remove("handle") {
+        Some(serde_json::Value::String(handle)) => {
+            args.insert("file_path".into(), serde_json::Value::String(String::new()));
+            Ok(handle)
+        }
+        Some(_) => Err("handle must be a string: the descriptor's handle (\"lro:…\")"),
+        None => Err("lro_extract needs handle: the handle of an offload descriptor (\"lro:…\")"),
+    }
 }
 
 /// Runs one `lro_extract` call for `principal`, on its own results only.
@@ -95,26 +132,40 @@ pub(crate) async fn call(
     let Some(extractor) = shared.extractor.clone() else {
         return CallToolResult::error(vec![ContentBlock::text("lro_extract is disabled")]);
     };
-    let args = serde_json::Value::Object(arguments.unwrap_or_default());
-    let request: ExtractRequest = match serde_json::from_value(args) {
-        Ok(r) => r,
-        Err(e) => {
-            trace::on_failure(&Span::current(), trace::TOOL_ERROR);
-            return CallToolResult::error(vec![ContentBlock::text(format!(
-                "invalid lro_extract arguments: {e}"
-            ))]);
-        }
+    let mut arguments = arguments.unwrap_or_default();
+    let handle = match &shared.remote {
+        Some(_) => match take_handle(&mut arguments) {
+            Ok(handle) => Some(handle),
+            Err(text) => return refuse(text),
+        },
+        None => None,
     };
+    let mut request: ExtractRequest =
+        match serde_json::from_value(serde_json::Value::Object(arguments)) {
+            Ok(r) => r,
+            Err(e) => return refuse(format!("invalid lro_extract arguments: {e}")),
+        };
     // Expiry and the caller's folder are decided from the name alone, before
-    // any lookup.
-    let grant = match shared.access.check(principal, &request.file_path) {
-        Ok(grant) => grant,
-        Err(denied) => {
-            trace::on_failure(&Span::current(), trace::TOOL_ERROR);
-            return CallToolResult::error(vec![ContentBlock::text(denied.to_string())]);
+    // any lookup; a stored result is then copied for this call only.
+    let (root, copy, named) = match (&shared.remote, handle) {
+        (Some(remote), Some(handle)) => {
+            match remote
+                .fetch(&shared.access, principal, &handle, &request)
+                .await
+            {
+                Ok(fetched) => {
+                    request.file_path = fetched.path.to_string_lossy().into_owned();
+                    (fetched.root().to_owned(), Some(fetched), handle)
+                }
+                Err(denied) => return refuse(denied.to_string()),
+            }
         }
+        _ => match shared.access.check(principal, &request.file_path) {
+            Ok(grant) => (grant.root().to_owned(), None, request.file_path.clone()),
+            Err(denied) => return refuse(denied.to_string()),
+        },
     };
-    let extractor = extractor.root_dir(grant.root());
+    let extractor = extractor.root_dir(root);
     let started = Instant::now();
     let req = request.clone();
     let ex = extractor.clone();
@@ -148,9 +199,16 @@ pub(crate) async fn call(
             };
             trace::on_failure(&Span::current(), error_type);
             // Another principal's result reads exactly like a missing one.
-            let text = grant
-                .conceal(&e)
-                .map_or_else(|| e.to_string(), |denied| denied.to_string());
+            let text = if e.is_guard() || matches!(e, lro_extract::ExtractError::BadRoot { .. }) {
+                lro_extract::access::AccessError::Unknown { path: named }.to_string()
+            } else {
+                match &copy {
+                    // The copy's path is this replica's business: the
+                    // caller named the handle.
+                    Some(copy) => e.to_string().replace(&*copy.path.to_string_lossy(), &named),
+                    None => e.to_string(),
+                }
+            };
             CallToolResult::error(vec![ContentBlock::text(text)])
         }
     }
@@ -168,7 +226,7 @@ mod tests {
             v.sort();
             v
         };
-        let ours = serde_json::Value::Object(input_schema());
+        let ours = serde_json::Value::Object(input_schema(Location::FilePath));
         assert_eq!(names(&ours["properties"]), names(&derived["properties"]));
         let grep = &ours["properties"]["grep"]["properties"];
         assert_eq!(names(grep), names(&derived["$defs"]["Grep"]["properties"]));

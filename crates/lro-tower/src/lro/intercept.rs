@@ -231,8 +231,20 @@ impl Shared {
             JobOutcome::Offloaded { out, records } => {
                 if ct.is_cancelled() {
                     // The rename won the race against cancellation: nobody will
-                    // read this file, so do not leave it behind.
-                    let _ = std::fs::remove_file(&out.result.path);
+                    // read this result, so do not leave it behind.
+                    match (
+                        &self.remote,
+                        lro_store::Key::new(out.result.path.to_string_lossy()),
+                    ) {
+                        (Some(remote), Ok(key)) if out.result.handle.is_some() => {
+                            if let Err(err) = remote.store.delete(&key).await {
+                                tracing::debug!(error = %err, "a cancelled offload's object stays until cleanup");
+                            }
+                        }
+                        _ => {
+                            let _ = std::fs::remove_file(&out.result.path);
+                        }
+                    }
                     return Processed::unchanged(result, ToolOutcome::Inline, estimated_tokens);
                 }
                 let descriptor_tokens = self.estimator.estimate(&out.text);

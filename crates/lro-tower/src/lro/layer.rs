@@ -41,10 +41,29 @@ impl LroLayer {
         }
     }
 
-    /// Like [`LroLayer::new`], but checks the configuration first.
+    /// Like [`LroLayer::new`], but checks the configuration first, and
+    /// refuses an object store that cannot be opened (where `new` logs it
+    /// and keeps results in the output directory).
     pub fn try_new(cfg: OffloadConfig) -> Result<Self, Error> {
         cfg.validate()?;
-        Ok(Self::new(cfg))
+        let store = lro_store::from_config(&cfg).map_err(Box::new)?;
+        let layer = Self {
+            shared: Arc::new(Shared::local(cfg)),
+        };
+        Ok(match store {
+            Some(store) => layer.store(store),
+            None => layer,
+        })
+    }
+
+    /// Sets the object store results go to, in place of the one the
+    /// configuration's `store` names: descriptors then carry a handle
+    /// instead of a path, and `lro_extract` reads by handle, on any replica
+    /// that shares the store. Defaults to the configuration's `store`, or
+    /// the output directory when it names none.
+    #[must_use]
+    pub fn store(self, store: Arc<dyn lro_store::Store>) -> Self {
+        self.map(|s| s.set_store(store))
     }
 
     fn map(self, f: impl FnOnce(&mut Shared)) -> Self {

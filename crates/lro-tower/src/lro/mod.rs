@@ -40,6 +40,7 @@ mod extract;
 mod forward;
 mod intercept;
 mod layer;
+mod remote;
 mod service;
 mod shared;
 mod tasks;

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use lro_core::{EventSink, OffloadConfig, Offloader, TokenEstimator};
 use lro_extract::{ExtractConfig, Extractor, Isolation, WorkerPool, access::Access};
 
-use super::CallerTrace;
+use super::{CallerTrace, remote::Remote};
 use crate::principal::{FromHttpRequest, PrincipalSource};
 
 /// State shared by every clone of one layer.
@@ -32,14 +32,43 @@ pub(crate) struct Shared {
     pub(crate) context: Option<lro_context::ContextOffloader>,
     /// What a caller's `traceparent` makes of the layer's spans.
     pub(crate) caller_trace: CallerTrace,
+    /// The object store results go to, when not the output directory.
+    pub(crate) remote: Option<Remote>,
 }
 
 impl Shared {
     /// The state for `cfg`: its offloader, the estimator its `estimator` and
     /// `exact_band` ask for, `lro_extract` when `extract` is on (within the
     /// limits of its `extraction` table), no event sink and no context
-    /// tools.
+    /// tools. The object store `cfg` names, if any, is opened here; one
+    /// that cannot be is logged, and results stay in the output directory
+    /// (`LroLayer::try_new` refuses it instead).
     pub(crate) fn new(cfg: OffloadConfig) -> Self {
+        let store = lro_store::from_config(&cfg).unwrap_or_else(|err| {
+            tracing::error!(error = %err, "the configured offload store cannot be opened; results stay in the output directory");
+            None
+        });
+        let mut shared = Self::local(cfg);
+        if let Some(store) = store {
+            shared.set_store(store);
+        }
+        shared
+    }
+
+    /// Results go to `store`: the offloader writes through it, and
+    /// `lro_extract` reads by handle.
+    pub(crate) fn set_store(&mut self, store: Arc<dyn lro_store::Store>) {
+        let dir = self.cfg.resolved_output_dir();
+        let timeout = std::time::Duration::from_secs(self.cfg.store_timeout_seconds);
+        self.offloader = self
+            .offloader
+            .clone()
+            .sink(Arc::new(lro_store::BlockingSink::new(store.clone())));
+        self.remote = Some(Remote::new(store, dir, timeout));
+    }
+
+    /// The state for `cfg` with results in the output directory.
+    pub(crate) fn local(cfg: OffloadConfig) -> Self {
         let dir = cfg.resolved_output_dir();
         let ttl = std::time::Duration::from_secs(cfg.ttl_seconds);
         let access = Access::new(&dir).ttl(ttl);
@@ -70,6 +99,7 @@ impl Shared {
             isolation,
             context: None,
             caller_trace: CallerTrace::default(),
+            remote: None,
         }
     }
 

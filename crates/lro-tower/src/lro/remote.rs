@@ -1,0 +1,163 @@
+//! Results in a shared object store: how `lro_extract` reads one by its
+//! handle on any replica.
+//!
+//! The handle names the result; the caller's principal names the folder
+//! (see `lro_core::handle`), so another principal's handle resolves to a
+//! key that does not exist and gets the same answer as an unknown one.
+//! The object is copied, streamed, into a private scratch directory under
+//! the output directory, read there by the usual extraction engine, and
+//! removed when the call ends: no copy outlives the call. A line window
+//! copies only the lines it shows, and one more to know whether more
+//! follow.
+
+use std::{path::PathBuf, sync::Arc, time::Duration};
+
+use lro_core::{file::OffloadFileName, handle, principal::Principal, root::PrivateDir};
+use lro_extract::{
+    ExtractRequest,
+    access::{Access, AccessError},
+};
+use lro_store::{ErrorKind, Key, Store, StoreError};
+
+/// The object store results go to, and where their copies are read.
+#[derive(Debug, Clone)]
+pub(crate) struct Remote {
+    pub(crate) store: Arc<dyn Store>,
+    /// The local output directory: scratch copies only.
+    scratch: PathBuf,
+    /// The most one read of the store may take.
+    timeout: Duration,
+}
+
+/// A result copied for one call; removed when dropped.
+pub(crate) struct Fetched {
+    dir: tempfile::TempDir,
+    /// The copy's path, for the request's `file_path`.
+    pub(crate) path: PathBuf,
+}
+
+impl Fetched {
+    /// The directory the extractor may read: the copy's own.
+    pub(crate) fn root(&self) -> &std::path::Path {
+        self.dir.path()
+    }
+}
+
+/// Why a handle could not be read, as the model is told.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum FetchError {
+    /// Unknown, another's, or expired: `lro_extract`'s own answers.
+    #[error(transparent)]
+    Access(#[from] AccessError),
+    /// The store failed; the result may well be there.
+    #[error(
+        "lro_extract could not read {handle:?}: {what}. The result is kept; try again shortly."
+    )]
+    Store {
+        /// The handle as given.
+        handle: String,
+        /// The failure, without URL, key or credential.
+        what: &'static str,
+        /// The store's error; none when the read ran out of time.
+        #[source]
+        source: Option<StoreError>,
+    },
+    /// The scratch copy could not be made on this replica.
+    #[error(
+        "lro_extract could not read {handle:?}: no room for its copy on this server ({source})"
+    )]
+    Scratch {
+        /// The handle as given.
+        handle: String,
+        /// The local error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl Remote {
+    pub(crate) fn new(store: Arc<dyn Store>, scratch: PathBuf, timeout: Duration) -> Self {
+        Self {
+            store,
+            scratch,
+            timeout,
+        }
+    }
+
+    /// Copies `principal`'s result named `handle` for `request`: checked
+    /// for expiry from the handle alone, then looked up in the principal's
+    /// folder only.
+    pub(crate) async fn fetch(
+        &self,
+        access: &Access,
+        principal: &Principal,
+        handle: &str,
+        request: &ExtractRequest,
+    ) -> Result<Fetched, FetchError> {
+        let unknown = || AccessError::Unknown {
+            path: handle.to_owned(),
+        };
+        let name = handle::parse(handle).ok_or_else(unknown)?;
+        check_expiry(access, principal, handle, &name)?;
+        let key = Key::new(handle::key(principal, &name)).map_err(|_| unknown())?;
+        let scratch = |source| FetchError::Scratch {
+            handle: handle.to_owned(),
+            source,
+        };
+        // The output directory is made private (0700, ours) before a copy
+        // goes in; each call's copy has a directory of its own.
+        PrivateDir::open(&self.scratch)
+            .map_err(|e| scratch(std::io::Error::other(e.to_string())))?;
+        let dir = tempfile::Builder::new()
+            .prefix(".fetch-")
+            .tempdir_in(&self.scratch)
+            .map_err(scratch)?;
+        let path = dir.path().join(name.to_string());
+        let mut file = tokio::fs::File::create(&path).await.map_err(scratch)?;
+        // The header, the lines skipped and shown, and one more.
+        let lines = request.lines.as_ref().map(|w| {
+            let offset = w.offset.unwrap_or(0) as u64;
+            let limit = w.limit.unwrap_or(lro_extract::DEFAULT_LINE_LIMIT) as u64;
+            offset.saturating_add(limit).saturating_add(2)
+        });
+        let copied = tokio::time::timeout(
+            self.timeout,
+            lro_store::fetch::copy(&*self.store, &key, &mut file, lines),
+        )
+        .await;
+        match copied {
+            Ok(Ok(_)) => Ok(Fetched { dir, path }),
+            Ok(Err(err)) if err.kind() == ErrorKind::NotFound => Err(unknown().into()),
+            Ok(Err(StoreError::Body { source, .. })) => Err(scratch(source)),
+            Ok(Err(source)) => Err(FetchError::Store {
+                handle: handle.to_owned(),
+                what: lro_store::sink::describe(source.kind()),
+                source: Some(source),
+            }),
+            Err(_) => Err(FetchError::Store {
+                handle: handle.to_owned(),
+                what: lro_store::sink::describe(ErrorKind::Timeout),
+                source: None,
+            }),
+        }
+    }
+}
+
+/// Expiry from the handle's own timestamp, before any request to the store.
+fn check_expiry(
+    access: &Access,
+    principal: &Principal,
+    handle: &str,
+    name: &OffloadFileName,
+) -> Result<(), AccessError> {
+    match access.check(principal, &name.to_string()) {
+        Ok(_) => Ok(()),
+        Err(AccessError::Expired { ttl, .. }) => Err(AccessError::Expired {
+            path: handle.to_owned(),
+            ttl,
+        }),
+        Err(_) => Err(AccessError::Unknown {
+            path: handle.to_owned(),
+        }),
+    }
+}
