@@ -61,7 +61,7 @@ impl ObjectSink for BlockingSink {
     fn create(&self, key: &str) -> Result<Box<dyn ObjectWriter>, ObjectError> {
         let runtime = Handle::try_current().map_err(|e| {
             ObjectError::new(
-                WriteFailureReason::Store,
+                WriteFailureReason::StoreOther,
                 "the offload store is reached from a thread without an async runtime",
                 Some(Box::new(e)),
             )
@@ -110,7 +110,7 @@ pub fn reason(kind: ErrorKind) -> WriteFailureReason {
         ErrorKind::CredentialsRefused => WriteFailureReason::StoreCredentials,
         ErrorKind::BucketMissing => WriteFailureReason::StoreBucketMissing,
         ErrorKind::Timeout => WriteFailureReason::StoreTimeout,
-        _ => WriteFailureReason::Store,
+        _ => WriteFailureReason::StoreOther,
     }
 }
 

@@ -122,7 +122,7 @@ label_values! {
         /// A store operation passed its timeout.
         StoreTimeout => "store_timeout",
         /// Any other object store failure.
-        Store => "store",
+        StoreOther => "store_other",
     }
 }
 

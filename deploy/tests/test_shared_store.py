@@ -1,0 +1,267 @@
+"""Results any replica can serve (issue: a shared offload store), from outside.
+
+The topology: a real SeaweedFS (S3 gateway on 127.0.0.1), and memory-server
+replicas with no shared disk (each its own output directory), all with
+`[prompt.offload] store = "s3://BUCKET/PREFIX"` and the same two bearer
+tokens. The official Python SDK drives them over streamable HTTP, on the
+2026-07-28 wire and on the 2025-11-25 one (`initialize`, sessions):
+
+- a result offloaded through replica A is extracted through replica B, and
+  equals real `jq` run on the object the store holds (`tail -n +2 | jq`);
+- with A killed, B still serves it;
+- the other principal gets the unknown-handle answer; no token gets 401;
+- a handle past its TTL gets the expiry error;
+- with the store down, offloads fall back to truncation (and are counted by
+  reason) and reads say the store is unreachable; with it back, both work;
+- three replicas' cleaners on one bucket delete every expired result, and
+  their counters add up to exactly one expiry per result.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import subprocess
+import urllib.error
+import urllib.request
+from contextlib import ExitStack, asynccontextmanager, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import AsyncIterator, Iterator
+
+import anyio
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from lrolib import L, M
+from testkit.http import DIRECT, http_get
+from testkit.paths import MEMORY_SERVER
+from testkit.procs import Background, free_port
+from testkit.seaweed import Seaweed
+from testkit.waiting import PROMPT_S, wait_until
+
+pytestmark = pytest.mark.usefixtures("binaries")
+
+TOKENS = {"alice": "tok-alice-0123456789", "bob": "tok-bob-9876543210"}
+BUCKET = "lro-results"
+WIRES = ["2026-07-28", "legacy"]
+CASE_S = 120
+
+
+@pytest.fixture(scope="module")
+def seaweed(tmp_path_factory) -> Iterator[Seaweed]:
+    weed = Seaweed(tmp_path_factory.mktemp("s3"))
+    try:
+        weed.start()
+        weed.create_bucket(BUCKET)
+        yield weed
+    finally:
+        weed.close()
+
+
+@dataclass
+class Replica:
+    url: str
+    metrics: str
+    proc: Background
+
+
+@contextmanager
+def replicas(weed: Seaweed, tmp: Path, prefix: str, n: int = 2, **offload: str) -> Iterator[list[Replica]]:
+    """`n` memory-servers on one bucket prefix, each with its own output
+    directory; `offload` sets further `[prompt.offload]` keys."""
+    with ExitStack() as stack:
+        out = []
+        for i in range(n):
+            metrics = free_port()
+            argv = [str(MEMORY_SERVER), "--http", "127.0.0.1:0", "--metrics", f"127.0.0.1:{metrics}"]
+            for who, token in TOKENS.items():
+                argv += ["--bearer", f"{token}={who}"]
+            env = {
+                "PATH": "/usr/bin:/bin",
+                "ATLATL_PROMPT__OFFLOAD__OUTPUT_DIR": str(tmp / f"replica-{i}"),
+                "ATLATL_PROMPT__OFFLOAD__STORE": f"s3://{BUCKET}/{prefix}",
+                **{f"ATLATL_PROMPT__OFFLOAD__{k.upper()}": v for k, v in offload.items()},
+                **weed.env(),
+            }
+            proc = Background(argv, env, tmp / f"replica-{i}.err", name=f"replica {i}")
+            stack.callback(proc.stop)
+            out.append(Replica(proc.wait_url(), f"http://127.0.0.1:{metrics}/metrics", proc))
+        yield out
+
+
+@asynccontextmanager
+async def client(url: str, who: str, wire: str) -> AsyncIterator[Client]:
+    headers = {"Authorization": f"Bearer {TOKENS[who]}"}
+    async with httpx2.AsyncClient(headers=headers, timeout=60) as http:
+        async with Client(streamable_http_client(url, http_client=http), mode=wire, cache=None) as c:
+            yield c
+
+
+async def bounded(run) -> None:
+    with anyio.fail_after(CASE_S):
+        await run()
+
+
+def text(result) -> str:
+    return "\n".join(c.text for c in result.content if c.type == "text")
+
+
+async def offload(c: Client) -> dict:
+    """A result over the threshold; its descriptor."""
+    result = await c.call_tool("list_memories", {"limit": 200, "detail": "full"})
+    assert not result.is_error, text(result)
+    return json.loads(result.content[0].text)
+
+
+async def extract(c: Client, **args) -> tuple[str, bool]:
+    result = await c.call_tool("lro_extract", args)
+    return text(result), bool(result.is_error)
+
+
+def run_jq(jq_bin: str, args: list[str], jsonl: bytes) -> str:
+    """Real jq on the object's records (`tail -n +2 | jq …`)."""
+    records = jsonl.split(b"\n", 1)[1]
+    out = subprocess.run([jq_bin, *args], input=records, capture_output=True, check=True, timeout=60)
+    return out.stdout.decode()
+
+
+def key_of(weed: Seaweed, prefix: str, handle: str) -> str:
+    """The object a handle names: the one key under the prefix with its ULID."""
+    ulid = handle.rsplit("-", 1)[1]
+    keys = [k for k in weed.keys(BUCKET, prefix) if ulid in k]
+    assert len(keys) == 1, (handle, keys)
+    return keys[0]
+
+
+def scrape(url: str, name: str, **labels: str) -> float:
+    """The sum of a metric's samples whose labels include `labels`."""
+    status, body = http_get(url)
+    assert status == 200, body
+    total = 0.0
+    for line in body.splitlines():
+        m = re.match(rf"^{re.escape(name)}(?:\{{(.*)\}})? (\S+)$", line)
+        if not m:
+            continue
+        have = dict(re.findall(r'(\w+)="([^"]*)"', m.group(1) or ""))
+        if all(have.get(k) == v for k, v in labels.items()):
+            total += float(m.group(2))
+    return total
+
+
+@pytest.mark.parametrize("wire", WIRES)
+def test_offloaded_on_one_replica_read_on_the_other(wire, seaweed, tmp_path, jq):
+    prefix = f"across-{wire}"
+
+    async def run() -> None:
+        with replicas(seaweed, tmp_path, prefix) as (a, b):
+            async with client(a.url, "alice", wire) as alice_a:
+                d = await offload(alice_a)
+            handle = d["handle"]
+            assert handle.startswith("lro:") and "file_path" not in d, d
+            assert f'lro_extract(handle="{handle}", recipe=1)' in d["guidance"], d["guidance"]
+            stored = seaweed.read(BUCKET, key_of(seaweed, prefix, handle))
+            assert stored is not None and stored.count(b"\n") == d["summary"]["count"] + 1
+            # No replica keeps a copy: the object is the only one.
+            assert not [p for p in tmp_path.rglob("*.jsonl")], list(tmp_path.rglob("*"))
+
+            first = json.loads(stored.split(b"\n")[1])
+            query = f'select(.id == "{first["id"]}") | {{id, namespace}}'
+            recipe6 = shlex.split(d["jq_recipes"][5]["command"])
+            async with client(b.url, "alice", wire) as alice_b:
+                got, failed = await extract(alice_b, handle=handle, query=query)
+                assert not failed, got
+                assert got.strip() == run_jq(jq, ["-c", query], stored).strip()
+                got, failed = await extract(alice_b, handle=handle, recipe=6)
+                assert not failed, got
+                assert got.strip() == run_jq(jq, recipe6, stored).strip(), (recipe6, got)
+
+            # Replica A lost: B serves the result on its own.
+            a.proc.stop(grace=0)
+            async with client(b.url, "alice", wire) as alice_b:
+                got, failed = await extract(alice_b, handle=handle, lines={"offset": 0, "limit": 1})
+                assert not failed and got.startswith("1:{"), got
+            async with client(b.url, "bob", wire) as bob_b:
+                theirs, f1 = await extract(bob_b, handle=handle, recipe=1)
+                ghost = handle[:-4] + ("ZZZZ" if not handle.endswith("ZZZZ") else "YYYY")
+                never, f2 = await extract(bob_b, handle=ghost, recipe=1)
+            assert f1 and f2 and "not yours" in theirs, theirs
+            assert theirs.replace(handle, "H") == never.replace(ghost, "H")
+            assert not list(tmp_path.rglob("*.jsonl")), "a copy outlived its call"
+
+    anyio.run(bounded, run)
+
+
+def test_no_token_is_refused(seaweed, tmp_path):
+    with replicas(seaweed, tmp_path, "auth", n=1) as (a,):
+        request = urllib.request.Request(
+            a.url, data=json.dumps({"jsonrpc": "2.0", "id": 1, "method": L.UpstreamMethod.ToolsList, "params": {}}).encode(),
+            headers={"Content-Type": "application/json", "Accept": "application/json, text/event-stream"})
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            DIRECT.open(request, timeout=PROMPT_S)
+        assert refused.value.code == 401
+        assert "Bearer" in refused.value.headers.get("WWW-Authenticate", "")
+
+
+def test_an_expired_handle_says_so(seaweed, tmp_path):
+    async def run() -> None:
+        with replicas(seaweed, tmp_path, "expiry", ttl_seconds="1") as (a, b):
+            async with client(a.url, "alice", "2026-07-28") as alice:
+                handle = (await offload(alice))["handle"]
+            async with client(b.url, "alice", "2026-07-28") as alice:
+                deadline = anyio.current_time() + 15
+                while True:
+                    got, failed = await extract(alice, handle=handle, recipe=1)
+                    if "has expired" in got:
+                        break
+                    assert anyio.current_time() < deadline, got
+                    await anyio.sleep(0.2)
+            assert failed and "call the original tool again" in got, got
+
+    anyio.run(bounded, run)
+
+
+def test_a_store_outage_falls_back_and_heals(seaweed, tmp_path):
+    async def run() -> None:
+        with replicas(seaweed, tmp_path, "outage", store_timeout_seconds="3") as (a, b):
+            async with client(a.url, "alice", "2026-07-28") as alice:
+                handle = (await offload(alice))["handle"]
+            seaweed.stop()
+            try:
+                async with client(a.url, "alice", "2026-07-28") as alice:
+                    result = await alice.call_tool("list_memories", {"limit": 200, "detail": "full"})
+                    warning = text(result)
+                    assert not result.is_error and warning.startswith("WARNING: large result offloading failed"), warning
+                    assert "unreachable" in warning and seaweed.endpoint not in warning and BUCKET not in warning, warning
+                    got, failed = await extract(alice, handle=handle, recipe=1)
+                    assert failed and "unreachable" in got and "try again" in got, got
+                failures = scrape(a.metrics, M.OFFLOAD_WRITE_FAILURES_TOTAL, reason=L.WriteFailureReason.StoreUnreachable)
+                assert failures == 1, failures
+            finally:
+                seaweed.start()
+            async with client(b.url, "alice", "2026-07-28") as alice:
+                got, failed = await extract(alice, handle=handle, recipe=1)
+                assert not failed, got
+                assert "handle" in await offload(alice)
+
+    anyio.run(bounded, run)
+
+
+def test_three_cleaners_count_each_expiry_once(seaweed, tmp_path):
+    prefix = "cleanup"
+    results = 6
+
+    async def run() -> None:
+        # Every replica's cleaner runs every second on the same prefix.
+        with replicas(seaweed, tmp_path, prefix, n=3, ttl_seconds="2", cleanup_schedule="* * * * * *") as reps:
+            for i in range(results):
+                async with client(reps[i % 3].url, "alice", "2026-07-28") as alice:
+                    assert (await offload(alice))["handle"]
+            wait_until(lambda: not seaweed.keys(BUCKET, prefix), timeout=60, what="the cleaners to empty the prefix")
+            expired = [scrape(r.metrics, M.OFFLOAD_FILES_EXPIRED_TOTAL, reason=L.ExpiryReason.Ttl) for r in reps]
+            assert sum(expired) == results, expired
+
+    anyio.run(bounded, run)
