@@ -334,6 +334,7 @@ def test_alert_rules_are_documented():
         "LroMetricsAbsent",
         "LroUpstreamDown",
         "LroUpstreamFlapping",
+        "LroStoreErrors",
     }
 
 

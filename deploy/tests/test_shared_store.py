@@ -11,8 +11,9 @@ tokens. The official Python SDK drives them over streamable HTTP, on the
 - with A killed, B still serves it;
 - the other principal gets the unknown-handle answer; no token gets 401;
 - a handle past its TTL gets the expiry error;
-- with the store down, offloads fall back to truncation (and are counted by
-  reason) and reads say the store is unreachable; with it back, both work;
+- with the store down, offloads fall back to truncation (counted by reason,
+  and as store errors by operation and kind) and reads say the store is
+  unreachable; with it back, both work;
 - three replicas' cleaners on one bucket delete every expired result, and
   their counters add up to exactly one expiry per result.
 """
@@ -235,11 +236,15 @@ def test_a_store_outage_falls_back_and_heals(seaweed, tmp_path):
                     result = await alice.call_tool("list_memories", {"limit": 200, "detail": "full"})
                     warning = text(result)
                     assert not result.is_error and warning.startswith("WARNING: large result offloading failed"), warning
-                    assert "unreachable" in warning and seaweed.endpoint not in warning and BUCKET not in warning, warning
+                    assert "store is unreachable" in warning and seaweed.endpoint not in warning and BUCKET not in warning, warning
                     got, failed = await extract(alice, handle=handle, recipe=1)
-                    assert failed and "unreachable" in got and "try again" in got, got
+                    assert failed and "store is unreachable" in got and "try again" in got, got
                 failures = scrape(a.metrics, M.OFFLOAD_WRITE_FAILURES_TOTAL, reason=L.WriteFailureReason.StoreUnreachable)
                 assert failures == 1, failures
+                put_errors = scrape(a.metrics, M.STORE_ERRORS_TOTAL, op=L.StoreOp.Put, kind=L.StoreErrorKind.Unreachable)
+                assert put_errors >= 1, put_errors
+                # The first offload, before the outage, was put and counted.
+                assert scrape(a.metrics, M.STORE_BYTES_TOTAL, op=L.StoreOp.Put) > 100_000
             finally:
                 seaweed.start()
             async with client(b.url, "alice", "2026-07-28") as alice:

@@ -515,6 +515,14 @@ def overview() -> dict:
         {"options": {"0": {"color": "red", "index": 0, "text": "DOWN"}, "1": {"color": "green", "index": 1, "text": "UP"}}, "type": "value"},
         {"options": {"match": "null+nan", "result": {"color": "text", "index": 2, "text": "no proxy"}}, "type": "special"},
     ]
+    grid.row("Shared offload store (store = s3://...)")
+    grid.add(timeseries("Store operations by kind", "Offload store operations that failed per second, by operation and kind (unreachable, credentials refused, bucket missing, timeout, not found, other). An offload that fails falls back to truncation (see Write failures); a read fails the lro_extract call with a message naming the outage. Alert LroStoreErrors.", "ops",
+                        targets((f"sum by (op, kind) ({rate(M.STORE_ERRORS_TOTAL)})", "{{op}} {{kind}}")), stack=True), 8, 8)
+    grid.add(timeseries("Store latency", "p50/p95 of one store operation, retries included, by operation (a put is the whole upload).", "s",
+                        targets(*[(quantile(q, M.STORE_OPERATION_DURATION_SECONDS, by="op, le"), f"p{int(q * 100)} {{{{op}}}}") for q in (0.5, 0.95)])), 8, 8)
+    grid.add(timeseries("Store bytes", "Bytes written to (put) and read from (get) the store per second: offloads and lro_extract reads.", "Bps",
+                        targets((f"sum by (op) ({rate(M.STORE_BYTES_TOTAL)})", "{{op}}"))), 8, 8)
+
     unexpected = ", ".join((EXIT.Exited, EXIT.Failed, EXIT.Disconnected))
     grid.row("Upstream (lro proxy)")
     grid.add(stat("Upstream up", f"{M.UPSTREAM_UP} of each lro proxy: UP while its last attempt to open an upstream session succeeded and no session was lost since; DOWN after a failed connect or a lost session, until a session opens again. Alert LroUpstreamDown fires after 2 minutes DOWN.", "none",

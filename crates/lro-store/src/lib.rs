@@ -43,6 +43,7 @@ pub mod error;
 pub mod fetch;
 pub mod key;
 pub mod local;
+pub mod metered;
 pub mod remote;
 pub mod sink;
 pub mod store;
@@ -55,6 +56,7 @@ pub use env::Env;
 pub use error::{ErrorKind, StoreError};
 pub use key::Key;
 pub use local::LocalStore;
+pub use metered::Metered;
 pub use remote::RemoteStore;
 pub use sink::BlockingSink;
 pub use store::{BodyStream, ByteStream, ObjectMeta, Store, Upload};
@@ -79,7 +81,8 @@ pub fn open(url: &str, config: &StoreConfig, env: &Env) -> Result<Arc<dyn Store>
 
 /// The object store `[prompt.offload]`'s `store` names, when it names one:
 /// opened with [`StoreConfig::within`] its `store_timeout_seconds` and the
-/// process's AWS variables. `None` for results in `output_dir`.
+/// process's AWS variables, its operations [`Metered`]. `None` for results
+/// in `output_dir`.
 ///
 /// # Errors
 ///
@@ -89,7 +92,8 @@ pub fn from_config(cfg: &lro_core::OffloadConfig) -> Result<Option<Arc<dyn Store
         return Ok(None);
     }
     let bounds = StoreConfig::within(std::time::Duration::from_secs(cfg.store_timeout_seconds));
-    open(&cfg.store, &bounds, &Env::process()).map(Some)
+    let store = open(&cfg.store, &bounds, &Env::process())?;
+    Ok(Some(Arc::new(Metered::new(store))))
 }
 
 /// [`open`] for a URL already parsed.

@@ -127,6 +127,43 @@ label_values! {
 }
 
 label_values! {
+    /// One operation on the offload store (`op` of the `lro_store_*`
+    /// metrics).
+    pub enum StoreOp {
+        /// Writing an object (one request, or a whole multipart upload).
+        Put => "put",
+        /// Reading an object or a range of it.
+        Get => "get",
+        /// Reading an object's size and time.
+        Head => "head",
+        /// Listing objects.
+        List => "list_objects",
+        /// Deleting an object.
+        Delete => "delete",
+        /// Creating an object only where none is (an expiry claim).
+        Claim => "claim",
+    }
+}
+
+label_values! {
+    /// How a store operation failed (`kind` of `lro_store_errors_total`).
+    pub enum StoreErrorKind {
+        /// The store could not be reached.
+        Unreachable => "unreachable",
+        /// The store refused the credentials.
+        CredentialsRefused => "credentials_refused",
+        /// The bucket does not exist.
+        BucketMissing => "bucket_missing",
+        /// The operation passed its timeout.
+        Timeout => "timeout",
+        /// No object under the key.
+        NotFound => "not_found",
+        /// Anything else.
+        Other => "other",
+    }
+}
+
+label_values! {
     /// Why cleanup deleted a file (`reason` of `lro_offload_files_expired_total`).
     pub enum ExpiryReason {
         /// `created_at + ttl` has passed.

@@ -27,6 +27,9 @@
 //! | `lro_cleanup_temp_files_removed_total` | counter | | stale temp files removed |
 //! | `lro_offload_files` | gauge | | offload files on disk after the last cleanup |
 //! | `lro_offload_disk_bytes` | gauge | | bytes of offload files on disk after the last cleanup |
+//! | `lro_store_operation_duration_seconds` | histogram | `op` | time of one offload store operation by [`StoreOp`], retries included |
+//! | `lro_store_bytes_total` | counter | `op` | bytes written to (`put`) and read from (`get`) the offload store |
+//! | `lro_store_errors_total` | counter | `op`, `kind` | failed offload store operations by [`StoreOp`] and [`StoreErrorKind`] |
 //! | `lro_extract_requests_total` | counter | `mode`, `outcome` | `lro_extract` calls by [`ExtractMode`] and [`ExtractOutcome`] |
 //! | `lro_extract_duration_seconds` | histogram | `mode` | `lro_extract` run time |
 //! | `lro_upstream_up` | gauge | | `lro proxy`: 1 while the upstream is reachable |
@@ -63,9 +66,9 @@ use metrics::{Unit, counter, describe_counter, describe_gauge, describe_histogra
 use serde_json::{Value, json};
 
 pub use label::{
-    CleanupOutcome, ExpiryReason, ExtractMode, ExtractOutcome, LabelSet, SummariserKind,
-    SummariserOutcome, ToolOutcome, UpstreamErrorCode, UpstreamExit, UpstreamMethod,
-    WriteFailureReason,
+    CleanupOutcome, ExpiryReason, ExtractMode, ExtractOutcome, LabelSet, StoreErrorKind, StoreOp,
+    SummariserKind, SummariserOutcome, ToolOutcome, UpstreamErrorCode, UpstreamExit,
+    UpstreamMethod, WriteFailureReason,
 };
 
 /// `lro_tool_results_total`.
@@ -101,6 +104,12 @@ pub const OFFLOAD_FILES: &str = "lro_offload_files";
 pub const OFFLOAD_DISK_BYTES: &str = "lro_offload_disk_bytes";
 /// `lro_extract_requests_total`.
 pub const EXTRACT_REQUESTS_TOTAL: &str = "lro_extract_requests_total";
+/// `lro_store_operation_duration_seconds`.
+pub const STORE_OPERATION_DURATION_SECONDS: &str = "lro_store_operation_duration_seconds";
+/// `lro_store_bytes_total`.
+pub const STORE_BYTES_TOTAL: &str = "lro_store_bytes_total";
+/// `lro_store_errors_total`.
+pub const STORE_ERRORS_TOTAL: &str = "lro_store_errors_total";
 /// `lro_extract_duration_seconds`.
 pub const EXTRACT_DURATION_SECONDS: &str = "lro_extract_duration_seconds";
 /// `lro_upstream_up`.
@@ -374,6 +383,33 @@ pub const ALL: &[MetricDef] = &[
         "lro_extract run time.",
     ),
     def!(
+        STORE_OPERATION_DURATION_SECONDS,
+        Histogram,
+        Some(Unit::Seconds),
+        [LabelDef::closed("op", StoreOp::SET)],
+        Some(DURATION_BUCKETS),
+        "Time of one offload store operation (an object store's request with its retries, or a local file operation), by operation; a put is the whole upload.",
+    ),
+    def!(
+        STORE_BYTES_TOTAL,
+        Counter,
+        Some(Unit::Bytes),
+        [LabelDef::closed("op", StoreOp::SET)],
+        None,
+        "Bytes written to (put) and read from (get) the offload store.",
+    ),
+    def!(
+        STORE_ERRORS_TOTAL,
+        Counter,
+        None,
+        [
+            LabelDef::closed("op", StoreOp::SET),
+            LabelDef::closed("kind", StoreErrorKind::SET)
+        ],
+        None,
+        "Failed offload store operations, by operation and kind (unreachable, credentials_refused, bucket_missing, timeout, not_found, other).",
+    ),
+    def!(
         UPSTREAM_UP,
         Gauge,
         None,
@@ -597,6 +633,17 @@ pub fn register_zeroed() {
     }
     for reason in ExpiryReason::ALL {
         counter!(OFFLOAD_FILES_EXPIRED_TOTAL, "reason" => reason.as_str()).absolute(0);
+    }
+}
+
+/// Registers the store's error counters of writes and reads at zero
+/// (adding 0: a counter already counting keeps its value), so the first
+/// failure of an outage is an increase for `LroStoreErrors`.
+pub fn register_store_zeroed() {
+    for op in [StoreOp::Put, StoreOp::Get] {
+        for kind in StoreErrorKind::ALL {
+            counter!(STORE_ERRORS_TOTAL, "op" => op.as_str(), "kind" => kind.as_str()).increment(0);
+        }
     }
 }
 
