@@ -21,6 +21,7 @@ tokens. The official Python SDK drives them over streamable HTTP, on the
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import subprocess
@@ -34,12 +35,13 @@ from typing import AsyncIterator, Iterator
 import anyio
 import httpx2
 import pytest
+import yaml
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from lrolib import L, M
 from testkit.http import DIRECT, http_get
-from testkit.paths import MEMORY_SERVER
+from testkit.paths import MEMORY_SERVER, REPO
 from testkit.procs import Background, free_port
 from testkit.seaweed import Seaweed
 from testkit.waiting import PROMPT_S, wait_until
@@ -270,3 +272,51 @@ def test_three_cleaners_count_each_expiry_once(seaweed, tmp_path):
             assert sum(expired) == results, expired
 
     anyio.run(bounded, run)
+
+
+def test_the_deploy_script_serves_both_replicas_behind_nginx(tmp_path):
+    """deploy/shared-store/run.sh, the topology without Docker: a sessionless
+    client's requests through nginx land on both replicas, and each reads the
+    result the other wrote."""
+    port = free_port()
+    env = {**os.environ, "LRO_PORT": str(port), "MEMORY_SERVER": str(MEMORY_SERVER), "TMPDIR": str(tmp_path)}
+    script = Background(["bash", str(REPO / "deploy" / "shared-store" / "run.sh")], env, tmp_path / "run.err",
+                        new_session=True, name="run.sh")
+    try:
+        url = script.wait_line(r"topology ready: (http://\S+/mcp)", timeout=120).group(1)
+        metrics = re.findall(r"metrics (http://\S+/metrics)", script.stderr())
+        assert len(metrics) == 2, script.stderr()
+
+        async def run() -> None:
+            headers = {"Authorization": "Bearer alice-token"}
+            async with httpx2.AsyncClient(headers=headers, timeout=60) as http:
+                async with Client(streamable_http_client(url, http_client=http), mode="2026-07-28", cache=None) as c:
+                    handle = (await offload(c))["handle"]
+                    for _ in range(4):
+                        got, failed = await extract(c, handle=handle, recipe=6)
+                        assert not failed, got
+
+        anyio.run(bounded, run)
+        served = [scrape(m, M.EXTRACT_REQUESTS_TOTAL) for m in metrics]
+        assert all(n >= 1 for n in served) and sum(served) == 4, served
+    finally:
+        script.stop()
+    assert not list(tmp_path.glob("lro-shared-store.*")), "the script left its directory"
+
+
+def test_the_compose_topology_matches_the_script():
+    compose = yaml.safe_load((REPO / "deploy" / "shared-store" / "docker-compose.yml").read_text())
+    services = compose["services"]
+    assert {"seaweedfs", "bucket", "replica-a", "replica-b", "nginx"} <= set(services)
+    for name in ("replica-a", "replica-b"):
+        env = services[name]["environment"]
+        assert env["ATLATL_PROMPT__OFFLOAD__STORE"].startswith("s3://lro-results/")
+        assert env["AWS_ENDPOINT_URL"] == "http://seaweedfs:8333"
+    identity = json.loads((REPO / "deploy" / "shared-store" / "s3.json").read_text())["identities"][0]["credentials"][0]
+    assert identity["accessKey"] == services["replica-a"]["environment"]["AWS_ACCESS_KEY_ID"]
+    nginx = (REPO / "deploy" / "shared-store" / "nginx-compose.conf").read_text()
+    assert "server replica-a:8080;" in nginx and "server replica-b:8080;" in nginx
+    # The script's template and the compose copy proxy the same way.
+    template = (REPO / "deploy" / "shared-store" / "nginx.conf.in").read_text()
+    directives = lambda text: re.findall(r"^ {12}(\S.*;)$", text, re.M)  # noqa: E731
+    assert directives(template) == directives(nginx)
