@@ -36,6 +36,12 @@ struct Served {
 /// `token` is given (then every request must carry one), offloading
 /// anything over 100 tokens into `out`.
 async fn serve(out: &Path, token: Option<&str>) -> Served {
+    serve_with(out, token, None).await
+}
+
+/// [`serve`] with `[prompt.offload] caller_trace` set through its
+/// environment variable.
+async fn serve_with(out: &Path, token: Option<&str>, caller_trace: Option<&str>) -> Served {
     let (endpoint, spans) = receiver().await;
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_memory-server"));
     cmd.args(["--http", "127.0.0.1:0", "--corpus-size", "40"])
@@ -51,6 +57,9 @@ async fn serve(out: &Path, token: Option<&str>) -> Served {
         .kill_on_drop(true);
     if let Some(token) = token {
         cmd.env("LRO_BEARER_TOKENS", format!("{token}=alice"));
+    }
+    if let Some(setting) = caller_trace {
+        cmd.env("ATLATL_PROMPT__OFFLOAD__CALLER_TRACE", setting);
     }
     let mut child = cmd.spawn().unwrap();
     let (authority, mut stderr) = support::listening(&mut child, otlp::PATIENCE).await;
@@ -142,7 +151,12 @@ fn assert_nothing_secret(spans: &[Span], path: &str) {
 async fn an_authenticated_callers_span_is_the_parent() {
     let out = tempfile::tempdir().unwrap();
     let served = serve(out.path(), Some(TOKEN)).await;
-    let result = served.call(Some(TOKEN)).await;
+    caller_is_the_parent(served, Some(TOKEN)).await;
+}
+
+/// One call from `token`'s caller: its span is the parent of the server's.
+async fn caller_is_the_parent(served: Served, token: Option<&str>) {
+    let result = served.call(token).await;
     let path = file_path(&result);
     let (span, all) = served.stop().await;
     assert_eq!(hex(&span.trace_id), TRACE_ID, "the caller's trace");
@@ -167,4 +181,11 @@ async fn an_anonymous_callers_span_is_a_link() {
         .collect();
     assert_eq!(links, [(TRACE_ID.to_owned(), CALLER_SPAN.to_owned())]);
     assert_nothing_secret(&all, &path);
+}
+
+#[tokio::test]
+async fn an_operator_can_trust_anonymous_callers_by_configuration() {
+    let out = tempfile::tempdir().unwrap();
+    let served = serve_with(out.path(), None, Some("parent")).await;
+    caller_is_the_parent(served, None).await;
 }

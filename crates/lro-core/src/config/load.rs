@@ -295,6 +295,37 @@ mod tests {
     }
 
     #[test]
+    fn store_and_caller_trace_are_read_and_checked() {
+        let cfg = OffloadConfig::from_parts(
+            "",
+            [
+                ("ATLATL_PROMPT__OFFLOAD__STORE", "s3://results/lro"),
+                ("ATLATL_PROMPT__OFFLOAD__CALLER_TRACE", "link"),
+            ],
+        )
+        .unwrap();
+        assert!(cfg.is_remote());
+        assert_eq!(cfg.caller_trace, super::super::CallerTrace::Link);
+        let err =
+            OffloadConfig::from_parts("", [("ATLATL_PROMPT__OFFLOAD__CALLER_TRACE", "often")])
+                .unwrap_err()
+                .to_string();
+        assert!(err.contains("caller_trace"), "{err}");
+        for (store, extract) in [("/var/lro", "true"), ("s3://b/p", "false")] {
+            let err = OffloadConfig::from_parts(
+                "",
+                [
+                    ("ATLATL_PROMPT__OFFLOAD__STORE", store),
+                    ("ATLATL_PROMPT__OFFLOAD__EXTRACT", extract),
+                ],
+            )
+            .unwrap_err()
+            .to_string();
+            assert!(err.contains("store") || err.contains("extract"), "{err}");
+        }
+    }
+
+    #[test]
     fn bad_file_value_and_unknown_key_name_the_key() {
         let err =
             OffloadConfig::from_toml_str("[prompt.offload]\nttl_seconds = \"soon\"").unwrap_err();

@@ -94,6 +94,31 @@ pub enum Estimator {
     Cl100k,
 }
 
+/// What a server makes of a caller's W3C `traceparent` in a request's
+/// `_meta` (MCP 2026-07-28): `caller_trace` in `[prompt.offload]`. Its spans
+/// reach a trace only through an OpenTelemetry subscriber layer the
+/// application installs (`tracing-opentelemetry`); without one this
+/// changes nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum CallerTrace {
+    /// The caller's span is the parent of the server's span when the
+    /// caller is authenticated (its principal is not anonymous), and a link
+    /// from it otherwise, so an anonymous caller cannot graft the server's
+    /// spans into a trace of its choosing. The default.
+    #[default]
+    ParentIfAuthenticated,
+    /// The caller's span is always the parent: for a trusted caller that is
+    /// anonymous (one local client over stdio).
+    Parent,
+    /// The caller's span is always a link: the server's span is in a trace
+    /// of its own.
+    Link,
+    /// The `traceparent` is not read.
+    Ignore,
+}
+
 /// The `[prompt.offload]` section.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -148,6 +173,10 @@ pub struct OffloadConfig {
     /// Limits of `lro_extract`: memory, concurrency, waiting and time.
     /// Defaults to [`ExtractionLimits::default`].
     pub extraction: ExtractionLimits,
+    /// What a caller's `traceparent` makes of the server's spans:
+    /// `parent_if_authenticated`, `parent`, `link` or `ignore`. Defaults to
+    /// [`CallerTrace::ParentIfAuthenticated`].
+    pub caller_trace: CallerTrace,
     /// Per-tool overrides, keyed by tool name. Defaults to none.
     pub tools: BTreeMap<String, ToolConfig>,
 }
@@ -170,6 +199,7 @@ impl Default for OffloadConfig {
             exact_band: DEFAULT_EXACT_BAND,
             extract: true,
             extraction: ExtractionLimits::default(),
+            caller_trace: CallerTrace::ParentIfAuthenticated,
             tools: BTreeMap::new(),
         }
     }

@@ -106,10 +106,10 @@ impl LroLayer {
 
     /// Sets what a W3C `traceparent` in a request's `_meta` (MCP
     /// 2026-07-28) makes of the layer's `tools/call` span: the caller's
-    /// span as its parent, or as a link. Defaults to
-    /// [`CallerTrace::ParentIfAuthenticated`]: the parent when the caller's
-    /// principal (see [`LroLayer::principal`]) is not anonymous, a link
-    /// otherwise.
+    /// span as its parent, or as a link. Defaults to the configuration's
+    /// `caller_trace`, by default [`CallerTrace::ParentIfAuthenticated`]:
+    /// the parent when the caller's principal (see
+    /// [`LroLayer::principal`]) is not anonymous, a link otherwise.
     #[must_use]
     pub fn caller_trace(self, caller: CallerTrace) -> Self {
         self.map(|s| s.caller_trace = caller)

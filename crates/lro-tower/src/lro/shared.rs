@@ -69,6 +69,7 @@ impl Shared {
 
     /// The state for `cfg` with results in the output directory.
     pub(crate) fn local(cfg: OffloadConfig) -> Self {
+        let caller_trace = cfg.caller_trace;
         let dir = cfg.resolved_output_dir();
         let ttl = std::time::Duration::from_secs(cfg.ttl_seconds);
         let access = Access::new(&dir).ttl(ttl);
@@ -98,7 +99,7 @@ impl Shared {
             access,
             isolation,
             context: None,
-            caller_trace: CallerTrace::default(),
+            caller_trace,
             remote: None,
         }
     }

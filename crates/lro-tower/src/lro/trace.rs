@@ -31,28 +31,7 @@ use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 
 use super::intercept::Processed;
 
-/// What the layer makes of a caller's W3C `traceparent` in a request's
-/// `_meta` (see [`LroLayer::caller_trace`](crate::LroLayer::caller_trace)).
-/// Its spans reach a trace only through an OpenTelemetry subscriber layer
-/// the application installs (`tracing-opentelemetry`); without one this
-/// changes nothing.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[non_exhaustive]
-pub enum CallerTrace {
-    /// The caller's span is the parent of the layer's span when the caller
-    /// is authenticated (its principal is not anonymous), and a link from
-    /// it otherwise. The default.
-    #[default]
-    ParentIfAuthenticated,
-    /// The caller's span is always the parent: for a trusted caller that is
-    /// anonymous (one local client over stdio).
-    Parent,
-    /// The caller's span is always a link: the layer's span is in a trace
-    /// of the server's.
-    Link,
-    /// The `traceparent` is not read.
-    Ignore,
-}
+pub use lro_core::config::CallerTrace;
 
 /// How the layer's span joins the caller's trace.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,14 +40,14 @@ enum Join {
     Link,
 }
 
-impl CallerTrace {
-    fn join(self, principal: &Principal) -> Option<Join> {
-        match self {
-            Self::ParentIfAuthenticated if principal.is_anonymous() => Some(Join::Link),
-            Self::ParentIfAuthenticated | Self::Parent => Some(Join::Parent),
-            Self::Link => Some(Join::Link),
-            Self::Ignore => None,
-        }
+/// How the layer's span joins the caller's trace, for `caller`'s setting.
+fn join_for(caller: CallerTrace, principal: &Principal) -> Option<Join> {
+    match caller {
+        CallerTrace::ParentIfAuthenticated if principal.is_anonymous() => Some(Join::Link),
+        CallerTrace::ParentIfAuthenticated | CallerTrace::Parent => Some(Join::Parent),
+        CallerTrace::Link => Some(Join::Link),
+        // Ignore, and any setting this layer does not know: not read.
+        _ => None,
     }
 }
 
@@ -102,7 +81,7 @@ pub(crate) fn make_span(
     if let Some(session) = session_id(cx) {
         span.record("mcp.session.id", session.as_str());
     }
-    if let (Some(join), Some(remote)) = (caller.join(principal), remote_span(&cx.meta)) {
+    if let (Some(join), Some(remote)) = (join_for(caller, principal), remote_span(&cx.meta)) {
         match join {
             // Fails only when no OpenTelemetry layer is installed: then
             // there is no trace to join.
@@ -235,7 +214,7 @@ mod tests {
     fn only_an_authenticated_caller_is_a_parent_by_default() {
         let alice = Principal::new("alice");
         let anonymous = Principal::anonymous();
-        let join = |c: CallerTrace, p: &Principal| c.join(p);
+        let join = join_for;
         assert_eq!(CallerTrace::default(), CallerTrace::ParentIfAuthenticated);
         assert_eq!(join(CallerTrace::default(), &alice), Some(Join::Parent));
         assert_eq!(join(CallerTrace::default(), &anonymous), Some(Join::Link));
