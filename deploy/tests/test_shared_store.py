@@ -73,9 +73,11 @@ class Replica:
 
 
 @contextmanager
-def replicas(weed: Seaweed, tmp: Path, prefix: str, n: int = 2, **offload: str) -> Iterator[list[Replica]]:
+def replicas(weed: Seaweed, tmp: Path, prefix: str, n: int = 2, context: Path | None = None,
+             **offload: str) -> Iterator[list[Replica]]:
     """`n` memory-servers on one bucket prefix, each with its own output
-    directory; `offload` sets further `[prompt.offload]` keys."""
+    directory, and the context tools on `context` when given; `offload` sets
+    further `[prompt.offload]` keys."""
     with ExitStack() as stack:
         out = []
         for i in range(n):
@@ -83,6 +85,8 @@ def replicas(weed: Seaweed, tmp: Path, prefix: str, n: int = 2, **offload: str) 
             argv = [str(MEMORY_SERVER), "--http", "127.0.0.1:0", "--metrics", f"127.0.0.1:{metrics}"]
             for who, token in TOKENS.items():
                 argv += ["--bearer", f"{token}={who}"]
+            if context is not None:
+                argv += ["--context-store-root", str(context)]
             env = {
                 "PATH": "/usr/bin:/bin",
                 "ATLATL_PROMPT__OFFLOAD__OUTPUT_DIR": str(tmp / f"replica-{i}"),
@@ -320,3 +324,50 @@ def test_the_compose_topology_matches_the_script():
     template = (REPO / "deploy" / "shared-store" / "nginx.conf.in").read_text()
     directives = lambda text: re.findall(r"^ {12}(\S.*;)$", text, re.M)  # noqa: E731
     assert directives(template) == directives(nginx)
+
+
+def test_context_entries_are_read_back_through_another_replica(seaweed, tmp_path):
+    """Replicas are given the same context store root; here, on one machine,
+    it is one directory, so each read through replica B follows the removal
+    of every local copy: B finds the entry only through the store."""
+    ctx = tmp_path / "ctx"
+    marker = "marker-of-alice"
+    history = [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": "", "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "dump", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "call_1", "content": (marker + " ") * 3000},
+        {"role": "assistant", "content": "done"},
+    ]
+
+    def forget() -> None:
+        for entry in ctx.rglob("*"):
+            if entry.is_file():
+                entry.unlink()
+
+    async def run() -> None:
+        with replicas(seaweed, tmp_path, "context", context=ctx) as (a, b):
+            async with client(a.url, "alice", "2026-07-28") as alice:
+                r = await alice.call_tool("context_offload", {
+                    "messages": history, "context_manage_mode": "compact", "max_total_tokens": 500,
+                    "store_dir": "store"})
+                assert not r.is_error, text(r)
+                answer = json.loads(text(r))
+                stored = answer["metadata"]["stored_files"]
+                assert stored and not answer["metadata"].get("warnings"), answer["metadata"]
+            forget()
+            async with client(b.url, "alice", "2026-07-28") as alice:
+                got = await alice.call_tool("context_read_file", {"absolute_path": stored[0]})
+                assert not got.is_error and marker in text(got), text(got)
+                forget()
+                found = await alice.call_tool("context_grep", {"pattern": marker, "path": "store"})
+                assert not found.is_error and marker in text(found), text(found)
+            forget()
+            async with client(b.url, "bob", "2026-07-28") as bob:
+                theirs = await bob.call_tool("context_read_file", {"absolute_path": stored[0]})
+                assert theirs.is_error and marker not in text(theirs), text(theirs)
+                grep = await bob.call_tool("context_grep", {"pattern": marker})
+                assert text(grep).startswith("Found 0 matches"), text(grep)
+            assert not Path(stored[0]).exists(), "another principal's entry was copied to disk"
+
+    anyio.run(bounded, run)

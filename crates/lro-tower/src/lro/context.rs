@@ -2,12 +2,14 @@
 //! `context_offload`, `context_grep` and `context_read_file`, with the
 //! semantics of ReMe's HTTP API (crate `lro-context`).
 
-use std::sync::Arc;
+use std::{path::PathBuf, sync::Arc};
 
 use lro_context::{ContextOffloader, FileContents};
 use lro_core::principal::Principal;
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool};
 use serde_json::{Value, json};
+
+use super::mirror::Mirror;
 
 /// The tools' names.
 pub const CONTEXT_TOOLS: [&str; 3] = ["context_offload", "context_grep", "context_read_file"];
@@ -72,30 +74,83 @@ pub(crate) fn tools() -> Vec<Tool> {
 
 /// Runs one call of tool `name` for `principal`, who sees only its own
 /// entries. Bad input is a tool error naming the field, never a protocol
-/// error.
+/// error. With a shared store (`mirror`), entries are copied to it after an
+/// offload, and copied back from it before a read or a grep on a replica
+/// that lacks them (see `mirror.rs`).
 pub(crate) async fn call(
     offloader: &ContextOffloader,
+    mirror: Option<&Mirror>,
     principal: &Principal,
     name: &str,
     arguments: Option<JsonObject>,
 ) -> CallToolResult {
     let args = Value::Object(arguments.unwrap_or_default());
+    if let Some(mirror) = mirror {
+        let path = |field: &str| args.get(field).and_then(Value::as_str).map(PathBuf::from);
+        match name {
+            "context_read_file" => {
+                if let Some(path) = path("absolute_path") {
+                    mirror.pull_file(principal, &path).await;
+                }
+            }
+            "context_grep" => {
+                let dir = path("path").unwrap_or_else(|| PathBuf::from("."));
+                mirror.pull_dir(principal, &dir).await;
+            }
+            _ => {}
+        }
+    }
     let offloader = offloader.clone();
     let name = name.to_owned();
-    let principal = principal.clone();
+    let who = principal.clone();
     let done = tokio::task::spawn_blocking(move || match name.as_str() {
         "context_offload" => offloader
-            .offload_json(&principal, args, FileContents::Omitted)
-            .map(|v| v.to_string()),
-        "context_grep" => offloader.grep_json(&principal, args),
-        _ => offloader.read_file_json(&principal, args),
+            .offload_json(&who, args, FileContents::Omitted)
+            .map(Answer::Offloaded),
+        "context_grep" => offloader.grep_json(&who, args).map(Answer::Text),
+        _ => offloader.read_file_json(&who, args).map(Answer::Text),
     })
     .await;
     match done {
-        Ok(Ok(text)) => CallToolResult::success(vec![ContentBlock::text(text)]),
+        Ok(Ok(Answer::Offloaded(mut v))) => {
+            if let Some(mirror) = mirror {
+                share(mirror, principal, &mut v).await;
+            }
+            CallToolResult::success(vec![ContentBlock::text(v.to_string())])
+        }
+        Ok(Ok(Answer::Text(text))) => CallToolResult::success(vec![ContentBlock::text(text)]),
         Ok(Err(e)) => CallToolResult::error(vec![ContentBlock::text(e.to_string())]),
         Err(e) => CallToolResult::error(vec![ContentBlock::text(format!(
             "the context tool failed: {e}"
         ))]),
+    }
+}
+
+enum Answer {
+    Offloaded(Value),
+    Text(String),
+}
+
+/// Copies an offload's stored files to the shared store; one that could not
+/// be copied is named in the answer's warnings (only this replica has it).
+async fn share(mirror: &Mirror, principal: &Principal, answer: &mut Value) {
+    let files: Vec<PathBuf> = answer["metadata"]["stored_files"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(PathBuf::from)
+        .collect();
+    let failed = mirror.push(principal, &files).await;
+    if failed.is_empty() {
+        return;
+    }
+    let warning = json!(format!(
+        "{} stored file(s) could not be copied to the shared store: only this server can read them back",
+        failed.len()
+    ));
+    match answer["metadata"]["warnings"].as_array_mut() {
+        Some(warnings) => warnings.push(warning),
+        None => answer["metadata"]["warnings"] = json!([warning]),
     }
 }

@@ -40,6 +40,7 @@ mod extract;
 mod forward;
 mod intercept;
 mod layer;
+mod mirror;
 mod remote;
 mod service;
 mod shared;

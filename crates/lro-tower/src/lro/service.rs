@@ -134,9 +134,22 @@ impl<H: ServerHandler> Lro<H> {
         }
         if let Some(offloader) = self.listing.context_tool(&self.shared, &tool) {
             // Its answer is the history the caller asked for: never offloaded.
-            let result = context::call(offloader, &principal, &tool, request.arguments)
-                .instrument(span)
-                .await;
+            // With a shared store, entries are copied through it.
+            let mirror = self.shared.remote.as_ref().map(|remote| {
+                super::mirror::Mirror::new(
+                    remote.store.clone(),
+                    offloader.store_roots().dirs().to_vec(),
+                )
+            });
+            let result = context::call(
+                offloader,
+                mirror.as_ref(),
+                &principal,
+                &tool,
+                request.arguments,
+            )
+            .instrument(span)
+            .await;
             return Ok(CallToolResponse::Complete(result));
         }
         async move {
