@@ -371,3 +371,32 @@ def test_context_entries_are_read_back_through_another_replica(seaweed, tmp_path
             assert not Path(stored[0]).exists(), "another principal's entry was copied to disk"
 
     anyio.run(bounded, run)
+
+
+def test_a_presigned_url_downloads_the_callers_result_only(seaweed, tmp_path):
+    async def run() -> None:
+        with replicas(seaweed, tmp_path, "presign", presign="true") as (a, b):
+            async with client(a.url, "alice", "2026-07-28") as alice:
+                d = await offload(alice)
+                assert "presign" not in json.dumps(d), "a descriptor never carries a URL"
+            handle = d["handle"]
+            async with client(b.url, "alice", "2026-07-28") as alice:
+                answer, failed = await extract(alice, handle=handle, presign=True)
+            assert not failed, answer
+            url = re.search(r"(http://\S+)", answer).group(1)
+            assert "X-Amz-Expires=300" in url and "Security-Token" not in url, url
+            with DIRECT.open(url, timeout=PROMPT_S) as reply:
+                downloaded = reply.read()
+            assert downloaded == seaweed.read(BUCKET, key_of(seaweed, "presign", handle))
+            signature = re.search(r"X-Amz-Signature=(\w+)", url).group(1)
+            assert signature not in b.proc.stderr(), "a URL reached the log"
+            async with client(b.url, "bob", "2026-07-28") as bob:
+                theirs, failed = await extract(bob, handle=handle, presign=True)
+            assert failed and "not yours" in theirs and "http" not in theirs, theirs
+        (tmp_path / "off").mkdir()
+        with replicas(seaweed, tmp_path / "off", "presign", n=1) as (c,):
+            async with client(c.url, "alice", "2026-07-28") as alice:
+                refused, failed = await extract(alice, handle=handle, presign=True)
+            assert failed and "no download URLs" in refused, refused
+
+    anyio.run(bounded, run)

@@ -181,6 +181,14 @@ impl Store for Metered {
         result
     }
 
+    async fn presign_get(
+        &self,
+        key: &Key,
+        expires: std::time::Duration,
+    ) -> Result<Option<String>, StoreError> {
+        self.inner.presign_get(key, expires).await
+    }
+
     async fn create_new(&self, key: &Key, body: Bytes) -> Result<bool, StoreError> {
         let started = Instant::now();
         let result = self.inner.create_new(key, body).await;

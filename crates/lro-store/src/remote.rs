@@ -34,8 +34,9 @@ use futures::{StreamExt as _, TryStreamExt as _, stream::BoxStream};
 use object_store::{
     BackoffConfig, ClientConfigKey, GetOptions, GetRange, ObjectStore, ObjectStoreExt as _,
     PutMode, PutOptions, PutPayload, RetryConfig, WriteMultipart,
-    aws::{AmazonS3Builder, AmazonS3ConfigKey},
+    aws::{AmazonS3, AmazonS3Builder, AmazonS3ConfigKey},
     path::Path,
+    signer::Signer as _,
 };
 
 use crate::{
@@ -47,6 +48,9 @@ use crate::{
 /// A store in an S3 bucket, under a prefix.
 pub struct RemoteStore {
     inner: Arc<dyn ObjectStore>,
+    /// The client again, as a URL signer, when its credentials are static
+    /// (no session token, which a presigned URL would carry).
+    signer: Option<Arc<AmazonS3>>,
     url: String,
     prefix: String,
     config: StoreConfig,
@@ -103,8 +107,11 @@ impl RemoteStore {
                 url: url.clone(),
                 source,
             })?;
+        let inner = Arc::new(inner);
+        let temporary = env.get("AWS_SESSION_TOKEN").is_some_and(|t| !t.is_empty());
         Ok(Self {
-            inner: Arc::new(inner),
+            signer: (!temporary).then(|| Arc::clone(&inner)),
+            inner,
             url,
             prefix,
             config: config.clone(),
@@ -180,6 +187,21 @@ impl Store for RemoteStore {
             state: State::Buffering(Vec::new(), 0),
             size: 0,
         }))
+    }
+
+    async fn presign_get(
+        &self,
+        key: &Key,
+        expires: std::time::Duration,
+    ) -> Result<Option<String>, StoreError> {
+        let Some(signer) = &self.signer else {
+            return Ok(None);
+        };
+        let url = signer
+            .signed_url(http::Method::GET, &self.path(key.as_str()), expires)
+            .await
+            .map_err(self.err(Op::Get, key.as_str()))?;
+        Ok(Some(url.to_string()))
     }
 
     async fn create_new(&self, key: &Key, bytes: Bytes) -> Result<bool, StoreError> {

@@ -111,6 +111,19 @@ pub trait Store: Send + Sync + fmt::Debug + fmt::Display {
     /// (S3's `If-None-Match: *`, a local `O_EXCL`): what a claim is made of.
     async fn create_new(&self, key: &Key, bytes: Bytes) -> Result<bool, StoreError>;
 
+    /// A URL that downloads `key` without credentials until `expires` has
+    /// passed; `None` when this store cannot make one (a local directory,
+    /// or temporary credentials, whose session token the URL would carry).
+    /// Signing sends nothing: the object may not exist.
+    async fn presign_get(
+        &self,
+        key: &Key,
+        expires: std::time::Duration,
+    ) -> Result<Option<String>, StoreError> {
+        let _ = (key, expires);
+        Ok(None)
+    }
+
     /// Writes `key` from a stream of chunks: complete or not at all. A
     /// failing body aborts the upload ([`StoreError::Body`]).
     async fn put(&self, key: &Key, mut body: BodyStream) -> Result<u64, StoreError> {

@@ -145,6 +145,10 @@ pub struct OffloadConfig {
     /// seconds: an offload that passes it falls back to truncation, a read
     /// gets an error. Defaults to 30.
     pub store_timeout_seconds: u64,
+    /// With a store, lets `lro_extract` answer `presign: true` with one
+    /// download URL of the caller's result, valid 5 minutes, for clients
+    /// with a shell; only with static credentials. Defaults to `false`.
+    pub presign: bool,
     /// Cron expression with seconds for the cleanup task. Defaults to hourly.
     pub cleanup_schedule: String,
     /// Disk quota of the whole offload directory: a write that would pass
@@ -190,6 +194,7 @@ impl Default for OffloadConfig {
             output_dir: PathBuf::new(),
             store: String::new(),
             store_timeout_seconds: DEFAULT_STORE_TIMEOUT_SECONDS,
+            presign: false,
             cleanup_schedule: DEFAULT_CLEANUP_SCHEDULE.to_owned(),
             max_total_bytes: Some(DEFAULT_MAX_TOTAL_BYTES),
             max_principal_bytes: Some(DEFAULT_MAX_PRINCIPAL_BYTES),

@@ -31,7 +31,7 @@ arguments for the next part.";
 
 /// The input schema: names and types of [`ExtractRequest`]'s fields, the
 /// result named by `location`'s field.
-fn input_schema(location: Location) -> JsonObject {
+fn input_schema(location: Location, presign: bool) -> JsonObject {
     let int = json!({"type": "integer", "minimum": 0});
     let text = json!({"type": "string"});
     let json = json!({
@@ -68,7 +68,12 @@ fn input_schema(location: Location) -> JsonObject {
         "additionalProperties": false
     });
     match json {
-        serde_json::Value::Object(map) => map,
+        serde_json::Value::Object(mut map) => {
+            if presign {
+                map["properties"]["presign"] = json!({"type": "boolean"});
+            }
+            map
+        }
         _ => unreachable!("an object literal"),
     }
 }
@@ -85,7 +90,14 @@ fn location(shared: &Shared) -> Location {
 /// The tool definition, with the results' lifetime in the description.
 pub(crate) fn tool(shared: &Shared) -> Tool {
     let location = location(shared);
-    let description = DESCRIPTION.replace("FIELD", location.field());
+    let presign = shared.remote.is_some() && shared.cfg.presign;
+    let mut description = DESCRIPTION.replace("FIELD", location.field());
+    if presign {
+        description.push_str(
+            " presign: true with handle alone returns one download URL, valid 5 minutes, for a \
+             client with a shell.",
+        );
+    }
     let description = match shared.access.lifetime() {
         Some(ttl) => format!(
             "{description} Results expire after {}; then call the original tool again.",
@@ -93,13 +105,43 @@ pub(crate) fn tool(shared: &Shared) -> Tool {
         ),
         None => description,
     };
-    Tool::new(EXTRACT_TOOL, description, Arc::new(input_schema(location)))
+    Tool::new(
+        EXTRACT_TOOL,
+        description,
+        Arc::new(input_schema(location, presign)),
+    )
 }
 
 /// A tool error the model reads, with the span marked.
 fn refuse(text: impl Into<String>) -> CallToolResult {
     trace::on_failure(&Span::current(), trace::TOOL_ERROR);
     CallToolResult::error(vec![ContentBlock::text(text.into())])
+}
+
+/// `presign: true`: one download URL of the caller's result, after the
+/// same checks as a read. Never logged, never in a descriptor.
+async fn presigned(
+    shared: &Shared,
+    principal: &Principal,
+    handle: Option<String>,
+    rest: &JsonObject,
+) -> CallToolResult {
+    let (Some(remote), Some(handle), true) = (&shared.remote, handle, shared.cfg.presign) else {
+        return refuse("this server offers no download URLs (presign): use lro_extract's forms");
+    };
+    // Only the placeholder `take_handle` left.
+    if rest.keys().any(|k| k != "file_path") {
+        return refuse("presign takes handle alone");
+    }
+    match remote.presign(&shared.access, principal, &handle).await {
+        Ok(url) => CallToolResult::success(vec![ContentBlock::text(format!(
+            "One GET downloads {handle} within {}, no credentials needed: {url}\n\
+             It is the JSONL file: line 1 the header, then one record a line \
+             (curl -s 'URL' | tail -n +2 | jq …).",
+            lro_extract::access::lifetime(super::remote::PRESIGN_LIFETIME)
+        ))]),
+        Err(denied) => refuse(denied.to_string()),
+    }
 }
 
 /// With a store, the handle out of `args`, and a placeholder `file_path`
@@ -140,6 +182,14 @@ pub(crate) async fn call(
         },
         None => None,
     };
+    let presign = match arguments.remove("presign") {
+        None | Some(serde_json::Value::Bool(false)) => false,
+        Some(serde_json::Value::Bool(true)) => true,
+        Some(_) => return refuse("presign must be true or false"),
+    };
+    if presign {
+        return presigned(shared, principal, handle, &arguments).await;
+    }
     let mut request: ExtractRequest =
         match serde_json::from_value(serde_json::Value::Object(arguments)) {
             Ok(r) => r,
@@ -226,7 +276,7 @@ mod tests {
             v.sort();
             v
         };
-        let ours = serde_json::Value::Object(input_schema(Location::FilePath));
+        let ours = serde_json::Value::Object(input_schema(Location::FilePath, false));
         assert_eq!(names(&ours["properties"]), names(&derived["properties"]));
         let grep = &ours["properties"]["grep"]["properties"];
         assert_eq!(names(grep), names(&derived["$defs"]["Grep"]["properties"]));

@@ -62,6 +62,11 @@ pub(crate) enum FetchError {
         #[source]
         source: Option<StoreError>,
     },
+    /// The store cannot sign a URL: temporary credentials.
+    #[error(
+        "this server's store credentials are temporary, so it makes no download URLs: use lro_extract"
+    )]
+    NoPresign,
     /// The scratch copy could not be made on this replica.
     #[error(
         "lro_extract could not read {handle:?}: no room for its copy on this server ({source})"
@@ -97,9 +102,7 @@ impl Remote {
         let unknown = || AccessError::Unknown {
             path: handle.to_owned(),
         };
-        let name = handle::parse(handle).ok_or_else(unknown)?;
-        check_expiry(access, principal, handle, &name)?;
-        let key = Key::new(handle::key(principal, &name)).map_err(|_| unknown())?;
+        let (name, key) = locate(access, principal, handle)?;
         let scratch = |source| FetchError::Scratch {
             handle: handle.to_owned(),
             source,
@@ -141,6 +144,64 @@ impl Remote {
             }),
         }
     }
+}
+
+impl Remote {
+    /// One download URL of `principal`'s result named `handle`, valid for
+    /// [`PRESIGN_LIFETIME`]: checked as [`Remote::fetch`] checks, and the
+    /// object seen to exist, before anything is signed.
+    pub(crate) async fn presign(
+        &self,
+        access: &Access,
+        principal: &Principal,
+        handle: &str,
+    ) -> Result<String, FetchError> {
+        let unknown = || AccessError::Unknown {
+            path: handle.to_owned(),
+        };
+        let (_, key) = locate(access, principal, handle)?;
+        let store = |source: StoreError| FetchError::Store {
+            handle: handle.to_owned(),
+            what: lro_store::sink::describe(source.kind()),
+            source: Some(source),
+        };
+        match tokio::time::timeout(self.timeout, self.store.head(&key)).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(err)) if err.kind() == ErrorKind::NotFound => return Err(unknown().into()),
+            Ok(Err(err)) => return Err(store(err)),
+            Err(_) => {
+                return Err(FetchError::Store {
+                    handle: handle.to_owned(),
+                    what: lro_store::sink::describe(ErrorKind::Timeout),
+                    source: None,
+                });
+            }
+        }
+        self.store
+            .presign_get(&key, PRESIGN_LIFETIME)
+            .await
+            .map_err(store)?
+            .ok_or(FetchError::NoPresign)
+    }
+}
+
+/// How long a presigned URL works: the bound, 5 minutes.
+pub(crate) const PRESIGN_LIFETIME: Duration = Duration::from_secs(300);
+
+/// The result `handle` names and its key in `principal`'s folder, once the
+/// handle parses and has not expired; nothing is asked of the store.
+fn locate(
+    access: &Access,
+    principal: &Principal,
+    handle: &str,
+) -> Result<(OffloadFileName, Key), AccessError> {
+    let unknown = || AccessError::Unknown {
+        path: handle.to_owned(),
+    };
+    let name = handle::parse(handle).ok_or_else(unknown)?;
+    check_expiry(access, principal, handle, &name)?;
+    let key = Key::new(handle::key(principal, &name)).map_err(|_| unknown())?;
+    Ok((name, key))
 }
 
 /// Expiry from the handle's own timestamp, before any request to the store.
