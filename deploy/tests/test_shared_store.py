@@ -74,10 +74,10 @@ class Replica:
 
 @contextmanager
 def replicas(weed: Seaweed, tmp: Path, prefix: str, n: int = 2, context: Path | None = None,
-             **offload: str) -> Iterator[list[Replica]]:
+             bucket: str = BUCKET, env: dict[str, str] | None = None, **offload: str) -> Iterator[list[Replica]]:
     """`n` memory-servers on one bucket prefix, each with its own output
     directory, and the context tools on `context` when given; `offload` sets
-    further `[prompt.offload]` keys."""
+    further `[prompt.offload]` keys, `env` overrides the AWS variables."""
     with ExitStack() as stack:
         out = []
         for i in range(n):
@@ -90,9 +90,10 @@ def replicas(weed: Seaweed, tmp: Path, prefix: str, n: int = 2, context: Path | 
             env = {
                 "PATH": "/usr/bin:/bin",
                 "ATLATL_PROMPT__OFFLOAD__OUTPUT_DIR": str(tmp / f"replica-{i}"),
-                "ATLATL_PROMPT__OFFLOAD__STORE": f"s3://{BUCKET}/{prefix}",
+                "ATLATL_PROMPT__OFFLOAD__STORE": f"s3://{bucket}/{prefix}",
                 **{f"ATLATL_PROMPT__OFFLOAD__{k.upper()}": v for k, v in offload.items()},
                 **weed.env(),
+                **(env or {}),
             }
             proc = Background(argv, env, tmp / f"replica-{i}.err", name=f"replica {i}")
             stack.callback(proc.stop)
@@ -398,5 +399,30 @@ def test_a_presigned_url_downloads_the_callers_result_only(seaweed, tmp_path):
             async with client(c.url, "alice", "2026-07-28") as alice:
                 refused, failed = await extract(alice, handle=handle, presign=True)
             assert failed and "no download URLs" in refused, refused
+
+    anyio.run(bounded, run)
+
+
+@pytest.mark.parametrize(("fault", "reason"), [
+    ("credentials", L.WriteFailureReason.StoreCredentials),
+    ("bucket", L.WriteFailureReason.StoreBucketMissing),
+])
+def test_a_misconfigured_store_falls_back_with_its_own_reason(fault, reason, seaweed, tmp_path):
+    """Refused credentials and a missing bucket: every offload falls back to
+    truncation, counted under a reason of its own, and the warning names no
+    credential, bucket or endpoint."""
+    wrong = {"credentials": {"AWS_SECRET_ACCESS_KEY": "sk-wrong-" + seaweed.secret_key[-6:]},
+             "bucket": {}}[fault]
+    bucket = BUCKET if fault == "credentials" else "lro-no-such-bucket"
+
+    async def run() -> None:
+        with replicas(seaweed, tmp_path, "faults", n=1, bucket=bucket, env=wrong) as (a,):
+            async with client(a.url, "alice", "2026-07-28") as alice:
+                result = await alice.call_tool("list_memories", {"limit": 200, "detail": "full"})
+            warning = text(result)
+            assert not result.is_error and warning.startswith("WARNING: large result offloading failed"), warning
+            for secret in (seaweed.secret_key, seaweed.access_key, seaweed.endpoint, bucket, *wrong.values()):
+                assert secret not in warning, warning
+            assert scrape(a.metrics, M.OFFLOAD_WRITE_FAILURES_TOTAL, reason=reason) == 1
 
     anyio.run(bounded, run)
