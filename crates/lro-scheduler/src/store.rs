@@ -2,8 +2,7 @@
 //! TTL expiry, each expiry counted once however many cleaners run.
 //!
 //! Every replica runs the same pass on the same bucket. A result's age
-//! comes from the ULID in its name, as on disk, so no cleaner deletes one
-//! before its TTL whatever its clock says of the object's upload. Deleting
+//! comes from the ULID in its name, as on disk, not from the upload's time. Deleting
 //! is idempotent on S3 and says nothing of who deleted, so an expiry is
 //! **claimed** first: the cleaner that creates `lro-claims/{key}` with
 //! `If-None-Match: *` ([`Store::create_new`]) is the one that deletes the
@@ -11,8 +10,14 @@
 //! winner deletes the result before its claim, and counts only a result it
 //! saw still there after claiming, so a late cleaner that claims after the
 //! claim is gone finds nothing to count. A claim left by a cleaner that
-//! died is removed once older than the temp grace, and the result expired
-//! on a later pass.
+//! died is swept once older than the temp grace: its result deleted
+//! uncounted, then the claim (see `sweep`), so an expiry is counted at most
+//! once, and once unless its cleaner died mid-way.
+//!
+//! Ages compare this cleaner's clock with the writer's (the ULID) and with
+//! the store's (a claim's last-modified time): replicas' clocks must agree
+//! (NTP) to well within the grace (ten minutes); a skew of S makes expiry
+//! early or late by S.
 //!
 //! The directory's byte quota does not apply to a store: an S3 lifecycle
 //! rule is its backstop (`deploy/README.md`).
@@ -96,7 +101,7 @@ pub async fn run_store_once(
     let objects = match listed {
         Ok(objects) => objects,
         Err(err) => {
-            tracing::warn!(error = %err, "cannot list the offload store");
+            tracing::warn!(kind = %err.kind(), "cannot list the offload store");
             report.errors += 1;
             Vec::new()
         }
@@ -129,7 +134,7 @@ pub async fn run_store_once(
                     }
                     Ok(None) => {}
                     Err(err) => {
-                        tracing::warn!(object = %short_digest(object.key.as_str()), error = %err, "cannot expire an offload object");
+                        tracing::warn!(object = %short_digest(object.key.as_str()), kind = %err.kind(), "cannot expire an offload object");
                         report.errors += 1;
                     }
                 }
@@ -137,10 +142,10 @@ pub async fn run_store_once(
             Kind::Claim => {
                 let age = now.duration_since(object.last_modified).unwrap_or_default();
                 if age > policy.temp_grace {
-                    match store.delete(&object.key).await {
+                    match sweep(store, &object.key).await {
                         Ok(()) => report.temp_removed += 1,
                         Err(err) => {
-                            tracing::warn!(error = %err, "cannot remove a stale expiry claim");
+                            tracing::warn!(kind = %err.kind(), "cannot sweep a stale expiry claim");
                             report.errors += 1;
                         }
                     }
@@ -171,14 +176,77 @@ async fn expire(store: &dyn Store, key: &Key) -> Result<Option<u64>, lro_store::
     };
     // Only after the result is gone: a later claim then finds nothing.
     // When deleting the result failed, the claim goes too, so the next
-    // pass retries at once rather than after the grace.
-    store.delete(&claim).await?;
+    // pass retries at once rather than after the grace. A claim that cannot
+    // be deleted is swept later; the expiry is still this cleaner's.
+    if let Err(err) = store.delete(&claim).await {
+        tracing::warn!(kind = %err.kind(), "cannot delete an expiry claim");
+    }
     outcome
+}
+
+/// A claim older than the grace: its cleaner died between claiming and
+/// deleting, or is slow. Its result is deleted uncounted, then the claim.
+/// Deleting the result first keeps the count at most once: a claim made
+/// after this finds no result to count, and the claim deleted here may be a
+/// newer one whose cleaner counts only if its HEAD came before this delete.
+/// The cost: an expiry whose cleaner died is not counted.
+async fn sweep(store: &dyn Store, claim: &Key) -> Result<(), lro_store::StoreError> {
+    let result = claim
+        .as_str()
+        .strip_prefix(CLAIMS)
+        .map(|k| k.trim_start_matches('/'))
+        .and_then(|k| Key::new(k).ok());
+    if let Some(result) = result {
+        store.delete(&result).await?;
+    }
+    store.delete(claim).await
 }
 
 #[cfg(test)]
 mod tests {
+    use std::{sync::Arc, time::Duration};
+
+    use lro_core::event::MemorySink;
+
     use super::*;
+
+    #[tokio::test]
+    async fn a_stale_claim_is_swept_with_its_result_uncounted() {
+        let dir = tempfile::tempdir().unwrap();
+        let store: Arc<dyn Store> =
+            Arc::new(lro_store::LocalStore::open(dir.path(), lro_store::LOCAL_READ_CHUNK).unwrap());
+        let name = OffloadFileName::new("list").to_string();
+        let result = Key::new(format!("p-01/{name}")).unwrap();
+        let claim = Key::new(format!("{CLAIMS}/p-01/{name}")).unwrap();
+        store
+            .put_bytes(&result, Bytes::from_static(b"{}\n"))
+            .await
+            .unwrap();
+        // A cleaner claimed it and died.
+        assert!(store.create_new(&claim, Bytes::new()).await.unwrap());
+        let policy = CleanupPolicy::new().ttl(Duration::from_secs(7200));
+        let sink = MemorySink::new();
+        // Within the grace: both stay, the result is fresh and uncounted.
+        let done = run_store_once(&*store, &policy, SystemTime::now(), &sink).await;
+        assert_eq!((done.deleted, done.temp_removed), (0, 0));
+        assert!(store.head(&claim).await.is_ok());
+        // An hour on: the claim is stale; result and claim go, uncounted.
+        let later = SystemTime::now() + Duration::from_secs(3600);
+        let done = run_store_once(&*store, &policy, later, &sink).await;
+        assert_eq!((done.deleted, done.temp_removed, done.errors), (0, 1, 0));
+        for key in [&result, &claim] {
+            assert_eq!(
+                store.head(key).await.unwrap_err().kind(),
+                ErrorKind::NotFound
+            );
+        }
+        assert!(
+            !sink
+                .events()
+                .iter()
+                .any(|e| matches!(e, LroEvent::OffloadFileExpired(_)))
+        );
+    }
 
     #[test]
     fn only_results_and_claims_are_ours() {

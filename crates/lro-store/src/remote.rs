@@ -108,9 +108,14 @@ impl RemoteStore {
                 source,
             })?;
         let inner = Arc::new(inner);
-        let temporary = env.get("AWS_SESSION_TOKEN").is_some_and(|t| !t.is_empty());
+        // Only static keys sign: any other source (a session token, web
+        // identity, the container or instance metadata) is temporary, and a
+        // presigned URL would carry its token.
+        let set = |name: &str| env.get(name).is_some_and(|v| !v.is_empty());
+        let static_keys =
+            set("AWS_ACCESS_KEY_ID") && set("AWS_SECRET_ACCESS_KEY") && !set("AWS_SESSION_TOKEN");
         Ok(Self {
-            signer: (!temporary).then(|| Arc::clone(&inner)),
+            signer: static_keys.then(|| Arc::clone(&inner)),
             inner,
             url,
             prefix,
@@ -201,7 +206,9 @@ impl Store for RemoteStore {
             .signed_url(http::Method::GET, &self.path(key.as_str()), expires)
             .await
             .map_err(self.err(Op::Get, key.as_str()))?;
-        Ok(Some(url.to_string()))
+        // A second guard: a URL that carries a token is never handed out.
+        let url = url.to_string();
+        Ok((!url.contains("X-Amz-Security-Token")).then_some(url))
     }
 
     async fn create_new(&self, key: &Key, bytes: Bytes) -> Result<bool, StoreError> {

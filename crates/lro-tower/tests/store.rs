@@ -179,3 +179,33 @@ async fn a_result_offloaded_on_one_replica_is_read_by_handle_on_the_other() {
     .await
     .expect("within the patience");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_without_the_layers_lro_extract_truncates_and_says_why() {
+    tokio::time::timeout(PATIENCE, async {
+        let tmp = tempfile::tempdir().unwrap();
+        let store: Arc<dyn Store> =
+            Arc::new(LocalStore::open(&tmp.path().join("bucket"), 65536).unwrap());
+        let ct = CancellationToken::new();
+        // lro_extract off: a handle could never be read back.
+        let mut cfg = config(&tmp.path().join("out"), 200);
+        cfg.extract = false;
+        let layer = LroLayer::new(cfg).store(store.clone());
+        let addr = serve_http_as(move || layer.wrap(TestServer::default()), false, &ct).await;
+        let alice = connect_http_as(addr, ALICE, ClientConfig::default()).await;
+        let r = call(&alice, "items", json!({"n": 400, "size": 40})).await;
+        let warning = r.content[0].as_text().unwrap().text.clone();
+        assert!(
+            warning.starts_with("WARNING: large result offloading failed"),
+            "{warning}"
+        );
+        assert!(
+            warning.contains("read only with this layer's lro_extract"),
+            "{warning}"
+        );
+        assert!(files_under(&tmp.path().join("bucket")).is_empty());
+        ct.cancel();
+    })
+    .await
+    .expect("within the patience");
+}

@@ -207,7 +207,12 @@ pub(crate) async fn call(
                     request.file_path = fetched.path.to_string_lossy().into_owned();
                     (fetched.root().to_owned(), Some(fetched), handle)
                 }
-                Err(denied) => return refuse(denied.to_string()),
+                Err(denied) => {
+                    if let super::remote::FetchError::Scratch { source, .. } = &denied {
+                        tracing::warn!(error = %source.kind(), "no working copy of a stored result");
+                    }
+                    return refuse(denied.to_string());
+                }
             }
         }
         _ => match shared.access.check(principal, &request.file_path) {

@@ -13,6 +13,8 @@ use lro_core::{
     Detail, RecordSet, TokenEstimator,
     event::{self, LroEvent, OffloadWriteFailed, Offloaded, ToolOutcome, ToolResult},
     file::WriteError,
+    metric::label::WriteFailureReason,
+    object::ObjectError,
     offload::{OffloadInput, OffloadOutput, records_within_budget, truncation_warning},
     principal::Principal,
     records::RecordKind,
@@ -326,7 +328,19 @@ impl Shared {
         } else {
             &self.offloader
         };
-        match offloader.offload(input, &|| cancel.load(Ordering::Relaxed)) {
+        // A stored result is read only through the layer's own lro_extract:
+        // with none, or the server's own in its place, nothing could read it.
+        let offloaded = if self.remote.is_some() && (job.shadowed || self.extractor.is_none()) {
+            Err(WriteError::Store(ObjectError::new(
+                WriteFailureReason::StoreOther,
+                "results in the shared store are read only with this layer's lro_extract, which \
+                 this server does not offer",
+                None,
+            )))
+        } else {
+            offloader.offload(input, &|| cancel.load(Ordering::Relaxed))
+        };
+        match offloaded {
             Ok(out) => JobOutcome::Offloaded {
                 out: Box::new(out),
                 records: records.len(),

@@ -165,12 +165,8 @@ mod tests {
 
     fn mirror() -> Mirror {
         let dir = tempfile::tempdir().unwrap();
-        let store = lro_store::open(
-            dir.path().to_str().unwrap(),
-            &lro_store::StoreConfig::new(),
-            &lro_store::Env::new(),
-        )
-        .unwrap();
+        let store: Arc<dyn Store> =
+            Arc::new(lro_store::LocalStore::open(dir.path(), lro_store::LOCAL_READ_CHUNK).unwrap());
         Mirror::new(store, vec!["/srv/a".into(), "/srv/b".into()])
     }
 

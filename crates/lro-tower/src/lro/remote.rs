@@ -68,9 +68,9 @@ pub(crate) enum FetchError {
     )]
     NoPresign,
     /// The scratch copy could not be made on this replica.
-    #[error(
-        "lro_extract could not read {handle:?}: no room for its copy on this server ({source})"
-    )]
+    /// The text says no more: the local error names this server's
+    /// directories.
+    #[error("lro_extract could not read {handle:?}: this server could not make its working copy")]
     Scratch {
         /// The handle as given.
         handle: String,
