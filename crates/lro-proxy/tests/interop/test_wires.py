@@ -270,3 +270,35 @@ def test_bad_input_gets_the_spec_error_and_the_face_stays_up(raw_face, case):
     got_status, answer = post(raw_face, "tools/list", {"_meta": ENVELOPE}, rid=8)
     assert got_status == 200 and "list_memories" in [t["name"] for t in answer["result"]["tools"]], answer
 
+
+
+def test_a_2025_06_18_session_is_served_whole(raw_face):
+    """A client of 2025-06-18 (sessions, no _meta envelope) on the same /mcp:
+    initialize, initialized, tools/list and tools/call in its session, then
+    DELETE ends it."""
+    old = "2025-06-18"
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+    def answer(response, rid: int) -> dict:
+        if response.headers.get("content-type", "").startswith("text/event-stream"):
+            messages = [json.loads(line[5:]) for line in response.text.splitlines() if line.startswith("data:") and line[5:].strip()]
+            return next(m for m in messages if m.get("id") == rid)
+        return response.json()
+
+    with httpx2.Client(timeout=PROMPT_S, trust_env=False) as http:
+        init = http.post(raw_face, headers=headers, json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": old, "capabilities": {}, "clientInfo": {"name": "old", "version": "1"}}})
+        assert init.status_code == 200, init.text
+        assert answer(init, 1)["result"]["protocolVersion"] == old
+        session = {**headers, "Mcp-Session-Id": init.headers["mcp-session-id"], "MCP-Protocol-Version": old}
+        done = http.post(raw_face, headers=session, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+        assert done.status_code == 202, done.text
+        listed = answer(http.post(raw_face, headers=session, json={"jsonrpc": "2.0", "id": 2, "method": "tools/list"}), 2)
+        assert "list_memories" in [t["name"] for t in listed["result"]["tools"]], listed
+        called = answer(http.post(raw_face, headers=session, json={"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+            "name": "list_memories", "arguments": {"limit": 2}}}), 3)
+        assert not called["result"].get("isError") and called["result"]["content"], called
+        assert "resultType" not in called["result"], "a 2026-07-28 field on the 2025-06-18 wire"
+        assert http.delete(raw_face, headers=session).status_code in (200, 202, 204)
+        gone = http.post(raw_face, headers=session, json={"jsonrpc": "2.0", "id": 4, "method": "tools/list"})
+        assert gone.status_code == 404, gone.text
