@@ -27,11 +27,18 @@ pub(crate) struct Remote {
     scratch: PathBuf,
     /// The most one read of the store may take.
     timeout: Duration,
+    /// Working copies at once (the extraction limit `max_concurrent`), so
+    /// concurrent reads cannot fill this replica's disk with copies; a call
+    /// waits at most `queue`.
+    copies: Arc<tokio::sync::Semaphore>,
+    queue: Duration,
 }
 
 /// A result copied for one call; removed when dropped.
 pub(crate) struct Fetched {
+    // Dropped after `dir`: the slot is freed once the copy is gone.
     dir: tempfile::TempDir,
+    _slot: tokio::sync::OwnedSemaphorePermit,
     /// The copy's path, for the request's `file_path`.
     pub(crate) path: PathBuf,
 }
@@ -62,6 +69,14 @@ pub(crate) enum FetchError {
         #[source]
         source: Option<StoreError>,
     },
+    /// Every working-copy slot stayed taken for the queue timeout.
+    #[error(
+        "lro_extract is busy: too many results are being read now; try {handle:?} again shortly"
+    )]
+    Busy {
+        /// The handle as given.
+        handle: String,
+    },
     /// The store cannot sign a URL: temporary credentials.
     #[error(
         "this server's store credentials are temporary, so it makes no download URLs: use lro_extract"
@@ -81,11 +96,20 @@ pub(crate) enum FetchError {
 }
 
 impl Remote {
-    pub(crate) fn new(store: Arc<dyn Store>, scratch: PathBuf, timeout: Duration) -> Self {
+    pub(crate) fn new(
+        store: Arc<dyn Store>,
+        scratch: PathBuf,
+        timeout: Duration,
+        limits: &lro_core::config::ExtractionLimits,
+    ) -> Self {
         Self {
             store,
             scratch,
             timeout,
+            copies: Arc::new(tokio::sync::Semaphore::new(
+                limits.max_concurrent.max(1) as usize
+            )),
+            queue: Duration::from_secs(limits.queue_timeout_seconds),
         }
     }
 
@@ -103,6 +127,13 @@ impl Remote {
             path: handle.to_owned(),
         };
         let (name, key) = locate(access, principal, handle)?;
+        let slot = tokio::time::timeout(self.queue, self.copies.clone().acquire_owned())
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .ok_or_else(|| FetchError::Busy {
+                handle: handle.to_owned(),
+            })?;
         let scratch = |source| FetchError::Scratch {
             handle: handle.to_owned(),
             source,
@@ -129,7 +160,11 @@ impl Remote {
         )
         .await;
         match copied {
-            Ok(Ok(_)) => Ok(Fetched { dir, path }),
+            Ok(Ok(_)) => Ok(Fetched {
+                dir,
+                _slot: slot,
+                path,
+            }),
             Ok(Err(err)) if err.kind() == ErrorKind::NotFound => Err(unknown().into()),
             Ok(Err(StoreError::Body { source, .. })) => Err(scratch(source)),
             Ok(Err(source)) => Err(FetchError::Store {

@@ -64,7 +64,7 @@ impl Shared {
             .offloader
             .clone()
             .sink(Arc::new(lro_store::BlockingSink::new(store.clone())));
-        self.remote = Some(Remote::new(store, dir, timeout));
+        self.remote = Some(Remote::new(store, dir, timeout, &self.cfg.extraction));
     }
 
     /// The state for `cfg` with results in the output directory.
