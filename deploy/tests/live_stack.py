@@ -37,6 +37,7 @@ from testkit import waiting
 from testkit.binaries import ensure_built
 from testkit.http import http_get
 from testkit.procs import Background, environ_without, free_port
+from testkit.seaweed import Seaweed
 
 JOB = "memory-server"
 # The scrape job of `lro proxy` in deploy/prometheus/prometheus.yml.
@@ -152,8 +153,8 @@ async def call(session, name: str, args: dict):
 # ---------------------------------------------------------------------------
 
 
-def prometheus_config(path: Path, metrics_port: int, proxy_metrics_port: int | None = None, audit_port: int | None = None) -> None:
-    """deploy/prometheus/prometheus.yml, pointed at the test server (job memory-server) and,
+def prometheus_config(path: Path, metrics_port: int | list[int], proxy_metrics_port: int | None = None, audit_port: int | None = None) -> None:
+    """deploy/prometheus/prometheus.yml, pointed at the test server(s) (job memory-server) and,
     if given, the test proxy (job lro-proxy) and the node exporter serving the
     audit textfile (job lro-audit), scraping every second."""
     cfg = yaml.safe_load((PROM_DIR / "prometheus.yml").read_text(encoding="utf-8"))
@@ -171,7 +172,8 @@ def prometheus_config(path: Path, metrics_port: int, proxy_metrics_port: int | N
         jobs = [j for j in cfg["scrape_configs"] if j["job_name"] == name]
         assert len(jobs) == 1, f"deploy/prometheus/prometheus.yml must have one job {name!r}"
         job = jobs[0]
-        job["static_configs"] = [{"targets": [f"127.0.0.1:{port}"], "labels": job["static_configs"][0].get("labels", {})}]
+        ports = port if isinstance(port, list) else [port]
+        job["static_configs"] = [{"targets": [f"127.0.0.1:{p}" for p in ports], "labels": job["static_configs"][0].get("labels", {})}]
         scrape.append(job)
     cfg["scrape_configs"] = scrape
     path.write_text(yaml.safe_dump(cfg, sort_keys=False), encoding="utf-8")
@@ -192,15 +194,22 @@ class Launched:
     proxy: Background | None = None
     proxy_instance: str | None = None
     proxy_url: str | None = None
+    store: Background | None = None
+    store_instance: str | None = None
+    store_url: str | None = None
+    seaweed: Seaweed | None = None
 
 
-def launch(tmp: Path, procs: list[Background], extra_env: dict[str, str], proxy: bool = False) -> Launched:
+def launch(tmp: Path, procs: list[Background], extra_env: dict[str, str], proxy: bool = False, store: bool = False) -> Launched:
     """Starts the stack under `tmp` (offload files in `tmp/offload`) and waits
     until Prometheus scrapes the server. With `proxy`, also starts
     `lro proxy --http … --metrics … -- memory-server --no-lro` (the same
     settings, offload files in `tmp/proxy-offload`), scraped as job lro-proxy.
-    Started processes are appended to `procs` as they start, so the caller can
-    stop them whatever happens."""
+    With `store`, also a SeaweedFS and a second memory-server whose results go
+    to it (`store = "s3://…"`), scraped as a second target of job
+    memory-server. Started processes are appended to `procs` as they start,
+    so the caller can stop them whatever happens; the SeaweedFS is returned,
+    for the caller to close."""
     prom_bin = shutil.which("prometheus")
     assert prom_bin, "prometheus not found on PATH: apt-get install -y prometheus"
     built = ensure_built()
@@ -254,8 +263,30 @@ def launch(tmp: Path, procs: list[Background], extra_env: dict[str, str], proxy:
             f"--collector.textfile.directory={textfiles}", f"--web.listen-address=127.0.0.1:{audit_port}",
         ], env)
 
+    seaweed = store_proc = store_instance = store_url = None
+    server_ports = [metrics_port]
+    if store:
+        seaweed = Seaweed(tmp)
+        seaweed.start()
+        assert seaweed.proc is not None
+        procs.append(seaweed.proc)
+        seaweed.create_bucket("lro-live")
+        store_metrics = free_port()
+        server_ports.append(store_metrics)
+        store_instance = f"127.0.0.1:{store_metrics}"
+        (tmp / "store-scratch").mkdir(mode=0o700)
+        store_proc = start(
+            "memory-server store",
+            [binary, "--http", "127.0.0.1:0", "--metrics", store_instance],
+            # Results live an hour: the workload reads each back.
+            {**env, **seaweed.env(), "ATLATL_PROMPT__OFFLOAD__STORE": "s3://lro-live/live",
+             "ATLATL_PROMPT__OFFLOAD__OUTPUT_DIR": str(tmp / "store-scratch"),
+             "ATLATL_PROMPT__OFFLOAD__TTL_SECONDS": "3600"},
+        )
+        store_url = store_proc.wait_url(STARTUP_TIMEOUT_S)
+
     prom_cfg = tmp / "prometheus.yml"
-    prometheus_config(prom_cfg, metrics_port, proxy_metrics_port, audit_port)
+    prometheus_config(prom_cfg, server_ports, proxy_metrics_port, audit_port)
 
     server = start(
         "memory-server",
@@ -303,7 +334,10 @@ def launch(tmp: Path, procs: list[Background], extra_env: dict[str, str], proxy:
         )
     if audit_port is not None:
         wait_until(lambda: prom.value(f'up{{job="{AUDIT_JOB}"}}') == 1, STARTUP_TIMEOUT_S, "the node exporter's scrape target to be up")
+    if store_instance is not None:
+        wait_until(lambda: prom.value(f'up{{job="{JOB}", instance="{store_instance}"}}') == 1, STARTUP_TIMEOUT_S, "the store replica's scrape target to be up")
     return Launched(
-        server, prometheus, prom, instance, f"http://127.0.0.1:{http_port}/mcp", offload_dir, proxy_proc, proxy_instance, proxy_url
+        server, prometheus, prom, instance, f"http://127.0.0.1:{http_port}/mcp", offload_dir, proxy_proc, proxy_instance, proxy_url,
+        store_proc, store_instance, store_url, seaweed,
     )
 

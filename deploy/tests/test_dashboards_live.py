@@ -1,10 +1,12 @@
 """End to end: the real memory-server, a real Prometheus, every dashboard query.
 
-1. Starts the live stack (live_stack.launch, proxy=True): `memory-server
-   --http … --metrics …` (TTL 1 s, cleanup every 2 s, offload directory in a
-   temp dir), `lro proxy --http … --metrics … -- memory-server --no-lro`, the
-   node exporter serving a real `lro audit --textfile` report, and a real
-   Prometheus scraping all three every second with the alert rules loaded.
+1. Starts the live stack (live_stack.launch, proxy=True, store=True):
+   `memory-server --http … --metrics …` (TTL 1 s, cleanup every 2 s, offload
+   directory in a temp dir), `lro proxy --http … --metrics … -- memory-server
+   --no-lro`, a second memory-server whose results go to a real SeaweedFS
+   (`store = "s3://…"`), the node exporter serving a real `lro audit
+   --textfile` report, and a real Prometheus scraping them every second with
+   the alert rules loaded.
 2. Drives a workload through the official MCP Python SDK over streamable HTTP
    that exercises every outcome: inline results, offloaded results, an
    lro_extract recipe (if the server lists the tool), a real write failure
@@ -13,18 +15,19 @@
    context_offload tool (compaction and compression of an agent history). Then,
    through the proxy: tool calls, an unknown tool (a JSON-RPC error from the
    upstream), a session ended normally (a shutdown exit), a session whose
-   child is killed (a failed exit), and a new session (a restart).
+   child is killed (a failed exit), and a new session (a restart). Through
+   the store replica: offloads and reads by handle.
 3. Evaluates every PromQL expression of every panel of both dashboards
    through /api/v1/query and requires a non-empty result (the panels on the
-   metrics only `lro proxy` exports against the proxy's target, the others
-   against the server's), checks that every metric any panel or alert rule
+   metrics only `lro proxy` exports against the proxy's target, the store's
+   against the store replica's, the others against the server's), checks that every metric any panel or alert rule
    names is really exported, that the template-variable queries resolve, that
    the Level 3 conformance panels read PASS, that the upstream metrics count
    what the proxy workload did, and that the alert rules load,
    LroOffloadWriteFailures fires and the upstream alerts stay quiet.
 
-Needs what live_stack.py needs (the binaries, `prometheus` and
-`prometheus-node-exporter` on PATH, pip packages pytest, mcp, pyyaml). Uses
+Needs what live_stack.py needs (the binaries, `prometheus`,
+`prometheus-node-exporter` and `weed` on PATH, pip packages pytest, mcp, pyyaml). Uses
 only 127.0.0.1. Takes about a minute once the binaries are built.
 
 Metric names and label values come from the catalogue, deploy/metrics.json
@@ -77,6 +80,8 @@ PROXY_METRICS = frozenset({
 })
 # The `lro audit --textfile` metrics (job lro-audit).
 AUDIT_METRICS = frozenset({M.AUDIT_LEVEL, M.AUDIT_CHECK})
+# Exported only by a server with a shared store: the stack's store replica.
+STORE_METRICS = frozenset({M.STORE_OPERATION_DURATION_SECONDS, M.STORE_BYTES_TOTAL, M.STORE_ERRORS_TOTAL})
 # A tool the memory server does not have: calling it through the proxy gets a
 # JSON-RPC error from the upstream.
 UNKNOWN_TOOL = "no_such_tool"
@@ -301,25 +306,45 @@ class Stack:
     proxy: Background
     proxy_instance: str
     proxy_seen: ProxyObserved
+    store_instance: str
 
     def logs(self) -> str:
         return "\n".join(p.tail() for p in (self.server, self.proxy, self.prometheus))
 
     def target(self, expr: str) -> tuple[str, str]:
         """(job, instance) an expression is evaluated for: the proxy's for the metrics only
-        `lro proxy` exports, else the memory-server's. (The audit panels select no job.)"""
-        return (PROXY_JOB, self.proxy_instance) if proxy_only(expr) else (JOB, self.instance)
+        `lro proxy` exports, the store replica's for the store's, else the
+        memory-server's. (The audit panels select no job.)"""
+        if proxy_only(expr):
+            return (PROXY_JOB, self.proxy_instance)
+        if store_only(expr):
+            return (JOB, self.store_instance)
+        return (JOB, self.instance)
+
+
+async def store_workload(url: str, prom: Prometheus) -> None:
+    """Through the replica whose results go to SeaweedFS: offloads and reads
+    by handle, twice, the second time after Prometheus has scraped the first
+    (series are born at their first value; rates need an increase after it)."""
+    async with mcp_session(url) as session:
+        for _ in range(2):
+            r = await call(session, "list_memories", {"detail": "full"})
+            handle = json.loads(text_of(r))["handle"]
+            await call(session, EXTRACT_TOOL, {"handle": handle, L.ExtractMode.Recipe: 1})
+            await scraped(prom, f'sum({M.STORE_BYTES_TOTAL}{{job="{JOB}"}}) > 0')
 
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory):
     procs: list[Background] = []
+    up = None
     try:
         up = launch(
             tmp_path_factory.mktemp("live"),
             procs,
             {"ATLATL_PROMPT__OFFLOAD__TTL_SECONDS": "1", "ATLATL_PROMPT__OFFLOAD__CLEANUP_SCHEDULE": "*/2 * * * * *"},
             proxy=True,
+            store=True,
         )
         server, prometheus, prom, instance, offload_dir = up.server, up.prometheus, up.prom, up.instance, up.offload_dir
         # A few samples before the workload, so increases start from a baseline.
@@ -340,10 +365,16 @@ def stack(tmp_path_factory):
             EXPIRY_TIMEOUT_S,
             f"{M.OFFLOAD_FILES_EXPIRED_TOTAL} to rise",
         )
-        yield Stack(prom, instance, seen, server, prometheus, up.proxy, up.proxy_instance, proxy_seen)
+        try:
+            anyio.run(store_workload, up.store_url, prom)
+        except BaseException as e:
+            raise AssertionError(f"store workload failed: {e!r}\n{up.store.tail()}") from e
+        yield Stack(prom, instance, seen, server, prometheus, up.proxy, up.proxy_instance, proxy_seen, up.store_instance)
     finally:
         for p in reversed(procs):
             p.stop()
+        if up is not None and up.seaweed is not None:
+            up.seaweed.close()
 
 
 # ---------------------------------------------------------------------------
@@ -390,6 +421,12 @@ def is_audit_series(name: str) -> bool:
     """A series of one of AUDIT_METRICS."""
     m, _ = resolve_series(name, METRICS)
     return m is not None and m.name in AUDIT_METRICS
+
+
+def store_only(expr: str) -> bool:
+    """True for expressions about the metrics only a server with a shared store exports."""
+    names = scan(expr).metrics
+    return bool(names) and all((m := resolve_series(n, METRICS)[0]) is not None and m.name in STORE_METRICS for n in names)
 
 
 def proxy_only(expr: str) -> bool:
