@@ -27,7 +27,10 @@ use std::sync::Arc;
 
 use rmcp::{
     RoleServer,
-    model::{ClientJsonRpcMessage, ErrorCode, RequestId, ServerJsonRpcMessage},
+    model::{
+        ClientJsonRpcMessage, ClientRequest, ErrorCode, JsonRpcMessage, ProtocolVersion, RequestId,
+        ServerJsonRpcMessage,
+    },
     transport::Transport,
 };
 use serde_json::json;
@@ -164,7 +167,14 @@ fn read(line: &[u8]) -> Result<ClientJsonRpcMessage, Option<Vec<u8>>> {
         return Err(None);
     }
     match serde_json::from_slice(line) {
-        Ok(message) => Ok(message),
+        Ok(message) => match removed_ping(&message, line) {
+            Some(id) => Err(Some(error_line(
+                Some(id),
+                ErrorCode::METHOD_NOT_FOUND,
+                "method not found: ping was removed in MCP 2026-07-28",
+            ))),
+            None => Ok(message),
+        },
         Err(err) if err.is_syntax() || err.is_eof() => Err(Some(error_line(
             None,
             ErrorCode::PARSE_ERROR,
@@ -184,6 +194,22 @@ fn read(line: &[u8]) -> Result<ClientJsonRpcMessage, Option<Vec<u8>>> {
             )))
         }
     }
+}
+
+/// The id of a `ping` sent with MCP 2026-07-28's request context: that
+/// revision removed the method, and the HTTP faces answer it as removed
+/// (404, -32601); rmcp would answer it here. Only a ping is parsed twice.
+fn removed_ping(message: &ClientJsonRpcMessage, line: &[u8]) -> Option<RequestId> {
+    let JsonRpcMessage::Request(request) = message else {
+        return None;
+    };
+    if !matches!(request.request, ClientRequest::PingRequest(_)) {
+        return None;
+    }
+    let value: serde_json::Value = serde_json::from_slice(line).ok()?;
+    let version = &value["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"];
+    (version.as_str() == Some(&*ProtocolVersion::V_2026_07_28.to_string()))
+        .then(|| request.id.clone())
 }
 
 /// One JSON-RPC error response, as a line's bytes. Written by hand because rmcp
@@ -272,6 +298,17 @@ mod tests {
             Ok(_) => None,
             Err(answer) => answer.map(|line| serde_json::from_slice(&line).unwrap()),
         }
+    }
+
+    #[test]
+    fn a_ping_of_2026_07_28_is_a_removed_method_and_an_older_one_is_read() {
+        let modern = br#"{"jsonrpc":"2.0","id":4,"method":"ping","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#;
+        let answer = answer(modern).unwrap();
+        assert_eq!(
+            (answer["error"]["code"].as_i64(), answer["id"].as_i64()),
+            (Some(-32601), Some(4))
+        );
+        assert!(read(br#"{"jsonrpc":"2.0","id":5,"method":"ping"}"#).is_ok());
     }
 
     #[test]

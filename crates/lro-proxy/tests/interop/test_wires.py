@@ -19,6 +19,7 @@ and 2025-11-25 (`initialize`, sessions), on the proxy's stdio face and its
 from __future__ import annotations
 
 import json
+import subprocess
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
@@ -270,6 +271,33 @@ def test_bad_input_gets_the_spec_error_and_the_face_stays_up(raw_face, case):
     got_status, answer = post(raw_face, "tools/list", {"_meta": ENVELOPE}, rid=8)
     assert got_status == 200 and "list_memories" in [t["name"] for t in answer["result"]["tools"]], answer
 
+
+
+def test_bad_input_on_the_stdio_face_gets_the_spec_error_and_the_face_stays_up(tmp_path):
+    """The same bad requests as a line each on `lro proxy`'s stdio face: each
+    gets the JSON-RPC error the spec names, with its id, and a good request
+    after them is answered (stdin stays open until it is)."""
+    env = full_env({"RUST_LOG": "warn", **offload_env(tmp_path)})
+    proc = subprocess.Popen([str(LRO), "proxy", "--", str(MEMORY_SERVER), "--no-lro"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True)
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        for rid, case in enumerate(BAD_INPUT, start=1):
+            method, params, _, _, code = BAD_INPUT[case]
+            proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": rid, "method": method, "params": params}) + "\n")
+            proc.stdin.flush()
+            answer = json.loads(proc.stdout.readline())
+            assert (answer["id"], answer.get("error", {}).get("code")) == (rid, code), (case, answer)
+        proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": 99, "method": "tools/list", "params": {"_meta": ENVELOPE}}) + "\n")
+        proc.stdin.flush()
+        answer = json.loads(proc.stdout.readline())
+        assert answer["id"] == 99 and "list_memories" in [t["name"] for t in answer["result"]["tools"]], answer
+        proc.stdin.close()
+        assert proc.wait(EXIT_S) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
 
 
 def test_a_2025_06_18_session_is_served_whole(raw_face):
