@@ -179,9 +179,7 @@ impl Remote {
             }),
         }
     }
-}
 
-impl Remote {
     /// One download URL of `principal`'s result named `handle`, valid for
     /// [`PRESIGN_LIFETIME`]: checked as [`Remote::fetch`] checks, and the
     /// object seen to exist, before anything is signed.
