@@ -67,7 +67,7 @@ pub(crate) enum FetchError {
         what: &'static str,
         /// The store's error; none when the read ran out of time.
         #[source]
-        source: Option<StoreError>,
+        source: Option<Box<StoreError>>,
     },
     /// Every working-copy slot stayed taken for the queue timeout.
     #[error(
@@ -123,9 +123,6 @@ impl Remote {
         handle: &str,
         request: &ExtractRequest,
     ) -> Result<Fetched, FetchError> {
-        let unknown = || AccessError::Unknown {
-            path: handle.to_owned(),
-        };
         let (name, key) = locate(access, principal, handle)?;
         let slot = tokio::time::timeout(self.queue, self.copies.clone().acquire_owned())
             .await
@@ -160,22 +157,12 @@ impl Remote {
         )
         .await;
         match copied {
-            Ok(Ok(_)) => Ok(Fetched {
+            // Writing the local copy failed, not the store.
+            Ok(Err(StoreError::Body { source, .. })) => Err(scratch(source)),
+            read => read_outcome(handle, read).map(|_| Fetched {
                 dir,
                 _slot: slot,
                 path,
-            }),
-            Ok(Err(err)) if err.kind() == ErrorKind::NotFound => Err(unknown().into()),
-            Ok(Err(StoreError::Body { source, .. })) => Err(scratch(source)),
-            Ok(Err(source)) => Err(FetchError::Store {
-                handle: handle.to_owned(),
-                what: lro_store::sink::describe(source.kind()),
-                source: Some(source),
-            }),
-            Err(_) => Err(FetchError::Store {
-                handle: handle.to_owned(),
-                what: lro_store::sink::describe(ErrorKind::Timeout),
-                source: None,
             }),
         }
     }
@@ -189,32 +176,40 @@ impl Remote {
         principal: &Principal,
         handle: &str,
     ) -> Result<String, FetchError> {
-        let unknown = || AccessError::Unknown {
-            path: handle.to_owned(),
-        };
         let (_, key) = locate(access, principal, handle)?;
-        let store = |source: StoreError| FetchError::Store {
-            handle: handle.to_owned(),
-            what: lro_store::sink::describe(source.kind()),
-            source: Some(source),
-        };
-        match tokio::time::timeout(self.timeout, self.store.head(&key)).await {
-            Ok(Ok(_)) => {}
-            Ok(Err(err)) if err.kind() == ErrorKind::NotFound => return Err(unknown().into()),
-            Ok(Err(err)) => return Err(store(err)),
-            Err(_) => {
-                return Err(FetchError::Store {
-                    handle: handle.to_owned(),
-                    what: lro_store::sink::describe(ErrorKind::Timeout),
-                    source: None,
-                });
-            }
-        }
+        let seen = tokio::time::timeout(self.timeout, self.store.head(&key)).await;
+        read_outcome(handle, seen)?;
         self.store
             .presign_get(&key, PRESIGN_LIFETIME)
             .await
-            .map_err(store)?
+            .map_err(|source| store_error(handle, source.kind(), Some(source)))?
             .ok_or(FetchError::NoPresign)
+    }
+}
+
+/// What a read of the store, bounded by the store timeout, tells the
+/// caller: a missing object is an unknown result; a failure or the timeout
+/// names the outage.
+fn read_outcome<T>(
+    handle: &str,
+    read: Result<Result<T, StoreError>, tokio::time::error::Elapsed>,
+) -> Result<T, FetchError> {
+    match read {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(err)) if err.kind() == ErrorKind::NotFound => Err(AccessError::Unknown {
+            path: handle.to_owned(),
+        }
+        .into()),
+        Ok(Err(err)) => Err(store_error(handle, err.kind(), Some(err))),
+        Err(_) => Err(store_error(handle, ErrorKind::Timeout, None)),
+    }
+}
+
+fn store_error(handle: &str, kind: ErrorKind, source: Option<StoreError>) -> FetchError {
+    FetchError::Store {
+        handle: handle.to_owned(),
+        what: lro_store::sink::describe(kind),
+        source: source.map(Box::new),
     }
 }
 
