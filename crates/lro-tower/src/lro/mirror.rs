@@ -21,6 +21,7 @@ use std::{
 };
 
 use futures::TryStreamExt as _;
+use lro_context::Roots;
 use lro_core::principal::{Principal, is_principal_folder};
 use lro_store::{Key, Store};
 use tokio::io::AsyncWriteExt as _;
@@ -32,11 +33,11 @@ const CONTEXT: &str = "context";
 #[derive(Debug, Clone)]
 pub(crate) struct Mirror {
     store: Arc<dyn Store>,
-    roots: Vec<PathBuf>,
+    roots: Roots,
 }
 
 impl Mirror {
-    pub(crate) fn new(store: Arc<dyn Store>, roots: Vec<PathBuf>) -> Self {
+    pub(crate) fn new(store: Arc<dyn Store>, roots: Roots) -> Self {
         Self { store, roots }
     }
 
@@ -45,6 +46,7 @@ impl Mirror {
     fn key(&self, principal: &Principal, path: &Path) -> Option<(Key, bool)> {
         let (i, root) = self
             .roots
+            .dirs()
             .iter()
             .enumerate()
             .find(|(_, r)| path.starts_with(r))?;
@@ -90,7 +92,7 @@ impl Mirror {
     /// area like lro-context does): copies the store's entry there when this
     /// replica lacks it and it is the caller's own.
     pub(crate) async fn pull_file(&self, principal: &Principal, path: &Path) {
-        let path = self.area_path(principal, path);
+        let path = self.roots.area_path(principal, path);
         if tokio::fs::try_exists(&path).await.unwrap_or(true) {
             return;
         }
@@ -102,7 +104,7 @@ impl Mirror {
     /// Before a grep of `dir`: copies every entry the store holds under it
     /// that this replica lacks, when `dir` is in the caller's own area.
     pub(crate) async fn pull_dir(&self, principal: &Principal, dir: &Path) {
-        let dir = self.area_path(principal, dir);
+        let dir = self.roots.area_path(principal, dir);
         let Some((prefix, true)) = self.key(principal, &dir) else {
             return;
         };
@@ -119,13 +121,6 @@ impl Mirror {
             {
                 self.fetch(&object.key, &path).await;
             }
-        }
-    }
-
-    fn area_path(&self, principal: &Principal, path: &Path) -> PathBuf {
-        match self.roots.first() {
-            Some(root) if !path.is_absolute() => principal.dir(root).join(path),
-            _ => path.to_owned(),
         }
     }
 
@@ -163,34 +158,39 @@ impl Mirror {
 mod tests {
     use super::*;
 
-    fn mirror() -> Mirror {
-        let dir = tempfile::tempdir().unwrap();
-        let store: Arc<dyn Store> =
-            Arc::new(lro_store::LocalStore::open(dir.path(), lro_store::LOCAL_READ_CHUNK).unwrap());
-        Mirror::new(store, vec!["/srv/a".into(), "/srv/b".into()])
-    }
-
     #[test]
     fn keys_name_the_root_and_the_path_in_it_and_whose_it_is() {
-        let m = mirror();
+        let tmp = tempfile::tempdir().unwrap();
+        let store: Arc<dyn Store> = Arc::new(
+            lro_store::LocalStore::open(&tmp.path().join("bucket"), lro_store::LOCAL_READ_CHUNK)
+                .unwrap(),
+        );
+        let roots = Roots::new([tmp.path().join("a"), tmp.path().join("b")]).unwrap();
+        let (a, b) = (roots.dirs()[0].clone(), roots.dirs()[1].clone());
+        let m = Mirror::new(store, roots);
         let alice = Principal::new("alice");
         let folder = alice.folder().unwrap();
-        let own = PathBuf::from(format!("/srv/b/{folder}/store/x.txt"));
+        let own = b.join(&folder).join("store/x.txt");
         let (key, mine) = m.key(&alice, &own).unwrap();
         assert_eq!(key.as_str(), format!("context/1/{folder}/store/x.txt"));
         assert!(mine);
-        let bobs = PathBuf::from(format!(
-            "/srv/a/{}/x.txt",
-            Principal::new("bob").folder().unwrap()
-        ));
+        let bobs = a
+            .join(Principal::new("bob").folder().unwrap())
+            .join("x.txt");
         assert!(!m.key(&alice, &bobs).unwrap().1);
         // The anonymous principal owns its root but no one's folder in it.
         let anon = Principal::anonymous();
-        assert!(m.key(&anon, Path::new("/srv/a/store/x.txt")).unwrap().1);
+        assert!(m.key(&anon, &a.join("store/x.txt")).unwrap().1);
         assert!(!m.key(&anon, &own).unwrap().1);
         // Outside the roots, or with `..`: no key at all.
-        for path in ["/etc/passwd", "/srv/a/../b/x", "/srv/ab/x"] {
-            assert!(m.key(&anon, Path::new(path)).is_none(), "{path}");
+        let sibling = PathBuf::from(format!("{}b/x", a.display()));
+        for path in [PathBuf::from("/etc/passwd"), a.join("../b/x"), sibling] {
+            assert!(m.key(&anon, &path).is_none(), "{}", path.display());
         }
+        // A relative path is taken from the caller's folder in the first root.
+        assert_eq!(
+            m.roots.area_path(&alice, "store"),
+            a.join(&folder).join("store")
+        );
     }
 }

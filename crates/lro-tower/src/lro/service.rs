@@ -136,10 +136,7 @@ impl<H: ServerHandler> Lro<H> {
             // Its answer is the history the caller asked for: never offloaded.
             // With a shared store, entries are copied through it.
             let mirror = self.shared.remote.as_ref().map(|remote| {
-                super::mirror::Mirror::new(
-                    remote.store.clone(),
-                    offloader.store_roots().dirs().to_vec(),
-                )
+                super::mirror::Mirror::new(remote.store.clone(), offloader.store_roots().clone())
             });
             let result = context::call(
                 offloader,
