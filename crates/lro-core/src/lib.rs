@@ -60,6 +60,7 @@ pub mod records;
 pub mod root;
 pub mod schema;
 pub mod tokens;
+mod upload;
 pub mod wire;
 
 pub use config::{

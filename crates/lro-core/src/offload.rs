@@ -32,9 +32,9 @@ use crate::{
         OffloadResponse, OffloadSummary, OffloadedResult, native_guidance, shell_guidance,
     },
     example::WorkedExample,
-    file::{OffloadFileName, WriteError, WrittenFile, encode_body, encoded_len, write_in},
+    file::{OffloadFileName, WriteError, WrittenFile, encoded_len, write_in},
     handle,
-    object::{ObjectError, ObjectSink, ObjectWriter},
+    object::ObjectSink,
     principal::Principal,
     quota::{Ledger, Quota, measure},
     recipes::{RecipeSet, SAMPLE_SIZE, is_memory_sample},
@@ -42,6 +42,7 @@ use crate::{
     root::{PrivateDir, default_output_dir},
     schema::{DESCRIPTOR_SCHEMA_CHARS, descriptor_line_schema},
     tokens::TokenEstimator,
+    upload::write_object,
 };
 
 /// What to offload.
@@ -280,7 +281,10 @@ impl Offloader {
     /// removed since it was opened (a temp cleaner) is opened once more.
     fn write(&self, job: &WriteJob<'_>) -> Result<WrittenFile, WriteError> {
         if let Some(sink) = &self.sink {
-            return write_object(&**sink, job);
+            let key = handle::key(job.principal, job.name);
+            let records = &job.records.records;
+            let bytes = write_object(&**sink, &key, job.header, records, job.cancelled)?;
+            return Ok(WrittenFile::new(PathBuf::from(key), bytes));
         }
         let root = self.open_root(false)?;
         match self.write_under(&root, job) {
@@ -475,88 +479,6 @@ impl Offloader {
             write_duration,
             recipes,
         })
-    }
-}
-
-/// Writes `job` as one object through `sink`, in chunks of the sink's part
-/// size: complete or not at all. `path` of the result is the object's key.
-fn write_object(sink: &dyn ObjectSink, job: &WriteJob<'_>) -> Result<WrittenFile, WriteError> {
-    let key = handle::key(job.principal, job.name);
-    let mut object = sink.create(&key).map_err(WriteError::Store)?;
-    let mut chunks = Chunks {
-        object: &mut *object,
-        buf: Vec::with_capacity(sink.chunk_size().min(1 << 20)),
-        size: sink.chunk_size().max(1),
-        failed: None,
-    };
-    let encoded = encode_body(&mut chunks, job.header, &job.records.records, job.cancelled);
-    let flushed = encoded.and_then(|bytes| {
-        use std::io::Write as _;
-        chunks.flush().map_err(|e| chunks.cause(e))?;
-        Ok(bytes)
-    });
-    let failed = chunks.failed.take();
-    match flushed {
-        Ok(bytes) if !(job.cancelled)() => {
-            object.finish().map_err(WriteError::Store)?;
-            Ok(WrittenFile::new(PathBuf::from(key), bytes))
-        }
-        Ok(_) => {
-            object.abort();
-            Err(WriteError::Cancelled)
-        }
-        Err(err) => {
-            object.abort();
-            Err(failed.map_or(err, WriteError::Store))
-        }
-    }
-}
-
-/// An `io::Write` that hands an object writer one chunk at a time and keeps
-/// the store's own error, which `io::Error` would flatten.
-struct Chunks<'a> {
-    object: &'a mut dyn ObjectWriter,
-    buf: Vec<u8>,
-    size: usize,
-    failed: Option<ObjectError>,
-}
-
-impl Chunks<'_> {
-    fn cause(&mut self, err: std::io::Error) -> WriteError {
-        match self.failed.take() {
-            Some(store) => WriteError::Store(store),
-            None => WriteError::Write {
-                path: PathBuf::new(),
-                source: err,
-            },
-        }
-    }
-
-    fn send(&mut self) -> std::io::Result<()> {
-        if self.buf.is_empty() {
-            return Ok(());
-        }
-        let chunk = std::mem::replace(&mut self.buf, Vec::with_capacity(self.size.min(1 << 20)));
-        self.object.write(chunk).map_err(|e| {
-            self.failed = Some(e);
-            std::io::Error::other("object store write failed")
-        })
-    }
-}
-
-impl std::io::Write for Chunks<'_> {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        let room = self.size - self.buf.len();
-        let n = bytes.len().min(room);
-        self.buf.extend_from_slice(&bytes[..n]);
-        if self.buf.len() >= self.size {
-            self.send()?;
-        }
-        Ok(n)
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.send()
     }
 }
 
