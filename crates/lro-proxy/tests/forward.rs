@@ -10,8 +10,11 @@ use std::{sync::Arc, time::Duration};
 use lro_core::OffloadConfig;
 use lro_proxy::Upstream;
 use rmcp::model::*;
+use rmcp::service::ClientLifecycleMode;
 use serde_json::{Value, json};
-use support::{Seen, call, connect, http_upstream, json_upstream};
+use support::{
+    Seen, TASK_ID, TASK_RECORDS, call, connect, connect_on, discover, http_upstream, json_upstream,
+};
 
 fn cfg(dir: &std::path::Path) -> OffloadConfig {
     OffloadConfig::default()
@@ -50,6 +53,7 @@ async fn answers_errors_and_meta_cross_unchanged() {
             "sample",
             "slow",
             "ticks",
+            "task",
             "lro_extract"
         ]
     );
@@ -251,4 +255,52 @@ async fn a_result_over_16_mib_in_one_json_reply_passes_through_and_is_offloaded(
         Some("application/json"),
         "the result came as one JSON body: {replies:?}"
     );
+}
+
+/// A task result crosses unchanged, and the completed result its
+/// `tasks/get` fetches is offloaded like a call's (the file named for the
+/// tool that started the task), on both wires.
+#[tokio::test]
+async fn a_task_passes_through_and_its_completed_result_is_offloaded() {
+    for lifecycle in [ClientLifecycleMode::Initialize, discover()] {
+        let dir = tempfile::tempdir().unwrap();
+        let upstream = http_upstream("127.0.0.1:0".parse().unwrap(), Arc::default()).await;
+        let proxy = lro_proxy::ProxyConfig::new(Upstream::http(&upstream.url).unwrap());
+        let (client, _shared, _) = connect_on(proxy, cfg(dir.path()), lifecycle.clone()).await;
+        let info = client.peer_info().expect("the proxy described itself");
+        assert!(
+            info.capabilities.supports_tasks(),
+            "{lifecycle:?}: the upstream's tasks extension is declared: {:?}",
+            info.capabilities
+        );
+
+        let started = client
+            .call_tool_once(call("task", json!({})))
+            .await
+            .unwrap();
+        let CallToolResponse::Task(created) = started else {
+            panic!("{lifecycle:?}: expected a task, got {started:?}")
+        };
+        assert_eq!(created.task.task_id, TASK_ID);
+        assert_eq!(created.task.status, TaskStatus::Working);
+
+        let got = client
+            .get_task(GetTaskParams::new(TASK_ID.to_owned()))
+            .await
+            .unwrap();
+        assert_eq!(got.task.task.status, TaskStatus::Completed);
+        let TaskPayload::Completed { result } = got.task.payload else {
+            panic!("{lifecycle:?}: expected a completed task")
+        };
+        let result: CallToolResult = serde_json::from_value(Value::Object(result)).unwrap();
+        let text = &result.content[0].as_text().expect("a text block").text;
+        let descriptor: Value = serde_json::from_str(text).unwrap();
+        assert_eq!(descriptor["offloaded"], true, "{lifecycle:?}: {text}");
+        let path = descriptor["file_path"].as_str().unwrap();
+        assert!(path.contains("atlatl-task-"), "{path}");
+        assert_eq!(std::path::Path::new(path).parent(), Some(dir.path()));
+        let lines = std::fs::read_to_string(path).unwrap().lines().count() as u64;
+        assert_eq!(lines, 1 + TASK_RECORDS, "a header and every record");
+        client.cancel().await.unwrap();
+    }
 }

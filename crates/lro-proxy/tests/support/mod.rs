@@ -16,7 +16,10 @@ use lro_proxy::{Proxy, ProxyConfig, ProxyShared, Upstream};
 use rmcp::{
     ClientHandler, ErrorData as McpError, RoleClient, RoleServer, ServerHandler, ServiceExt as _,
     model::*,
-    service::{NotificationContext, RequestContext, RunningService},
+    service::{
+        ClientLifecycleMode, ClientServiceExt as _, NotificationContext, RequestContext,
+        RunningService,
+    },
     transport::streamable_http_server::{
         StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
     },
@@ -65,6 +68,7 @@ impl ServerHandler for Upstreamer {
             ServerCapabilities::builder()
                 .enable_tools()
                 .enable_logging()
+                .enable_tasks()
                 .build(),
         )
         .with_server_info(Implementation::new("upstreamer", "7.0"))
@@ -103,6 +107,7 @@ impl ServerHandler for Upstreamer {
                 "ticks",
                 "n progress notifications a quarter second apart, then done",
             ),
+            tool("task", "runs as a task of TASK_RECORDS records"),
         ]))
     }
 
@@ -180,6 +185,14 @@ impl ServerHandler for Upstreamer {
                     .map_err(|e| McpError::internal_error(e.to_string(), None))?;
                 CallToolResult::success(vec![ContentBlock::text(format!("{:?}", answer))])
             }
+            "task" => {
+                return Ok(CallToolResponse::Task(CreateTaskResult::new(Task::new(
+                    TASK_ID,
+                    TaskStatus::Working,
+                    TASK_TIME,
+                    TASK_TIME,
+                ))));
+            }
             "slow" => {
                 context.ct.cancelled().await;
                 self.seen.cancelled.notify_one();
@@ -189,7 +202,33 @@ impl ServerHandler for Upstreamer {
         };
         Ok(result.into())
     }
+
+    /// Every task is `task`'s, completed with [`TASK_RECORDS`] records.
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, McpError> {
+        let records: Vec<Value> = (0..TASK_RECORDS).map(record).collect();
+        let result = CallToolResult::success(vec![ContentBlock::text(
+            serde_json::to_string(&records).unwrap(),
+        )]);
+        let Value::Object(result) = serde_json::to_value(result).unwrap() else {
+            unreachable!("a result is an object")
+        };
+        Ok(GetTaskResult::new(DetailedTask::new(
+            Task::new(request.task_id, TaskStatus::Completed, TASK_TIME, TASK_TIME),
+            TaskPayload::Completed { result },
+        )))
+    }
 }
+
+/// The id of the task the upstream's `task` tool starts.
+pub const TASK_ID: &str = "task-1";
+/// The time every task of the upstream was created and updated.
+pub const TASK_TIME: &str = "2026-01-01T00:00:00Z";
+/// Records of a completed task's result: over the tests' threshold.
+pub const TASK_RECORDS: u64 = 60;
 
 /// The upstream on streamable HTTP at 127.0.0.1; dropping the guard stops it.
 pub struct HttpUpstream {
@@ -301,7 +340,10 @@ impl ClientHandler for Client {
 
     fn get_info(&self) -> ClientConfig {
         ClientConfig::new(
-            ClientCapabilities::builder().enable_sampling().build(),
+            ClientCapabilities::builder()
+                .enable_sampling()
+                .enable_tasks()
+                .build(),
             Implementation::new("proxy-test-client", "1.0"),
         )
     }
@@ -321,6 +363,15 @@ pub async fn connect_with(
     proxy: ProxyConfig,
     cfg: OffloadConfig,
 ) -> (RunningService<RoleClient, Client>, ProxyShared, Client) {
+    connect_on(proxy, cfg, ClientLifecycleMode::Initialize).await
+}
+
+/// [`connect_with`], the client speaking the wire `lifecycle` picks.
+pub async fn connect_on(
+    proxy: ProxyConfig,
+    cfg: OffloadConfig,
+    lifecycle: ClientLifecycleMode,
+) -> (RunningService<RoleClient, Client>, ProxyShared, Client) {
     let shared = ProxyShared::new(proxy);
     let handler = lro_tower::LroLayer::new(cfg).layer(Proxy::new(shared.clone()));
     let (server_io, client_io) = tokio::io::duplex(1 << 20);
@@ -332,10 +383,17 @@ pub async fn connect_with(
     let client = Client::default();
     let running = client
         .clone()
-        .serve(client_io)
+        .serve_with_lifecycle(client_io, lifecycle)
         .await
-        .expect("client initializes");
+        .expect("client starts");
     (running, shared, client)
+}
+
+/// The sessionless wire of MCP 2026-07-28.
+pub fn discover() -> ClientLifecycleMode {
+    ClientLifecycleMode::Discover {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+    }
 }
 
 /// A tools/call with `args`.
