@@ -23,7 +23,7 @@ use rmcp::{
 };
 use sse_stream::{Error as SseError, Sse};
 
-use crate::wire::CLIENT_INFO as META_CLIENT_INFO;
+use crate::{post, wire::CLIENT_INFO as META_CLIENT_INFO};
 
 /// `message` with the spec's proxy flag, `clientInfo.proxy: true`, added
 /// where a request carries the client's identity: the `initialize` params,
@@ -90,8 +90,9 @@ fn correlate(response: StreamableHttpPostResponse, id: RequestId) -> StreamableH
     }
 }
 
-/// reqwest's streamable-HTTP client, with the flag added to `initialize` and
-/// id-less errors correlated (see [`correlate`]).
+/// reqwest's streamable-HTTP client, with the flag added to `initialize`,
+/// replies read by [`post::post`] and id-less errors correlated (see
+/// [`correlate`]).
 #[derive(Clone)]
 pub(crate) struct FlaggingClient(reqwest::Client);
 
@@ -121,19 +122,21 @@ impl StreamableHttpClient for FlaggingClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
-        self.0
-            .post_message(
-                uri,
-                mark_message(message),
-                session_id,
-                auth_header,
-                custom_headers,
-            )
-            .await
+        self.post_message_with_response_limits(
+            uri,
+            message,
+            session_id,
+            auth_header,
+            custom_headers,
+            StreamableHttpResponseLimits::default(),
+        )
+        .await
     }
 
-    /// The one POST rmcp's worker makes (3.11): with the flag, and with an
-    /// id-less JSON-RPC error given the id of the request it answers.
+    /// The one POST rmcp's worker makes (3.11): with the flag, read by
+    /// [`post::post`] (an `application/json` reply may hold several
+    /// messages), and with an id-less JSON-RPC error given the id of the
+    /// request it answers.
     async fn post_message_with_response_limits(
         &self,
         uri: Arc<str>,
@@ -144,17 +147,16 @@ impl StreamableHttpClient for FlaggingClient {
         limits: StreamableHttpResponseLimits,
     ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
         let id = request_id(&message);
-        let response = self
-            .0
-            .post_message_with_response_limits(
-                uri,
-                mark_message(message),
-                session_id,
-                auth_header,
-                custom_headers,
-                limits,
-            )
-            .await?;
+        let response = post::post(
+            &self.0,
+            &uri,
+            &mark_message(message),
+            session_id.as_deref(),
+            auth_header,
+            custom_headers,
+            limits,
+        )
+        .await?;
         Ok(match id {
             Some(id) => correlate(response, id),
             None => response,

@@ -43,6 +43,7 @@ mod flag;
 mod forward;
 mod listen;
 mod pool;
+mod post;
 mod reclaim;
 mod relay;
 pub mod serve;
