@@ -2,14 +2,16 @@
 //!
 //! It replaces rmcp's `AsyncRwTransport` for two reasons. It writes the
 //! `initialize` request with the spec's `clientInfo.proxy` flag (see
-//! [`crate::flag`]). And it reads a large tool result without rmcp's
-//! buffered, untagged deserialization, which copies every string of a
-//! message several times: a line over [`DIRECT_PARSE_BYTES`] is parsed once
-//! into a JSON value, and a `tools/call` result's text blocks are moved, not
-//! copied, into the typed result. Any other large message is converted from
-//! that value, not parsed from the line again. Shorter lines are parsed by
-//! rmcp's own types. Both keep rmcp's tolerance of a leading BOM and of a
-//! last line without its newline.
+//! [`crate::flag`]). And it reads a tool result without rmcp's buffered,
+//! untagged deserialization, which tries one result type after another and
+//! copies every string of a message several times (a small result costs
+//! about five times a plain parse; a large one, memory several times its
+//! size): a line that holds `"content"`, or is over [`DIRECT_PARSE_BYTES`],
+//! is parsed once into a JSON value, and a `tools/call` result's text blocks
+//! are moved, not copied, into the typed result. Any other such message is
+//! converted from that value, not parsed from the line again. Other lines
+//! are parsed by rmcp's own types. Both keep rmcp's tolerance of a leading
+//! BOM and of a last line without its newline.
 
 use std::sync::Arc;
 
@@ -36,7 +38,7 @@ use crate::{
     flag,
 };
 
-/// Lines longer than this take the direct path when they hold a tool result.
+/// Lines longer than this take the direct path whatever they hold.
 pub(crate) const DIRECT_PARSE_BYTES: usize = 1 << 20;
 
 /// A line buffer grown past this is released after its line, so one huge
@@ -164,8 +166,10 @@ fn parse(line: &[u8]) -> Option<ServerJsonRpcMessage> {
     if line.iter().all(u8::is_ascii_whitespace) {
         return None;
     }
-    let parsed = if line.len() > DIRECT_PARSE_BYTES {
-        parse_large(line)
+    let parsed = if line.len() > DIRECT_PARSE_BYTES
+        || memchr::memmem::find(line, br#""content""#).is_some()
+    {
+        parse_direct(line)
     } else {
         serde_json::from_slice(line)
     };
@@ -197,12 +201,12 @@ fn fail_pending(head: Head, why: String) -> Option<ServerJsonRpcMessage> {
     }
 }
 
-/// A large message, parsed once into a JSON value: a `tools/call` result is
-/// moved into its typed form (see [`tool_result`]), any other message is
+/// A message parsed once into a JSON value: a `tools/call` result is moved
+/// into its typed form (see [`tool_result`]), any other message is
 /// converted by rmcp's types from the value. A tool result with a content
 /// block that rmcp's `ContentBlock` does not read takes rmcp's path from the
-/// line, as a small one would.
-fn parse_large(line: &[u8]) -> serde_json::Result<ServerJsonRpcMessage> {
+/// line.
+fn parse_direct(line: &[u8]) -> serde_json::Result<ServerJsonRpcMessage> {
     let value: Value = serde_json::from_slice(line)?;
     if !is_tool_result(&value) {
         return serde_json::from_value(value);
@@ -346,6 +350,29 @@ mod tests {
     }
 
     #[test]
+    fn a_small_message_with_content_reads_as_rmcp_reads_it() {
+        let lines: [&[u8]; 5] = [
+            br#"{"jsonrpc":"2.0","id":5,"result":{"content":[{"type":"text","text":"ok"}],"isError":false}}"#,
+            br#"{"id":"x","result":{"content":[],"structuredContent":[1,2]},"jsonrpc":"2.0"}"#,
+            br#"{"jsonrpc":"2.0","id":2,"result":{"messages":[{"role":"user","content":{"type":"text","text":"hi"}}]}}"#,
+            br#"{"jsonrpc":"2.0","id":9,"method":"sampling/createMessage","params":{"messages":[{"role":"user","content":{"type":"text","text":"hi"}}],"maxTokens":5}}"#,
+            br#"{"jsonrpc":"2.0","id":4,"result":{"content":[{"type":"hologram","text":"x"}]}}"#,
+        ];
+        for line in lines {
+            let rmcp = serde_json::from_slice::<ServerJsonRpcMessage>(line)
+                .map(|m| serde_json::to_value(m).unwrap());
+            let ours = parse(line).map(|m| serde_json::to_value(m).unwrap());
+            match (rmcp, ours) {
+                (Ok(rmcp), Some(ours)) => assert_eq!(ours, rmcp),
+                (rmcp, ours) => panic!(
+                    "{}: rmcp {rmcp:?}, ours {ours:?}",
+                    String::from_utf8_lossy(line)
+                ),
+            }
+        }
+    }
+
+    #[test]
     fn a_large_message_reads_as_rmcp_reads_it() {
         let big = "x\"é\\n".repeat(DIRECT_PARSE_BYTES / 4);
         let text = serde_json::to_string(&big).unwrap();
@@ -378,7 +405,7 @@ mod tests {
             assert!(line.len() > DIRECT_PARSE_BYTES);
             let rmcp = serde_json::from_slice::<ServerJsonRpcMessage>(line.as_bytes())
                 .map(|m| serde_json::to_value(m).unwrap());
-            let ours = parse_large(line.as_bytes()).map(|m| serde_json::to_value(m).unwrap());
+            let ours = parse_direct(line.as_bytes()).map(|m| serde_json::to_value(m).unwrap());
             match (rmcp, ours) {
                 (Ok(rmcp), Ok(ours)) => assert_eq!(ours, rmcp, "{}", &line[..80]),
                 (Err(_), Err(_)) => {}
