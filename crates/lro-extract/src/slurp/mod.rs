@@ -94,9 +94,8 @@ impl Slurp {
     }
 
     /// Runs over the records of `reader` (about `size` bytes) and hands the
-    /// one result to `out`
-    /// (its elements in `window` when one is set). `Ok(false)` when the
-    /// records need jaq: nothing was handed to `out` then.
+    /// one result to `out` (its elements in `window` when one is set).
+    /// `Ok(false)` when the records need jaq: nothing was handed to `out`.
     pub(crate) fn run(
         &self,
         reader: impl Read,
@@ -105,6 +104,7 @@ impl Slurp {
         guard: &Guard,
         out: &mut Collector,
     ) -> Result<bool, ExtractError> {
+        // The file's text, which a sort's lines borrow.
         let mut text = Vec::new();
         let found = match self {
             Slurp::SortBy { path, negate } => {
@@ -133,6 +133,7 @@ impl Entry {
     }
 }
 
+/// Hands the one result over as the job hands a slurped array.
 fn emit(elements: &Rendered<'_>, window: Window, out: &mut Collector) -> Result<(), ExtractError> {
     out.single_result();
     if window == Window::default() {
