@@ -19,7 +19,9 @@ use crate::{
     jq::{self, Guard, Job, Render},
     output::{Collector, Cut, Window},
     plan::Plan,
-    project, text,
+    project,
+    slurp::Slurp,
+    text,
 };
 
 fn read_header(
@@ -48,7 +50,10 @@ pub(crate) fn execute(
     out: Collector,
     fast_paths: bool,
 ) -> Result<ExtractOutput, ExtractError> {
-    let mut reader = BufReader::with_capacity(256 * 1024, file.open()?);
+    let opened = file.open()?;
+    // A hint for reading the records whole; the file may still change.
+    let size = opened.metadata().map_or(0, |m| m.len() as usize);
+    let mut reader = BufReader::with_capacity(256 * 1024, opened);
     let header = read_header(&mut reader, &file)?;
     let mut raw = false;
     // With slurp, offset/limit page the elements of the one result (see
@@ -93,6 +98,15 @@ pub(crate) fn execute(
                 .map(|n| (*n).to_owned())
                 .zip(vars.iter().cloned())
                 .collect();
+            let mut records = Cursor::new(sample_bytes).chain(reader);
+            let records: Box<dyn Read> = match slurp_path(&recipe.filter, recipe.slurp, fast_paths)
+            {
+                Some(fast) if fast.run(&mut records, size, window, guard, &mut out)? => {
+                    return Ok(out.finish(mode, raw, |cut| next_part(req, mode, cut)));
+                }
+                Some(_) => Box::new(records_again(&file)?),
+                None => Box::new(records),
+            };
             let fast = fast_path(&recipe.filter, &named, recipe.slurp, raw, fast_paths);
             Job {
                 program: &program,
@@ -104,7 +118,7 @@ pub(crate) fn execute(
                 render: Render { raw },
                 guard,
             }
-            .run(Cursor::new(sample_bytes).chain(reader), 2, &mut out)?;
+            .run(records, 2, &mut out)?;
         }
         Plan::Query {
             code,
@@ -113,6 +127,13 @@ pub(crate) fn execute(
         } => {
             let names: Vec<&str> = params.keys().map(String::as_str).collect();
             let program = jq::compile_with_vars(&code, &names)?;
+            let reader: Box<dyn Read> = match slurp_path(&code, slurp, fast_paths) {
+                Some(fast) if fast.run(&mut reader, size, window, guard, &mut out)? => {
+                    return Ok(out.finish(mode, raw, |cut| next_part(req, mode, cut)));
+                }
+                Some(_) => Box::new(records_again(&file)?),
+                None => Box::new(reader),
+            };
             let fast = fast_path(&code, &params, slurp, false, fast_paths);
             Job {
                 program: &program,
@@ -173,6 +194,18 @@ fn fast_path(
         return None;
     }
     fast::FastFilter::new(code, vars).filter(|f| f.fits_render(raw))
+}
+
+fn slurp_path(code: &str, slurp: bool, enabled: bool) -> Option<Slurp> {
+    (slurp && enabled).then(|| Slurp::new(code)).flatten()
+}
+
+/// The records of `file` from the first again, after a fast path read
+/// them and declined.
+fn records_again(file: &ResolvedFile) -> Result<impl BufRead + use<>, ExtractError> {
+    let mut reader = BufReader::with_capacity(256 * 1024, file.open()?);
+    read_header(&mut reader, file)?;
+    Ok(reader)
 }
 
 /// Reads the first [`SAMPLE_SIZE`] records (as the descriptor did), keeping

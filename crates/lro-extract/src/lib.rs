@@ -66,6 +66,7 @@ mod project;
 mod render;
 mod request;
 mod scan;
+mod slurp;
 mod structured;
 mod text;
 mod thread;

@@ -245,7 +245,9 @@ fn is_canonical(json: &[u8]) -> bool {
 fn string_end(json: &[u8], start: usize) -> Option<(usize, bool)> {
     let mut canonical = true;
     let mut i = start + 1;
-    while i < json.len() {
+    loop {
+        // Only these bytes matter; long strings are skipped in chunks.
+        i += memchr::memchr3(b'"', b'\\', 0x7f, json.get(i..)?)?;
         match json[i] {
             b'"' => return Some((i + 1, canonical)),
             b'\\' => {
@@ -270,14 +272,13 @@ fn string_end(json: &[u8], start: usize) -> Option<(usize, bool)> {
                     }
                 }
             }
-            0x7f => {
+            _ => {
+                // DEL, which jq escapes.
                 canonical = false;
                 i += 1;
             }
-            _ => i += 1,
         }
     }
-    None
 }
 
 fn number_end(json: &[u8], start: usize) -> usize {

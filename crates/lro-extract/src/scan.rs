@@ -26,7 +26,7 @@ pub(crate) fn skip_ws(b: &[u8], mut i: usize) -> usize {
 pub(crate) fn string_end(b: &[u8], i: usize) -> Option<usize> {
     let mut j = i + 1;
     loop {
-        let k = b[j..].iter().position(|&c| c == b'"' || c == b'\\')? + j;
+        let k = memchr::memchr2(b'"', b'\\', b.get(j..)?)? + j;
         if b[k] == b'"' {
             return Some(k + 1);
         }

@@ -120,6 +120,86 @@ fn shorten(
     }
 }
 
+/// The elements of one array (or entries of one object) result, rendered
+/// one at a time, so a result too big for the budget is shown in part.
+pub(crate) trait Elements {
+    /// How many elements there are.
+    fn len(&self) -> usize;
+    /// Whether they are an object's entries (printed between braces).
+    fn is_object(&self) -> bool;
+    /// Renders element `i` (an entry with its key) onto `out`; `Ok(false)`
+    /// as soon as `out` is longer than `room` bytes.
+    fn write(&self, i: usize, out: &mut Vec<u8>, room: usize) -> Result<bool, ExtractError>;
+    /// The bytes of the whole rendering, when known without rendering it
+    /// (a capacity to reserve).
+    fn size(&self) -> usize {
+        0
+    }
+    /// The elements `kept`, rendered as `text`, as one value.
+    fn value(&self, kept: &[usize], text: &[u8]) -> Result<Value, ExtractError>;
+}
+
+/// The elements of a jaq array or the entries of a jaq object.
+struct ValElements<'a> {
+    entries: Vec<(Option<&'a Val>, &'a Val)>,
+    object: bool,
+    orig: &'a dyn Originals,
+}
+
+impl<'a> ValElements<'a> {
+    fn new(y: &'a Val, orig: &'a dyn Originals) -> Option<Self> {
+        let (entries, object) = match y {
+            Val::Arr(items) => (items.iter().map(|v| (None, v)).collect(), false),
+            Val::Obj(map) => (map.iter().map(|(k, v)| (Some(k), v)).collect(), true),
+            _ => return None,
+        };
+        Some(Self {
+            entries,
+            object,
+            orig,
+        })
+    }
+}
+
+impl Elements for ValElements<'_> {
+    fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    fn is_object(&self) -> bool {
+        self.object
+    }
+
+    fn write(&self, i: usize, out: &mut Vec<u8>, room: usize) -> Result<bool, ExtractError> {
+        let (key, item) = self.entries[i];
+        match key {
+            None => {}
+            Some(Val::TStr(s) | Val::BStr(s)) => render::write_str(out, s),
+            Some(other) => {
+                // jaq allows non-string keys; JSON does not.
+                let mut text = Vec::new();
+                write_json(&mut text, other, 1, usize::MAX, &NoOriginals)?;
+                render::write_str(out, &text);
+            }
+        }
+        if key.is_some() {
+            out.push(b':');
+        }
+        write_json(out, item, 1, room, self.orig)
+    }
+
+    fn value(&self, kept: &[usize], text: &[u8]) -> Result<Value, ExtractError> {
+        if self.object {
+            return Ok(serde_json::from_slice(text).unwrap_or(Value::Null));
+        }
+        Ok(Value::Array(
+            kept.iter()
+                .map(|&i| to_value(self.entries[i].1, 1, self.orig))
+                .collect::<Result<_, _>>()?,
+        ))
+    }
+}
+
 /// Shows the elements of an array (entries of an object) in `window`, as
 /// many as fit, as one valid array (object); records the cut when some
 /// are left out.
@@ -129,20 +209,71 @@ pub(crate) fn emit_elements(
     out: &mut Collector,
     orig: &dyn Originals,
 ) -> Result<(), ExtractError> {
-    let (total, open, close) = match y {
-        Val::Arr(items) => (items.len(), b'[', b']'),
-        Val::Obj(map) => (map.len(), b'{', b'}'),
-        _ => {
-            return Err(ExtractError::OutputLimit {
-                limit: out.remaining_bytes(),
-            });
+    let elements = ValElements::new(y, orig).ok_or_else(|| ExtractError::OutputLimit {
+        limit: out.remaining_bytes(),
+    })?;
+    emit_parts(&elements, window, out)
+}
+
+/// Hands one array (or object) result to the collector whole while it
+/// fits, else as many of its first elements as fit: what [`emit`] does
+/// with a jaq array.
+pub(crate) fn emit_whole(
+    elements: &dyn Elements,
+    out: &mut Collector,
+) -> Result<Flow, ExtractError> {
+    if out.admit() == Flow::Stop {
+        return Ok(Flow::Stop);
+    }
+    let cap = out.remaining_bytes();
+    let (open, close) = brackets(elements);
+    let mut buf = Vec::with_capacity(elements.size().min(cap));
+    buf.push(open);
+    let mut rendered = true;
+    for i in 0..elements.len() {
+        if i > 0 {
+            buf.push(b',');
         }
-    };
-    let entries: Vec<(Option<&Val>, &Val)> = match y {
-        Val::Arr(items) => items.iter().map(|v| (None, v)).collect(),
-        Val::Obj(map) => map.iter().map(|(k, v)| (Some(k), v)).collect(),
-        _ => unreachable!("checked above"),
-    };
+        if !elements.write(i, &mut buf, cap)? {
+            rendered = false;
+            break;
+        }
+    }
+    buf.push(close);
+    if (rendered && out.fits(&buf)) || out.skips_next() {
+        let value = if out.keeps_values() {
+            let all: Vec<usize> = (0..elements.len()).collect();
+            elements.value(&all, &buf)?
+        } else {
+            Value::Null
+        };
+        return Ok(out.push(&buf, || value));
+    }
+    drop(buf);
+    if out.count() > 0 {
+        out.cut_budget();
+        return Ok(Flow::Stop);
+    }
+    emit_parts(elements, Window::default(), out)?;
+    Ok(Flow::Stop)
+}
+
+fn brackets(elements: &dyn Elements) -> (u8, u8) {
+    if elements.is_object() {
+        (b'{', b'}')
+    } else {
+        (b'[', b']')
+    }
+}
+
+/// [`emit_elements`] over any [`Elements`].
+pub(crate) fn emit_parts(
+    elements: &dyn Elements,
+    window: Window,
+    out: &mut Collector,
+) -> Result<(), ExtractError> {
+    let total = elements.len();
+    let (open, close) = brackets(elements);
     let from = window.offset.min(total);
     let end = window
         .limit
@@ -151,23 +282,10 @@ pub(crate) fn emit_elements(
     let mut tokens = out.tokens_of(b"[]");
     let mut kept = Vec::new();
     let mut elem = Vec::new();
-    for (i, (key, item)) in entries.iter().enumerate().take(end).skip(from) {
+    for i in from..end {
         elem.clear();
-        match key {
-            None => {}
-            Some(Val::TStr(s) | Val::BStr(s)) => render::write_str(&mut elem, s),
-            Some(other) => {
-                // jaq allows non-string keys; JSON does not.
-                let mut text = Vec::new();
-                write_json(&mut text, other, 1, usize::MAX, &NoOriginals)?;
-                render::write_str(&mut elem, &text);
-            }
-        }
-        if key.is_some() {
-            elem.push(b':');
-        }
         let room = out.remaining_bytes().saturating_sub(buf.len() + 2);
-        if !write_json(&mut elem, item, 1, room, orig)? {
+        if !elements.write(i, &mut elem, room)? {
             break;
         }
         let elem_tokens = out.tokens_of(&elem);
@@ -185,14 +303,7 @@ pub(crate) fn emit_elements(
     let shown = kept.len();
     if shown > 0 {
         let value = if out.keeps_values() {
-            match y {
-                Val::Arr(items) => Value::Array(
-                    kept.iter()
-                        .map(|&i| to_value(&items[i], 1, orig))
-                        .collect::<Result<_, _>>()?,
-                ),
-                _ => serde_json::from_slice(&buf).unwrap_or(Value::Null),
-            }
+            elements.value(&kept, &buf)?
         } else {
             Value::Null
         };

@@ -57,6 +57,7 @@ mod originals;
 mod stop;
 
 pub(crate) use compile::compile_with_vars;
+pub(crate) use emit::{Elements, emit_parts, emit_whole};
 pub(crate) use job::{Job, Render};
 pub(crate) use lines::Lines;
 pub(crate) use stop::{Guard, Stop, WORKER_STACK, worker_stack};
