@@ -46,10 +46,16 @@ struct Shape {
     required: bool,
 }
 
+/// JSON Schema's type names, in the order a schema lists them.
+const TYPES: [&str; 7] = [
+    "array", "boolean", "integer", "null", "number", "object", "string",
+];
+
 #[derive(Default)]
 struct Node {
     seen: usize,
-    types: BTreeMap<&'static str, ()>,
+    /// Bit `i` set: a value of type `TYPES[i]` was seen.
+    types: u8,
     props: BTreeMap<String, Node>,
     items: Option<Box<Node>>,
 }
@@ -58,25 +64,29 @@ impl Node {
     fn add(&mut self, v: &Value, depth: usize) {
         self.seen += 1;
         let ty = match v {
-            Value::Null => "null",
-            Value::Bool(_) => "boolean",
-            Value::Number(n) if n.is_f64() => "number",
-            Value::Number(_) => "integer",
-            Value::String(_) => "string",
-            Value::Array(_) => "array",
-            Value::Object(_) => "object",
+            Value::Array(_) => 0,
+            Value::Bool(_) => 1,
+            Value::Number(n) if n.is_f64() => 4,
+            Value::Number(_) => 2,
+            Value::Null => 3,
+            Value::Object(_) => 5,
+            Value::String(_) => 6,
         };
-        self.types.insert(ty, ());
+        self.types |= 1 << ty;
         if depth >= MAX_DEPTH {
             return;
         }
         match v {
             Value::Object(map) => {
                 for (k, child) in map {
-                    self.props
-                        .entry(k.clone())
-                        .or_default()
-                        .add(child, depth + 1);
+                    // The key is copied only the first time it is seen.
+                    if let Some(node) = self.props.get_mut(k) {
+                        node.add(child, depth + 1);
+                    } else {
+                        let mut node = Node::default();
+                        node.add(child, depth + 1);
+                        self.props.insert(k.clone(), node);
+                    }
                 }
             }
             Value::Array(items) => {
@@ -95,7 +105,10 @@ impl Node {
 
     fn to_schema(&self, depth: usize, shape: Shape) -> Value {
         let mut out = Map::new();
-        let mut types: Vec<&str> = self.types.keys().copied().collect();
+        let mut types: Vec<&str> = (0..TYPES.len())
+            .filter(|i| self.types & (1 << i) != 0)
+            .map(|i| TYPES[i])
+            .collect();
         // An integer field that is sometimes fractional is a number.
         if types.contains(&"number") {
             types.retain(|t| *t != "integer");
@@ -194,6 +207,31 @@ mod tests {
         assert_eq!(schema["properties"]["tags"]["items"]["type"], "string");
         assert_eq!(schema["properties"]["x"]["type"], json!(["null", "string"]));
         assert_eq!(schema["required"], json!(["p", "tags", "x"]));
+    }
+
+    #[test]
+    fn several_types_are_listed_in_name_order() {
+        let sample: Vec<Value> = [
+            json!("s"),
+            json!({}),
+            json!(1.5),
+            json!(null),
+            json!(2),
+            json!(true),
+            json!([]),
+        ]
+        .into_iter()
+        .map(|v| json!({ "x": v }))
+        .collect();
+        assert_eq!(
+            infer_line_schema(&sample)["properties"]["x"]["type"],
+            json!(["array", "boolean", "null", "number", "object", "string"])
+        );
+        let ints = [json!({"x": 1}), json!({"x": null})];
+        assert_eq!(
+            infer_line_schema(&ints)["properties"]["x"]["type"],
+            json!(["integer", "null"])
+        );
     }
 
     #[test]

@@ -27,7 +27,7 @@ mod arrays;
 mod blocks;
 mod tree;
 
-use std::{borrow::Cow, collections::BTreeMap};
+use std::{borrow::Cow, collections::BTreeMap, sync::OnceLock};
 
 use serde_json::{Value, value::RawValue};
 
@@ -76,7 +76,7 @@ pub enum RecordKind {
 }
 
 /// Records ready to be written, each a single line of JSON.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct RecordSet<'a> {
     /// How the records were found.
@@ -86,6 +86,17 @@ pub struct RecordSet<'a> {
     /// What the records are, in the plural ("lines of text", "commits",
     /// "tree entries"), for the summary and the guidance.
     pub what: Cow<'static, str>,
+    /// The first [`SAMPLE_SIZE`] records parsed, once: the tree check and
+    /// the offload's schema and recipes read the same sample.
+    head: OnceLock<Vec<Value>>,
+}
+
+/// Two sets are equal when their records are: the parsed sample is only a
+/// copy of their front.
+impl PartialEq for RecordSet<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.kind == other.kind && self.records == other.records && self.what == other.what
+    }
 }
 
 impl<'a> RecordSet<'a> {
@@ -135,6 +146,7 @@ impl<'a> RecordSet<'a> {
         }
         let what = array_what(&kind, records.first().map(String::as_str));
         Some(RecordSet {
+            head: OnceLock::new(),
             kind,
             records: records.into_iter().map(Cow::Owned).collect(),
             what,
@@ -150,6 +162,7 @@ impl<'a> RecordSet<'a> {
         let shape = tree::shape(sample)?;
         let records = tree::flatten(items, &shape)?;
         Some(RecordSet {
+            head: OnceLock::new(),
             kind: RecordKind::Tree {
                 children: shape.children,
             },
@@ -163,18 +176,19 @@ impl<'a> RecordSet<'a> {
         let records: Vec<Cow<'a, str>> = items.into_iter().map(compact).collect();
         // A tree nests an array of objects; without one in the sample's text
         // (memories, log entries) nothing is parsed here.
-        let head = &records[..records.len().min(SAMPLE_SIZE)];
-        if head.iter().any(|r| nests_objects(r)) {
-            let sample: Vec<Value> = head
-                .iter()
-                .filter_map(|r| serde_json::from_str(r).ok())
-                .collect();
-            if let Some(set) = Self::tree(&sample, records.iter().map(|r| &**r)) {
+        let head = OnceLock::new();
+        if records[..records.len().min(SAMPLE_SIZE)]
+            .iter()
+            .any(|r| nests_objects(r))
+        {
+            let sample = head.get_or_init(|| parse_front(&records, SAMPLE_SIZE));
+            if let Some(set) = Self::tree(sample, records.iter().map(|r| &**r)) {
                 return set;
             }
         }
         let what = array_what(&kind, records.first().map(|r| &**r));
         RecordSet {
+            head,
             kind,
             records,
             what,
@@ -199,6 +213,7 @@ impl<'a> RecordSet<'a> {
         }
         if let Some(b) = blocks::parse(text) {
             return RecordSet {
+                head: OnceLock::new(),
                 what: Cow::Owned(plural(&b.start.to_lowercase())),
                 kind: RecordKind::Blocks {
                     start: b.start,
@@ -228,6 +243,7 @@ impl<'a> RecordSet<'a> {
 
     fn of_arrays(arrays: arrays::Arrays<'a>) -> Self {
         RecordSet {
+            head: OnceLock::new(),
             what: Cow::Owned(arrays::what(&arrays.names)),
             kind: RecordKind::Arrays {
                 names: arrays.names,
@@ -244,6 +260,7 @@ impl<'a> RecordSet<'a> {
         }
         let what = array_what(&RecordKind::JsonLines, records.first().map(|r| &**r));
         (records.len() >= 2).then_some(RecordSet {
+            head: OnceLock::new(),
             kind: RecordKind::JsonLines,
             records,
             what,
@@ -260,6 +277,7 @@ impl<'a> RecordSet<'a> {
             })
             .collect();
         RecordSet {
+            head: OnceLock::new(),
             kind: RecordKind::TextLines,
             records,
             what: Cow::Borrowed(lines_what(text)),
@@ -278,11 +296,14 @@ impl<'a> RecordSet<'a> {
 
     /// Parses up to `n` records from the front, for schema inference.
     pub fn sample(&self, n: usize) -> Vec<Value> {
-        self.records
-            .iter()
-            .take(n)
-            .filter_map(|r| serde_json::from_str(r).ok())
-            .collect()
+        parse_front(&self.records, n)
+    }
+
+    /// The first [`SAMPLE_SIZE`] records parsed ([`RecordSet::sample`]),
+    /// parsed once however often they are asked for.
+    pub fn head(&self) -> &[Value] {
+        self.head
+            .get_or_init(|| parse_front(&self.records, SAMPLE_SIZE))
     }
 
     /// Like [`RecordSet::sample`], but records of several arrays
@@ -311,7 +332,7 @@ impl<'a> RecordSet<'a> {
         let mut counts: BTreeMap<Cow<'_, str>, usize> = BTreeMap::new();
         for record in &self.records {
             if let Some(raw) = top_level_value(record, "namespace")
-                && let Ok(ns) = serde_json::from_str::<Cow<'_, str>>(raw)
+                && let Some(ns) = json_string(raw)
             {
                 *counts.entry(ns).or_default() += 1;
             }
@@ -340,6 +361,15 @@ impl<'a> RecordSet<'a> {
         }
         range
     }
+}
+
+/// Up to `n` of `records` from the front that parse, parsed.
+fn parse_front(records: &[Cow<'_, str>], n: usize) -> Vec<Value> {
+    records
+        .iter()
+        .take(n)
+        .filter_map(|r| serde_json::from_str(r).ok())
+        .collect()
 }
 
 /// Whether a JSON text has an array opening with an object (`[{`, or with
@@ -455,6 +485,19 @@ fn string_end(bytes: &[u8], mut from: usize) -> usize {
         from = at + 2;
     }
     bytes.len()
+}
+
+/// The string a JSON value's text spells, when it is a string: one with
+/// nothing to unescape is borrowed as it is, without a parser.
+fn json_string(raw: &str) -> Option<Cow<'_, str>> {
+    let plain = raw
+        .strip_prefix('"')
+        .and_then(|r| r.strip_suffix('"'))
+        .filter(|inner| !inner.bytes().any(|b| b == b'\\' || b == b'"' || b < 0x20));
+    match plain {
+        Some(inner) => Some(Cow::Borrowed(inner)),
+        None => serde_json::from_str(raw).ok(),
+    }
 }
 
 /// End (exclusive) of the JSON value starting at `start`.
@@ -588,6 +631,48 @@ mod tests {
         assert_eq!(set.top_namespaces(5), ["b", "a"]);
         assert_eq!(set.top_namespaces(1), ["b"]);
         assert_eq!(set.score_range(), Some((0.5, 0.9)));
+    }
+
+    #[test]
+    fn json_strings_read_as_serde_json_reads_them() {
+        for raw in [
+            r#""plain""#,
+            r#""""#,
+            r#""a\"b""#,
+            r#""tab\tand\\slash""#,
+            r#""\u00e9t\u00e9 \ud83d\ude00""#,
+            r#""\ud800""#,
+            "\"été 😀\"",
+            "\"raw\ttab\"",
+            "\"new\nline\"",
+            r#""\q""#,
+            r#"""#,
+            r#""open"#,
+            "12",
+            "-1.5e3",
+            "null",
+            r#"["a"]"#,
+            r#"{"a":"b"}"#,
+        ] {
+            let serde = serde_json::from_str::<Cow<'_, str>>(raw).ok();
+            assert_eq!(json_string(raw), serde, "{raw}");
+        }
+    }
+
+    #[test]
+    fn the_head_is_the_sample_parsed_once() {
+        let text = serde_json::to_string(
+            &(0..40)
+                .map(|i| serde_json::json!({"n": i, "kids": [{"n": i}]}))
+                .collect::<Vec<_>>(),
+        )
+        .unwrap();
+        let set = RecordSet::from_text(&text);
+        assert_eq!(set.head(), set.sample(SAMPLE_SIZE));
+        assert_eq!(set.head().len(), SAMPLE_SIZE);
+        let lines = RecordSet::from_text("a\nb");
+        assert_eq!(lines.head(), lines.sample(SAMPLE_SIZE));
+        assert_eq!(lines, RecordSet::from_text("a\nb"));
     }
 
     #[test]
