@@ -25,6 +25,7 @@
 
 mod arrays;
 mod blocks;
+mod scan;
 mod tree;
 
 use std::{borrow::Cow, collections::BTreeMap, sync::OnceLock};
@@ -33,6 +34,9 @@ use serde_json::{Value, value::RawValue};
 
 pub use arrays::{ARRAY_FIELD, untag};
 pub use blocks::leading_blocks;
+pub use scan::{minify, top_level_value};
+
+use scan::json_string;
 
 use crate::recipes::SAMPLE_SIZE;
 
@@ -429,105 +433,6 @@ fn plural(noun: &str) -> String {
     }
 }
 
-/// The raw JSON text of top-level field `key` of a compact JSON object, found
-/// by one scan that tracks nesting and strings without building any value.
-/// Summaries read one or two fields of every record; a full parse of each
-/// record would cost several times more. Keys with escapes never match.
-pub fn top_level_value<'r>(record: &'r str, key: &str) -> Option<&'r str> {
-    let bytes = record.as_bytes();
-    if bytes.first() != Some(&b'{') {
-        return None;
-    }
-    let mut depth = 0usize;
-    let mut i = 0;
-    // At depth 1, the string after `{` or `,` is a key.
-    let mut expect_key = false;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'"' => {
-                let start = i + 1;
-                i = string_end(bytes, start);
-                if depth == 1 && expect_key {
-                    expect_key = false;
-                    if &record[start..i.min(bytes.len())] == key {
-                        // Skip past the colon and any whitespace to the value.
-                        let mut v = i + 1;
-                        while v < bytes.len()
-                            && (bytes[v] == b':' || bytes[v].is_ascii_whitespace())
-                        {
-                            v += 1;
-                        }
-                        return value_end(bytes, v).map(|end| &record[v..end]);
-                    }
-                }
-            }
-            b'{' | b'[' => {
-                depth += 1;
-                expect_key = depth == 1 && bytes[i] == b'{';
-            }
-            b'}' | b']' => depth = depth.saturating_sub(1),
-            b',' => expect_key = depth == 1,
-            _ => {}
-        }
-        i += 1;
-    }
-    None
-}
-
-/// Index of the closing quote of the string whose content starts at `from`
-/// (or the length when unterminated). Long strings are skipped with memchr.
-fn string_end(bytes: &[u8], mut from: usize) -> usize {
-    while let Some(off) = memchr::memchr2(b'"', b'\\', &bytes[from.min(bytes.len())..]) {
-        let at = from + off;
-        if bytes[at] == b'"' {
-            return at;
-        }
-        from = at + 2;
-    }
-    bytes.len()
-}
-
-/// The string a JSON value's text spells, when it is a string: one with
-/// nothing to unescape is borrowed as it is, without a parser.
-fn json_string(raw: &str) -> Option<Cow<'_, str>> {
-    let plain = raw
-        .strip_prefix('"')
-        .and_then(|r| r.strip_suffix('"'))
-        .filter(|inner| !inner.bytes().any(|b| b == b'\\' || b == b'"' || b < 0x20));
-    match plain {
-        Some(inner) => Some(Cow::Borrowed(inner)),
-        None => serde_json::from_str(raw).ok(),
-    }
-}
-
-/// End (exclusive) of the JSON value starting at `start`.
-fn value_end(bytes: &[u8], start: usize) -> Option<usize> {
-    let mut depth = 0usize;
-    let mut i = start;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'"' => {
-                i = string_end(bytes, i + 1);
-                if depth == 0 {
-                    return Some(i + 1);
-                }
-            }
-            b'{' | b'[' => depth += 1,
-            b'}' | b']' if depth == 0 => return Some(i),
-            b'}' | b']' => {
-                depth -= 1;
-                if depth == 0 {
-                    return Some(i + 1);
-                }
-            }
-            b',' if depth == 0 => return Some(i),
-            _ => {}
-        }
-        i += 1;
-    }
-    None
-}
-
 fn compact(raw: &RawValue) -> Cow<'_, str> {
     let text = raw.get();
     if text.contains('\n') {
@@ -535,31 +440,6 @@ fn compact(raw: &RawValue) -> Cow<'_, str> {
     } else {
         Cow::Borrowed(text)
     }
-}
-
-/// Removes whitespace outside strings from valid JSON text.
-pub fn minify(json: &str) -> String {
-    let mut out = String::with_capacity(json.len());
-    let mut in_string = false;
-    let mut escaped = false;
-    for c in json.chars() {
-        if in_string {
-            out.push(c);
-            if escaped {
-                escaped = false;
-            } else if c == '\\' {
-                escaped = true;
-            } else if c == '"' {
-                in_string = false;
-            }
-        } else if c == '"' {
-            in_string = true;
-            out.push(c);
-        } else if !c.is_whitespace() {
-            out.push(c);
-        }
-    }
-    out
 }
 
 #[cfg(test)]
@@ -634,32 +514,6 @@ mod tests {
     }
 
     #[test]
-    fn json_strings_read_as_serde_json_reads_them() {
-        for raw in [
-            r#""plain""#,
-            r#""""#,
-            r#""a\"b""#,
-            r#""tab\tand\\slash""#,
-            r#""\u00e9t\u00e9 \ud83d\ude00""#,
-            r#""\ud800""#,
-            "\"été 😀\"",
-            "\"raw\ttab\"",
-            "\"new\nline\"",
-            r#""\q""#,
-            r#"""#,
-            r#""open"#,
-            "12",
-            "-1.5e3",
-            "null",
-            r#"["a"]"#,
-            r#"{"a":"b"}"#,
-        ] {
-            let serde = serde_json::from_str::<Cow<'_, str>>(raw).ok();
-            assert_eq!(json_string(raw), serde, "{raw}");
-        }
-    }
-
-    #[test]
     fn the_head_is_the_sample_parsed_once() {
         let text = serde_json::to_string(
             &(0..40)
@@ -673,21 +527,6 @@ mod tests {
         let lines = RecordSet::from_text("a\nb");
         assert_eq!(lines.head(), lines.sample(SAMPLE_SIZE));
         assert_eq!(lines, RecordSet::from_text("a\nb"));
-    }
-
-    #[test]
-    fn top_level_scan_ignores_nested_and_string_lookalikes() {
-        let r = r#"{"a":{"namespace":"inner"},"s":"\"namespace\":\"x\"","namespace":"outer","score":0.5,"z":[1,{"score":9}]}"#;
-        assert_eq!(top_level_value(r, "namespace"), Some("\"outer\""));
-        assert_eq!(top_level_value(r, "score"), Some("0.5"));
-        assert_eq!(top_level_value(r, "z"), Some("[1,{\"score\":9}]"));
-        assert_eq!(top_level_value(r, "a"), Some("{\"namespace\":\"inner\"}"));
-        assert_eq!(top_level_value(r, "missing"), None);
-        assert_eq!(top_level_value("[1]", "a"), None);
-        assert_eq!(
-            top_level_value(r#"{"n": "sp aced" }"#, "n"),
-            Some("\"sp aced\"")
-        );
     }
 
     #[test]
@@ -760,10 +599,5 @@ mod tests {
         let value: Value = serde_json::from_str(text).unwrap();
         let structured = RecordSet::from_structured(&serde_json::json!({ "tree": value })).unwrap();
         assert_eq!(structured.records, set.records);
-    }
-
-    #[test]
-    fn minify_keeps_string_whitespace_and_escapes() {
-        assert_eq!(minify("{ \"a b\" : \"c\\\" d\" }"), "{\"a b\":\"c\\\" d\"}");
     }
 }
