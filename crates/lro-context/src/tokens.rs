@@ -24,13 +24,18 @@ pub struct CharsPerToken;
 
 impl TokenCounter for CharsPerToken {
     fn count(&self, text: &str) -> u64 {
-        (text.chars().count() as u64).div_ceil(4)
+        self.count_parts(&[text])
     }
 
     fn count_parts(&self, parts: &[&str]) -> u64 {
-        let chars: usize = parts.iter().map(|p| p.chars().count()).sum();
+        let chars: usize = parts.iter().map(|p| chars(p)).sum();
         (chars as u64).div_ceil(4)
     }
+}
+
+/// The characters of `text`: its bytes that start one.
+fn chars(text: &str) -> usize {
+    bytecount::num_chars(text.as_bytes())
 }
 
 /// Characters / 4, rounded up, as [`CharsPerToken`].
@@ -82,6 +87,18 @@ mod tests {
         let words = |t: &str| t.split_whitespace().count() as u64;
         assert_eq!(words.count("a b c"), 3);
         assert_eq!(().count("日本語です"), CharsPerToken.count("日本語です"));
+    }
+
+    #[test]
+    fn characters_are_counted_as_rust_counts_them() {
+        let mixed = "aé日😀\u{7f}\u{80}\u{7ff}\u{800}\u{ffff}\u{10000}\u{10ffff}\n";
+        for text in ["", "a", "é", mixed, &mixed.repeat(100), &"x".repeat(1000)] {
+            for start in 0..text.len().min(40) {
+                if let Some(tail) = text.get(start..) {
+                    assert_eq!(chars(tail), tail.chars().count(), "{tail:?}");
+                }
+            }
+        }
     }
 
     #[test]
