@@ -1,25 +1,30 @@
 //! Compaction of a 500-message history of about 2 M tokens, files
-//! included, against raw writes of the same bytes, measured side by side in
-//! one run; and the share of token counting.
+//! included, against raw writes of the same files with the same lifecycle,
+//! interleaved round by round, on tmpfs unless `LRO_BENCH_DIR` names
+//! another directory (a disk, say); and the share of token counting.
 //!
-//! Run with `cargo bench -p lro-context --bench compact`.
+//! Run with `cargo bench -p lro-context --bench compact`
+//! (`LRO_BENCH_ITERS` sets the rounds, 31).
 
 use std::{
     fs,
     hint::black_box,
+    io::Write,
+    os::unix::fs::OpenOptionsExt,
+    path::{Path, PathBuf},
     time::{Duration, Instant},
 };
 
 use lro_context::{
-    CharsPerToken, ContextOffloader, Message, Mode, Params, TokenCounter, parse_messages,
+    CharsPerToken, ContextOffloader, Message, Mode, Offloaded, Params, TokenCounter, parse_messages,
 };
+use lro_core::principal::Principal;
 use serde_json::{Value, json};
 
 /// Messages in the history; every other one a tool result.
 const MESSAGES: usize = 500;
 /// Characters of one tool result: 250 of them make about 2 M tokens.
 const RESULT_CHARS: usize = 32_000;
-const ROUNDS: usize = 7;
 
 fn history() -> Vec<Message> {
     let mut msgs = Vec::with_capacity(MESSAGES);
@@ -39,44 +44,99 @@ fn history() -> Vec<Message> {
     parse_messages(Value::Array(msgs)).unwrap()
 }
 
+/// Compaction of `history` into `dir`, which exists and is empty: every
+/// file is new.
+fn compact(history: Vec<Message>, dir: &Path) -> Offloaded {
+    let params = Params::new(dir).mode(Mode::Compact).keep_recent_count(0);
+    let out = ContextOffloader::new()
+        .offload(&Principal::anonymous(), history, &params)
+        .unwrap();
+    assert_eq!(out.stats.compacted, MESSAGES / 2);
+    out
+}
+
+/// What the store does to write one file, and nothing else: a temp file
+/// named as it names one, created (mode 0600, create and truncate), one
+/// `write_all` of the bytes, closed, and renamed to the file's name.
+fn raw_write(dir: &Path, files: &[(String, String)]) {
+    let pid = std::process::id();
+    for (name, content) in files {
+        let tmp = dir.join(format!(".{name}.{pid}.tmp"));
+        let mut f = fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&tmp)
+            .unwrap();
+        f.write_all(black_box(content.as_bytes())).unwrap();
+        drop(f);
+        fs::rename(&tmp, dir.join(name)).unwrap();
+    }
+}
+
 fn median(mut xs: Vec<Duration>) -> Duration {
     xs.sort();
     xs[xs.len() / 2]
 }
 
+/// The type of the filesystem `path` is on, from the longest mount point
+/// of /proc/mounts that holds it.
+fn filesystem(path: &Path) -> String {
+    let path = fs::canonicalize(path).unwrap();
+    let mounts = fs::read_to_string("/proc/mounts").unwrap_or_default();
+    mounts
+        .lines()
+        .filter_map(|l| {
+            let mut f = l.split_whitespace();
+            let (_, at, kind) = (f.next()?, f.next()?, f.next()?);
+            path.starts_with(at).then(|| (at.len(), kind.to_owned()))
+        })
+        .max()
+        .map_or_else(|| "an unknown filesystem".to_owned(), |(_, kind)| kind)
+}
+
 fn main() {
+    let base = std::env::var_os("LRO_BENCH_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| "/dev/shm".into());
+    let rounds: usize = std::env::var("LRO_BENCH_ITERS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(31);
     let history = history();
     let tokens: u64 = history.iter().map(|m| CharsPerToken.count(&m.text())).sum();
-    let bytes: usize = history
-        .iter()
-        .filter(|m| m.role() == "tool")
-        .map(|m| m.text().len())
-        .sum();
-    let (mut compact, mut raw, mut count) = (Vec::new(), Vec::new(), Vec::new());
-    for _ in 0..ROUNDS {
-        // Compaction into a fresh directory (every file new).
-        let dir = tempfile::tempdir().unwrap();
-        let params = Params::new(dir.path())
-            .mode(Mode::Compact)
-            .keep_recent_count(0);
+    // The baseline writes exactly the files a compaction writes: their
+    // names and bytes, taken from one.
+    let scratch = tempfile::tempdir_in(&base).unwrap();
+    let fs_type = filesystem(scratch.path());
+    let files: Vec<(String, String)> = compact(history.clone(), scratch.path())
+        .files
+        .into_iter()
+        .map(|f| {
+            let name = f.path.file_name().unwrap().to_str().unwrap().to_owned();
+            (name, f.content)
+        })
+        .collect();
+    drop(scratch);
+    let bytes: usize = files.iter().map(|(_, c)| c.len()).sum();
+    let (mut compaction, mut raw, mut count) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        // Each into a fresh, empty directory made before the clock starts
+        // and removed after it stops.
+        // The history is the caller's to hand over: copied off the clock.
+        let input = history.clone();
+        let dir = tempfile::tempdir_in(&base).unwrap();
         let started = Instant::now();
-        let out = ContextOffloader::new()
-            .offload(
-                &lro_core::principal::Principal::anonymous(),
-                history.clone(),
-                &params,
-            )
-            .unwrap();
-        compact.push(started.elapsed());
-        assert_eq!(out.stats.compacted, MESSAGES / 2);
+        let out = compact(input, dir.path());
+        compaction.push(started.elapsed());
+        drop((black_box(out), dir));
 
-        // Raw writes of the same bytes, one file each.
-        let raw_dir = tempfile::tempdir().unwrap();
+        let dir = tempfile::tempdir_in(&base).unwrap();
         let started = Instant::now();
-        for (i, m) in history.iter().filter(|m| m.role() == "tool").enumerate() {
-            fs::write(raw_dir.path().join(format!("{i}.txt")), m.text()).unwrap();
-        }
+        raw_write(dir.path(), &files);
         raw.push(started.elapsed());
+        drop(dir);
 
         // Token counting alone, over the whole history.
         let started = Instant::now();
@@ -87,25 +147,24 @@ fn main() {
         count.push(started.elapsed());
         black_box(n);
     }
-    let (c, r, t) = (median(compact), median(raw), median(count));
+    let (c, r, t) = (median(compaction), median(raw), median(count));
     println!(
-        "context compaction, {MESSAGES} messages, {tokens} tokens, {} MB of tool results (median of {ROUNDS})\n",
-        bytes >> 20
-    );
-    println!("| measurement | time | ratio |");
-    println!("|---|---|---|");
-    println!(
-        "| compaction, files included | {:.1} ms | {:.2}× raw writes |",
-        c.as_secs_f64() * 1e3,
-        c.as_secs_f64() / r.as_secs_f64()
+        "context compaction: {MESSAGES} messages, {tokens} tokens, {} files, {bytes} bytes of \
+         tool results; {rounds} rounds on {fs_type}",
+        files.len()
     );
     println!(
-        "| raw writes of the same bytes | {:.1} ms | 1.00× |",
-        r.as_secs_f64() * 1e3
+        "compaction, files included, median: {:.2} ms",
+        c.as_secs_f64() * 1e3
     );
+    println!("raw write, median: {:.2} ms", r.as_secs_f64() * 1e3);
     println!(
-        "| token counting (characters / 4) | {:.1} ms | {:.0}% of compaction |",
+        "token counting (characters / 4), median: {:.2} ms, {:.0}% of compaction",
         t.as_secs_f64() * 1e3,
         100.0 * t.as_secs_f64() / c.as_secs_f64()
+    );
+    println!(
+        "ratio: compaction / raw write (same lifecycle, {fs_type}): {:.2}x",
+        c.as_secs_f64() / r.as_secs_f64()
     );
 }

@@ -7,6 +7,8 @@
 //! examples (`{id, name, arguments}`). Every field, known or not, is kept as
 //! it was: only the content of a changed message is rewritten.
 
+use std::borrow::Cow;
+
 use serde_json::{Map, Value};
 
 use crate::ContextError;
@@ -152,40 +154,45 @@ impl Message {
     /// The content as text: the string, or the text parts joined by
     /// newlines.
     pub fn text(&self) -> String {
+        self.text_ref().into_owned()
+    }
+
+    /// [`Message::text`], borrowed when the content is a string: tool
+    /// results are large, and compaction reads each several times.
+    pub(crate) fn text_ref(&self) -> Cow<'_, str> {
         match self.0.get("content") {
-            Some(Value::String(s)) => s.clone(),
-            Some(Value::Array(parts)) => parts
-                .iter()
-                .filter_map(|p| p.get("text").and_then(Value::as_str))
-                .collect::<Vec<_>>()
-                .join("\n"),
-            _ => String::new(),
+            Some(Value::String(s)) => Cow::Borrowed(s),
+            Some(Value::Array(parts)) => Cow::Owned(
+                parts
+                    .iter()
+                    .filter_map(|p| p.get("text").and_then(Value::as_str))
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+            ),
+            _ => Cow::Borrowed(""),
         }
     }
 
-    /// What token counts cover: the content's text and any
+    /// What token counts cover, in order: the content's text and any
     /// `reasoning_content`.
-    pub(crate) fn counted_text(&self) -> String {
-        let mut text = self.text();
-        if let Some(r) = self.0.get("reasoning_content").and_then(Value::as_str) {
-            text.push_str(r);
-        }
-        text
+    pub(crate) fn counted_parts(&self) -> [Cow<'_, str>; 2] {
+        let reasoning = self.0.get("reasoning_content").and_then(Value::as_str);
+        [self.text_ref(), Cow::Borrowed(reasoning.unwrap_or(""))]
     }
 
     /// The content exactly as it came, for storing: the string itself, or the
     /// JSON of an array of parts (nothing is lost either way).
-    pub(crate) fn stored_content(&self) -> String {
+    pub(crate) fn stored_content(&self) -> Cow<'_, str> {
         match self.0.get("content") {
-            Some(Value::String(s)) => s.clone(),
-            Some(v) => v.to_string(),
-            None => String::new(),
+            Some(Value::String(s)) => Cow::Borrowed(s),
+            Some(v) => Cow::Owned(v.to_string()),
+            None => Cow::Borrowed(""),
         }
     }
 
-    /// Replaces the content with text.
-    pub(crate) fn set_content(&mut self, text: String) {
-        self.0.insert("content".to_owned(), Value::String(text));
+    /// Replaces the content with text, and returns the content it had.
+    pub(crate) fn set_content(&mut self, text: String) -> Option<Value> {
+        self.0.insert("content".to_owned(), Value::String(text))
     }
 }
 

@@ -7,11 +7,14 @@
 //! that was not written.
 
 use std::{
+    borrow::Cow,
     collections::{BTreeMap, HashSet},
+    io,
     path::PathBuf,
     sync::{Arc, LazyLock},
 };
 
+use cap_std::fs::Dir;
 use regex::Regex;
 use serde_json::{Map, Value};
 
@@ -330,7 +333,11 @@ impl ContextOffloader {
             summariser: &*self.summariser,
             params,
             dir: &dir,
-            quota: &self.quota,
+            store: Store {
+                at: &dir,
+                quota: &self.quota,
+                open: None,
+            },
             out: Offloaded {
                 messages,
                 ..Offloaded::default()
@@ -375,8 +382,27 @@ struct Run<'a> {
     summariser: &'a dyn Summariser,
     params: &'a Params,
     dir: &'a Located,
-    quota: &'a Quota,
+    store: Store<'a>,
     out: Offloaded,
+}
+
+/// Where one run stores its files: the directory is created and opened on
+/// the run's first write and kept open for the others.
+struct Store<'a> {
+    at: &'a Located,
+    quota: &'a Quota,
+    open: Option<Dir>,
+}
+
+impl Store<'_> {
+    /// Stores `content` as `name` (see [`store::write`]).
+    fn write(&mut self, name: &str, content: &[u8]) -> io::Result<(PathBuf, Written)> {
+        let dir = match &mut self.open {
+            Some(dir) => dir,
+            empty => empty.insert(self.at.open_dir(true)?),
+        };
+        store::write(dir, self.at, name, content, self.quota)
+    }
 }
 
 impl Run<'_> {
@@ -430,19 +456,25 @@ impl Run<'_> {
                 continue;
             };
             if tokens::of_message(self.counter, m) <= self.params.max_tool_message_tokens
-                || POINTER.is_match(&m.text())
+                || POINTER.is_match(&m.text_ref())
                 || names
                     .get(&id)
                     .is_some_and(|n| self.params.exclude_tools.contains(n))
             {
                 continue;
             }
-            let content = m.stored_content();
-            let name = store::tool_file_name(&id, content.as_bytes());
-            match store::write(self.dir, &name, content.as_bytes(), self.quota) {
+            let stored = m.stored_content();
+            let name = store::tool_file_name(&id, stored.as_bytes());
+            let result = self.store.write(&name, stored.as_bytes());
+            // A string is moved out of the message below, not copied.
+            let copied = match stored {
+                Cow::Owned(json) => Some(json),
+                Cow::Borrowed(_) => None,
+            };
+            match result {
                 Ok((path, written)) => {
-                    let preview: String = m
-                        .text()
+                    let preview: String = self.out.messages[i]
+                        .text_ref()
                         .chars()
                         .take(self.params.preview_char_length)
                         .collect();
@@ -461,7 +493,11 @@ impl Run<'_> {
                             path.display()
                         ),
                     };
-                    self.out.messages[i].set_content(pointer);
+                    let content = match (copied, self.out.messages[i].set_content(pointer)) {
+                        (Some(json), _) | (None, Some(Value::String(json))) => json,
+                        // No content at all: stored as an empty file.
+                        _ => String::new(),
+                    };
                     self.out.stats.compacted += 1;
                     self.out.files.push(StoredFile {
                         path,
@@ -512,12 +548,7 @@ impl Run<'_> {
             let json = Value::Array(msgs.iter().cloned().map(Message::into_json).collect());
             let content = serde_json::to_string_pretty(&json).unwrap_or_default();
             let name = store::group_file_name(&self.params.chat_id, idx, content.as_bytes());
-            let (path, written) = match store::write(
-                self.dir,
-                &name,
-                content.as_bytes(),
-                self.quota,
-            ) {
+            let (path, written) = match self.store.write(&name, content.as_bytes()) {
                 Ok(ok) => ok,
                 Err(e) => {
                     self.out.stats.write_failures += 1;

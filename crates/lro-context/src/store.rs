@@ -79,22 +79,22 @@ pub(crate) enum Written {
     Existing,
 }
 
-/// Writes `content` to `name` in the directory `at` names, atomically (a
-/// temp file renamed into place), mode 0600, creating the directory with
-/// mode 0700. Every step is taken relative to the caller's open area, so a
-/// symlink swapped inside it cannot move the write outside. A file already
-/// there with the same content is left alone; a new one must fit `quota`.
+/// Writes `content` to `name` in `dir`, the directory `at` names, open
+/// (see `Located::open_dir`), atomically (a temp file renamed into place),
+/// mode 0600. Every step is taken relative to that handle, so a symlink
+/// swapped inside it cannot move the write outside. A file already there
+/// with the same content is left alone; a new one must fit `quota`.
 /// Like the LRO offload writer it does not fsync: readers never see half a
 /// file, and the history keeps the preview if a crash loses one.
 pub(crate) fn write(
+    dir: &Dir,
     at: &Located,
     name: &str,
     content: &[u8],
     quota: &Quota,
 ) -> io::Result<(PathBuf, Written)> {
-    let dir = at.open_dir(true)?;
     let path = at.full.join(name);
-    if read_regular(&dir, name).is_ok_and(|old| old == content) {
+    if read_regular(dir, name).is_ok_and(|old| old == content) {
         return Ok((path, Written::Existing));
     }
     let reservation = at
@@ -106,7 +106,7 @@ pub(crate) fn write(
         opts.write(true).create(true).truncate(true).mode(0o600);
         let mut f = dir.open_with(&tmp, &opts)?;
         f.write_all(content)?;
-        dir.rename(&tmp, &dir, name)
+        dir.rename(&tmp, dir, name)
     })();
     if result.is_err() {
         let _ = dir.remove_file(&tmp);
@@ -536,7 +536,8 @@ mod tests {
         else {
             panic!("the anonymous principal's own root")
         };
-        let (p, w) = write(&at, "a.txt", b"hello\n", &Quota::new()).unwrap();
+        let open = at.open_dir(true).unwrap();
+        let (p, w) = write(&open, &at, "a.txt", b"hello\n", &Quota::new()).unwrap();
         assert_eq!(w, Written::New);
         assert_eq!(
             fs::metadata(&p).unwrap().permissions().mode() & 0o777,
@@ -547,7 +548,9 @@ mod tests {
             0o700
         );
         assert_eq!(
-            write(&at, "a.txt", b"hello\n", &Quota::new()).unwrap().1,
+            write(&open, &at, "a.txt", b"hello\n", &Quota::new())
+                .unwrap()
+                .1,
             Written::Existing
         );
         assert_eq!(

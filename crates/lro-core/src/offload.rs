@@ -344,11 +344,11 @@ impl Offloader {
         input: OffloadInput<'_>,
         cancelled: &dyn Fn() -> bool,
     ) -> Result<OffloadOutput, WriteError> {
-        let sample = input.records.sample(SAMPLE_SIZE);
-        let memories = is_memory_sample(&sample);
+        let sample = input.records.head();
+        let memories = is_memory_sample(sample);
         let detail = input
             .detail
-            .unwrap_or_else(|| infer_detail(&sample, memories));
+            .unwrap_or_else(|| infer_detail(sample, memories));
         let header = OffloadHeader::new(
             input.operation,
             input.query.clone(),
@@ -373,7 +373,7 @@ impl Offloader {
             .clone()
             .unwrap_or_else(|| written.path.to_string_lossy().into_owned());
 
-        let recipes = RecipeSet::derive(&sample, detail);
+        let recipes = RecipeSet::derive(sample, detail);
         let descriptor = match self.profile {
             DescriptorProfile::Minimal => Descriptor::Minimal(MinimalOffloadResponse {
                 offloaded: true,
@@ -389,7 +389,7 @@ impl Offloader {
             DescriptorProfile::Full => {
                 let example = self
                     .native_extract
-                    .then(|| WorkedExample::derive(&sample))
+                    .then(|| WorkedExample::derive(sample))
                     .flatten();
                 // A handle has no file to pipe into jq: each recipe is its
                 // jq arguments, run by `lro_extract` as `recipe=N`.
@@ -451,7 +451,7 @@ impl Offloader {
                     },
                     handle: handle.clone(),
                     line_schema: match self.guidance {
-                        GuidanceStyle::Spec => line_schema(input.records, &sample),
+                        GuidanceStyle::Spec => line_schema(input.records, sample),
                         GuidanceStyle::Compact => serde_json::Value::Null,
                     },
                     jq_recipes,

@@ -46,10 +46,16 @@ struct Shape {
     required: bool,
 }
 
+/// JSON Schema's type names, in the order a schema lists them.
+const TYPES: [&str; 7] = [
+    "array", "boolean", "integer", "null", "number", "object", "string",
+];
+
 #[derive(Default)]
 struct Node {
     seen: usize,
-    types: BTreeMap<&'static str, ()>,
+    /// Bit `i` set: a value of type `TYPES[i]` was seen.
+    types: u8,
     props: BTreeMap<String, Node>,
     items: Option<Box<Node>>,
 }
@@ -58,25 +64,29 @@ impl Node {
     fn add(&mut self, v: &Value, depth: usize) {
         self.seen += 1;
         let ty = match v {
-            Value::Null => "null",
-            Value::Bool(_) => "boolean",
-            Value::Number(n) if n.is_f64() => "number",
-            Value::Number(_) => "integer",
-            Value::String(_) => "string",
-            Value::Array(_) => "array",
-            Value::Object(_) => "object",
+            Value::Array(_) => 0,
+            Value::Bool(_) => 1,
+            Value::Number(n) if n.is_f64() => 4,
+            Value::Number(_) => 2,
+            Value::Null => 3,
+            Value::Object(_) => 5,
+            Value::String(_) => 6,
         };
-        self.types.insert(ty, ());
+        self.types |= 1 << ty;
         if depth >= MAX_DEPTH {
             return;
         }
         match v {
             Value::Object(map) => {
                 for (k, child) in map {
-                    self.props
-                        .entry(k.clone())
-                        .or_default()
-                        .add(child, depth + 1);
+                    // The key is copied only the first time it is seen.
+                    if let Some(node) = self.props.get_mut(k) {
+                        node.add(child, depth + 1);
+                    } else {
+                        let mut node = Node::default();
+                        node.add(child, depth + 1);
+                        self.props.insert(k.clone(), node);
+                    }
                 }
             }
             Value::Array(items) => {
@@ -93,13 +103,60 @@ impl Node {
         self.seen
     }
 
+    /// The type names [`Node::to_schema`] lists.
+    fn type_names(&self) -> impl Iterator<Item = &'static str> + '_ {
+        // An integer field that is sometimes fractional is a number.
+        let number = self.types & (1 << 4) != 0;
+        (0..TYPES.len())
+            .filter(move |&i| self.types & (1 << i) != 0 && !(number && i == 2))
+            .map(|i| TYPES[i])
+    }
+
+    /// The length of [`Node::to_schema`] as compact JSON, counted without
+    /// building it: the descriptor tries depths until one fits its budget.
+    fn schema_len(&self, depth: usize, shape: Shape) -> usize {
+        // Braces, and a comma between each two of the object's fields.
+        let mut len = 2;
+        let mut fields = 0usize;
+        let types: Vec<&str> = self.type_names().collect();
+        if !types.is_empty() {
+            fields += 1;
+            len += r#""type":"#.len() + list_len(types.iter().map(|t| t.len() + 2));
+            if types.len() == 1 {
+                len -= 2;
+            }
+        }
+        if depth < shape.depth {
+            if !self.props.is_empty() {
+                fields += 1;
+                let props = self
+                    .props
+                    .iter()
+                    .map(|(k, node)| quoted_len(k) + 1 + node.schema_len(depth + 1, shape));
+                len += r#""properties":"#.len() + list_len(props);
+                let objects = self.objects_seen();
+                let required: Vec<usize> = self
+                    .props
+                    .iter()
+                    .filter(|(_, node)| shape.required && node.seen == objects)
+                    .map(|(k, _)| quoted_len(k))
+                    .collect();
+                if !required.is_empty() {
+                    fields += 1;
+                    len += r#""required":"#.len() + list_len(required.into_iter());
+                }
+            }
+            if let Some(items) = &self.items {
+                fields += 1;
+                len += r#""items":"#.len() + items.schema_len(depth + 1, shape);
+            }
+        }
+        len + fields.saturating_sub(1)
+    }
+
     fn to_schema(&self, depth: usize, shape: Shape) -> Value {
         let mut out = Map::new();
-        let mut types: Vec<&str> = self.types.keys().copied().collect();
-        // An integer field that is sometimes fractional is a number.
-        if types.contains(&"number") {
-            types.retain(|t| *t != "integer");
-        }
+        let types: Vec<&str> = self.type_names().collect();
         match types.as_slice() {
             [] => {}
             [one] => {
@@ -133,6 +190,30 @@ impl Node {
     }
 }
 
+/// The length of a JSON array or object whose items are `items` long:
+/// brackets and the commas between them.
+fn list_len(items: impl Iterator<Item = usize>) -> usize {
+    let (mut len, mut n) = (2, 0usize);
+    for item in items {
+        len += item;
+        n += 1;
+    }
+    len + n.saturating_sub(1)
+}
+
+/// The length of `s` as a JSON string, escaped as serde_json escapes it.
+fn quoted_len(s: &str) -> usize {
+    let escapes: usize = s
+        .bytes()
+        .map(|b| match b {
+            b'"' | b'\\' | b'\x08' | b'\x0c' | b'\n' | b'\r' | b'\t' => 1,
+            0..0x20 => 5,
+            _ => 0,
+        })
+        .sum();
+    s.len() + escapes + 2
+}
+
 fn infer(sample: &[Value]) -> Node {
     let mut root = Node::default();
     for record in sample {
@@ -161,20 +242,15 @@ pub fn infer_line_schema(sample: &[Value]) -> Value {
 /// validates against it.
 pub fn descriptor_line_schema(sample: &[Value], max_chars: usize) -> Value {
     let root = infer(sample);
+    let shape = |depth| Shape {
+        depth,
+        required: false,
+    };
     let mut depth = MAX_DEPTH;
-    loop {
-        let schema = root.to_schema(
-            0,
-            Shape {
-                depth,
-                required: false,
-            },
-        );
-        if depth == 1 || schema.to_string().len() <= max_chars {
-            return schema;
-        }
+    while depth > 1 && root.schema_len(0, shape(depth)) > max_chars {
         depth -= 1;
     }
+    root.to_schema(0, shape(depth))
 }
 
 #[cfg(test)]
@@ -194,6 +270,31 @@ mod tests {
         assert_eq!(schema["properties"]["tags"]["items"]["type"], "string");
         assert_eq!(schema["properties"]["x"]["type"], json!(["null", "string"]));
         assert_eq!(schema["required"], json!(["p", "tags", "x"]));
+    }
+
+    #[test]
+    fn several_types_are_listed_in_name_order() {
+        let sample: Vec<Value> = [
+            json!("s"),
+            json!({}),
+            json!(1.5),
+            json!(null),
+            json!(2),
+            json!(true),
+            json!([]),
+        ]
+        .into_iter()
+        .map(|v| json!({ "x": v }))
+        .collect();
+        assert_eq!(
+            infer_line_schema(&sample)["properties"]["x"]["type"],
+            json!(["array", "boolean", "null", "number", "object", "string"])
+        );
+        let ints = [json!({"x": 1}), json!({"x": null})];
+        assert_eq!(
+            infer_line_schema(&ints)["properties"]["x"]["type"],
+            json!(["integer", "null"])
+        );
     }
 
     #[test]
@@ -224,6 +325,41 @@ mod tests {
             json!({"type": "object", "properties": {
                 "a": {"type": "string"}, "o": {"type": "object"}, "t": {"type": "array"}}})
         );
+    }
+
+    #[test]
+    fn lengths_are_counted_as_serde_json_writes_them() {
+        let odd = "q\"b\\s\u{8}\u{c}\n\r\t\u{1}\u{1f}\u{7f} é 日本 😀";
+        let samples = [
+            vec![
+                json!({"a": [[{"b": null}]], "c": [], "d": {}}),
+                Value::Object(Map::from_iter([(
+                    odd.to_owned(),
+                    Value::Object(Map::from_iter([(odd.to_owned(), json!([1, 2.5]))])),
+                )])),
+            ],
+            vec![
+                json!({"x": 1, "y": {"z": [true, "s"]}}),
+                json!({"x": 1.5, "y": {"z": []}, "w": "s"}),
+                json!([1, {"k": 2}]),
+                json!("top"),
+            ],
+            vec![json!({"a": {"b": {"c": {"d": {"e": {"f": 1}}}}}})],
+            vec![],
+        ];
+        for sample in &samples {
+            let root = infer(sample);
+            for depth in 0..=MAX_DEPTH + 1 {
+                for required in [false, true] {
+                    let shape = Shape { depth, required };
+                    assert_eq!(
+                        root.schema_len(0, shape),
+                        root.to_schema(0, shape).to_string().len(),
+                        "{sample:?} at depth {depth}, required {required}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]

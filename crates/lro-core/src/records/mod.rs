@@ -25,14 +25,18 @@
 
 mod arrays;
 mod blocks;
+mod scan;
 mod tree;
 
-use std::{borrow::Cow, collections::BTreeMap};
+use std::{borrow::Cow, collections::BTreeMap, sync::OnceLock};
 
 use serde_json::{Value, value::RawValue};
 
 pub use arrays::{ARRAY_FIELD, untag};
 pub use blocks::leading_blocks;
+pub use scan::{minify, top_level_value};
+
+use scan::json_string;
 
 use crate::recipes::SAMPLE_SIZE;
 
@@ -76,7 +80,7 @@ pub enum RecordKind {
 }
 
 /// Records ready to be written, each a single line of JSON.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct RecordSet<'a> {
     /// How the records were found.
@@ -86,6 +90,17 @@ pub struct RecordSet<'a> {
     /// What the records are, in the plural ("lines of text", "commits",
     /// "tree entries"), for the summary and the guidance.
     pub what: Cow<'static, str>,
+    /// The first [`SAMPLE_SIZE`] records parsed, once: the tree check and
+    /// the offload's schema and recipes read the same sample.
+    head: OnceLock<Vec<Value>>,
+}
+
+/// Two sets are equal when their records are: the parsed sample is only a
+/// copy of their front.
+impl PartialEq for RecordSet<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.kind == other.kind && self.records == other.records && self.what == other.what
+    }
 }
 
 impl<'a> RecordSet<'a> {
@@ -135,6 +150,7 @@ impl<'a> RecordSet<'a> {
         }
         let what = array_what(&kind, records.first().map(String::as_str));
         Some(RecordSet {
+            head: OnceLock::new(),
             kind,
             records: records.into_iter().map(Cow::Owned).collect(),
             what,
@@ -150,6 +166,7 @@ impl<'a> RecordSet<'a> {
         let shape = tree::shape(sample)?;
         let records = tree::flatten(items, &shape)?;
         Some(RecordSet {
+            head: OnceLock::new(),
             kind: RecordKind::Tree {
                 children: shape.children,
             },
@@ -163,18 +180,19 @@ impl<'a> RecordSet<'a> {
         let records: Vec<Cow<'a, str>> = items.into_iter().map(compact).collect();
         // A tree nests an array of objects; without one in the sample's text
         // (memories, log entries) nothing is parsed here.
-        let head = &records[..records.len().min(SAMPLE_SIZE)];
-        if head.iter().any(|r| nests_objects(r)) {
-            let sample: Vec<Value> = head
-                .iter()
-                .filter_map(|r| serde_json::from_str(r).ok())
-                .collect();
-            if let Some(set) = Self::tree(&sample, records.iter().map(|r| &**r)) {
+        let head = OnceLock::new();
+        if records[..records.len().min(SAMPLE_SIZE)]
+            .iter()
+            .any(|r| nests_objects(r))
+        {
+            let sample = head.get_or_init(|| parse_front(&records, SAMPLE_SIZE));
+            if let Some(set) = Self::tree(sample, records.iter().map(|r| &**r)) {
                 return set;
             }
         }
         let what = array_what(&kind, records.first().map(|r| &**r));
         RecordSet {
+            head,
             kind,
             records,
             what,
@@ -199,6 +217,7 @@ impl<'a> RecordSet<'a> {
         }
         if let Some(b) = blocks::parse(text) {
             return RecordSet {
+                head: OnceLock::new(),
                 what: Cow::Owned(plural(&b.start.to_lowercase())),
                 kind: RecordKind::Blocks {
                     start: b.start,
@@ -228,6 +247,7 @@ impl<'a> RecordSet<'a> {
 
     fn of_arrays(arrays: arrays::Arrays<'a>) -> Self {
         RecordSet {
+            head: OnceLock::new(),
             what: Cow::Owned(arrays::what(&arrays.names)),
             kind: RecordKind::Arrays {
                 names: arrays.names,
@@ -244,6 +264,7 @@ impl<'a> RecordSet<'a> {
         }
         let what = array_what(&RecordKind::JsonLines, records.first().map(|r| &**r));
         (records.len() >= 2).then_some(RecordSet {
+            head: OnceLock::new(),
             kind: RecordKind::JsonLines,
             records,
             what,
@@ -260,6 +281,7 @@ impl<'a> RecordSet<'a> {
             })
             .collect();
         RecordSet {
+            head: OnceLock::new(),
             kind: RecordKind::TextLines,
             records,
             what: Cow::Borrowed(lines_what(text)),
@@ -278,11 +300,14 @@ impl<'a> RecordSet<'a> {
 
     /// Parses up to `n` records from the front, for schema inference.
     pub fn sample(&self, n: usize) -> Vec<Value> {
-        self.records
-            .iter()
-            .take(n)
-            .filter_map(|r| serde_json::from_str(r).ok())
-            .collect()
+        parse_front(&self.records, n)
+    }
+
+    /// The first [`SAMPLE_SIZE`] records parsed ([`RecordSet::sample`]),
+    /// parsed once however often they are asked for.
+    pub fn head(&self) -> &[Value] {
+        self.head
+            .get_or_init(|| parse_front(&self.records, SAMPLE_SIZE))
     }
 
     /// Like [`RecordSet::sample`], but records of several arrays
@@ -311,7 +336,7 @@ impl<'a> RecordSet<'a> {
         let mut counts: BTreeMap<Cow<'_, str>, usize> = BTreeMap::new();
         for record in &self.records {
             if let Some(raw) = top_level_value(record, "namespace")
-                && let Ok(ns) = serde_json::from_str::<Cow<'_, str>>(raw)
+                && let Some(ns) = json_string(raw)
             {
                 *counts.entry(ns).or_default() += 1;
             }
@@ -340,6 +365,15 @@ impl<'a> RecordSet<'a> {
         }
         range
     }
+}
+
+/// Up to `n` of `records` from the front that parse, parsed.
+fn parse_front(records: &[Cow<'_, str>], n: usize) -> Vec<Value> {
+    records
+        .iter()
+        .take(n)
+        .filter_map(|r| serde_json::from_str(r).ok())
+        .collect()
 }
 
 /// Whether a JSON text has an array opening with an object (`[{`, or with
@@ -399,92 +433,6 @@ fn plural(noun: &str) -> String {
     }
 }
 
-/// The raw JSON text of top-level field `key` of a compact JSON object, found
-/// by one scan that tracks nesting and strings without building any value.
-/// Summaries read one or two fields of every record; a full parse of each
-/// record would cost several times more. Keys with escapes never match.
-pub fn top_level_value<'r>(record: &'r str, key: &str) -> Option<&'r str> {
-    let bytes = record.as_bytes();
-    if bytes.first() != Some(&b'{') {
-        return None;
-    }
-    let mut depth = 0usize;
-    let mut i = 0;
-    // At depth 1, the string after `{` or `,` is a key.
-    let mut expect_key = false;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'"' => {
-                let start = i + 1;
-                i = string_end(bytes, start);
-                if depth == 1 && expect_key {
-                    expect_key = false;
-                    if &record[start..i.min(bytes.len())] == key {
-                        // Skip past the colon and any whitespace to the value.
-                        let mut v = i + 1;
-                        while v < bytes.len()
-                            && (bytes[v] == b':' || bytes[v].is_ascii_whitespace())
-                        {
-                            v += 1;
-                        }
-                        return value_end(bytes, v).map(|end| &record[v..end]);
-                    }
-                }
-            }
-            b'{' | b'[' => {
-                depth += 1;
-                expect_key = depth == 1 && bytes[i] == b'{';
-            }
-            b'}' | b']' => depth = depth.saturating_sub(1),
-            b',' => expect_key = depth == 1,
-            _ => {}
-        }
-        i += 1;
-    }
-    None
-}
-
-/// Index of the closing quote of the string whose content starts at `from`
-/// (or the length when unterminated). Long strings are skipped with memchr.
-fn string_end(bytes: &[u8], mut from: usize) -> usize {
-    while let Some(off) = memchr::memchr2(b'"', b'\\', &bytes[from.min(bytes.len())..]) {
-        let at = from + off;
-        if bytes[at] == b'"' {
-            return at;
-        }
-        from = at + 2;
-    }
-    bytes.len()
-}
-
-/// End (exclusive) of the JSON value starting at `start`.
-fn value_end(bytes: &[u8], start: usize) -> Option<usize> {
-    let mut depth = 0usize;
-    let mut i = start;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'"' => {
-                i = string_end(bytes, i + 1);
-                if depth == 0 {
-                    return Some(i + 1);
-                }
-            }
-            b'{' | b'[' => depth += 1,
-            b'}' | b']' if depth == 0 => return Some(i),
-            b'}' | b']' => {
-                depth -= 1;
-                if depth == 0 {
-                    return Some(i + 1);
-                }
-            }
-            b',' if depth == 0 => return Some(i),
-            _ => {}
-        }
-        i += 1;
-    }
-    None
-}
-
 fn compact(raw: &RawValue) -> Cow<'_, str> {
     let text = raw.get();
     if text.contains('\n') {
@@ -492,31 +440,6 @@ fn compact(raw: &RawValue) -> Cow<'_, str> {
     } else {
         Cow::Borrowed(text)
     }
-}
-
-/// Removes whitespace outside strings from valid JSON text.
-pub fn minify(json: &str) -> String {
-    let mut out = String::with_capacity(json.len());
-    let mut in_string = false;
-    let mut escaped = false;
-    for c in json.chars() {
-        if in_string {
-            out.push(c);
-            if escaped {
-                escaped = false;
-            } else if c == '\\' {
-                escaped = true;
-            } else if c == '"' {
-                in_string = false;
-            }
-        } else if c == '"' {
-            in_string = true;
-            out.push(c);
-        } else if !c.is_whitespace() {
-            out.push(c);
-        }
-    }
-    out
 }
 
 #[cfg(test)]
@@ -591,18 +514,19 @@ mod tests {
     }
 
     #[test]
-    fn top_level_scan_ignores_nested_and_string_lookalikes() {
-        let r = r#"{"a":{"namespace":"inner"},"s":"\"namespace\":\"x\"","namespace":"outer","score":0.5,"z":[1,{"score":9}]}"#;
-        assert_eq!(top_level_value(r, "namespace"), Some("\"outer\""));
-        assert_eq!(top_level_value(r, "score"), Some("0.5"));
-        assert_eq!(top_level_value(r, "z"), Some("[1,{\"score\":9}]"));
-        assert_eq!(top_level_value(r, "a"), Some("{\"namespace\":\"inner\"}"));
-        assert_eq!(top_level_value(r, "missing"), None);
-        assert_eq!(top_level_value("[1]", "a"), None);
-        assert_eq!(
-            top_level_value(r#"{"n": "sp aced" }"#, "n"),
-            Some("\"sp aced\"")
-        );
+    fn the_head_is_the_sample_parsed_once() {
+        let text = serde_json::to_string(
+            &(0..40)
+                .map(|i| serde_json::json!({"n": i, "kids": [{"n": i}]}))
+                .collect::<Vec<_>>(),
+        )
+        .unwrap();
+        let set = RecordSet::from_text(&text);
+        assert_eq!(set.head(), set.sample(SAMPLE_SIZE));
+        assert_eq!(set.head().len(), SAMPLE_SIZE);
+        let lines = RecordSet::from_text("a\nb");
+        assert_eq!(lines.head(), lines.sample(SAMPLE_SIZE));
+        assert_eq!(lines, RecordSet::from_text("a\nb"));
     }
 
     #[test]
@@ -675,10 +599,5 @@ mod tests {
         let value: Value = serde_json::from_str(text).unwrap();
         let structured = RecordSet::from_structured(&serde_json::json!({ "tree": value })).unwrap();
         assert_eq!(structured.records, set.records);
-    }
-
-    #[test]
-    fn minify_keeps_string_whitespace_and_escapes() {
-        assert_eq!(minify("{ \"a b\" : \"c\\\" d\" }"), "{\"a b\":\"c\\\" d\"}");
     }
 }

@@ -17,6 +17,8 @@
 //! every node has a name: a string field named like one ([`NAME_KEYS`]).
 //! Arrays of other things (an order's `items`) are left as they are.
 
+use std::collections::BTreeSet;
+
 use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
 use serde_json::{Map, Value, value::RawValue};
 
@@ -60,11 +62,14 @@ pub(super) fn shape(sample: &[Value]) -> Option<Shape> {
     let tops: Vec<&Map<String, Value>> =
         sample.iter().map(Value::as_object).collect::<Option<_>>()?;
     let top_keys = |k: &String| tops.iter().any(|o| o.contains_key(k));
+    // Each field is judged once: every record repeats the same ones.
+    let mut judged = BTreeSet::new();
     let children = tops
         .iter()
         .flat_map(|o| o.iter())
         .filter(|(_, v)| v.as_array().is_some_and(|a| !a.is_empty()))
         .map(|(k, _)| k)
+        .filter(|k| judged.insert(k.as_str()))
         .find(|k| {
             tops.iter().filter_map(|o| o.get(*k)).all(|v| {
                 v.as_array().is_some_and(|a| {
