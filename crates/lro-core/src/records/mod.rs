@@ -304,7 +304,8 @@ impl<'a> RecordSet<'a> {
     }
 
     /// The first [`SAMPLE_SIZE`] records parsed ([`RecordSet::sample`]),
-    /// parsed once however often they are asked for.
+    /// parsed once however often they are asked for: on the first call, so
+    /// a set whose `records` change after it keeps the sample it had.
     pub fn head(&self) -> &[Value] {
         self.head
             .get_or_init(|| parse_front(&self.records, SAMPLE_SIZE))
