@@ -6,6 +6,9 @@
 //! Run with `cargo bench -p lro-context --bench compact`
 //! (`LRO_BENCH_ITERS` sets the rounds, 31).
 
+#[path = "../../lro-tower/benches/support/filesystem.rs"]
+mod filesystem;
+
 use std::{
     fs,
     hint::black_box,
@@ -80,22 +83,6 @@ fn median(mut xs: Vec<Duration>) -> Duration {
     xs[xs.len() / 2]
 }
 
-/// The type of the filesystem `path` is on, from the longest mount point
-/// of /proc/mounts that holds it.
-fn filesystem(path: &Path) -> String {
-    let path = fs::canonicalize(path).unwrap();
-    let mounts = fs::read_to_string("/proc/mounts").unwrap_or_default();
-    mounts
-        .lines()
-        .filter_map(|l| {
-            let mut f = l.split_whitespace();
-            let (_, at, kind) = (f.next()?, f.next()?, f.next()?);
-            path.starts_with(at).then(|| (at.len(), kind.to_owned()))
-        })
-        .max()
-        .map_or_else(|| "an unknown filesystem".to_owned(), |(_, kind)| kind)
-}
-
 fn main() {
     let base = std::env::var_os("LRO_BENCH_DIR")
         .map(PathBuf::from)
@@ -109,7 +96,7 @@ fn main() {
     // The baseline writes exactly the files a compaction writes: their
     // names and bytes, taken from one.
     let scratch = tempfile::tempdir_in(&base).unwrap();
-    let fs_type = filesystem(scratch.path());
+    let fs_type = filesystem::filesystem(scratch.path());
     let files: Vec<(String, String)> = compact(history.clone(), scratch.path())
         .files
         .into_iter()

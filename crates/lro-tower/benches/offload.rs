@@ -9,6 +9,9 @@
 
 mod support;
 
+#[path = "support/filesystem.rs"]
+mod filesystem;
+
 use std::{
     fs,
     hint::black_box,
@@ -45,7 +48,7 @@ fn offload_vs_raw() {
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| "/dev/shm".into());
     let dir = tempfile::tempdir_in(&base).unwrap();
-    let fs_type = filesystem(dir.path());
+    let fs_type = filesystem::filesystem(dir.path());
     let iterations: usize = std::env::var("LRO_BENCH_ITERS")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -107,22 +110,6 @@ fn offload_vs_raw() {
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
     v[v.len() / 2]
-}
-
-/// The type of the filesystem `path` is on, from the longest mount point
-/// of /proc/mounts that holds it.
-fn filesystem(path: &std::path::Path) -> String {
-    let path = fs::canonicalize(path).unwrap();
-    let mounts = fs::read_to_string("/proc/mounts").unwrap_or_default();
-    mounts
-        .lines()
-        .filter_map(|l| {
-            let mut f = l.split_whitespace();
-            let (_, at, kind) = (f.next()?, f.next()?, f.next()?);
-            path.starts_with(at).then(|| (at.len(), kind.to_owned()))
-        })
-        .max()
-        .map_or_else(|| "an unknown filesystem".to_owned(), |(_, kind)| kind)
 }
 
 /// One thread for client and server: cross-thread wake-ups otherwise add
