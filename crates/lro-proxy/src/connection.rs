@@ -251,7 +251,11 @@ impl Connection {
             }
             Err(Failure::Gone(why)) => {
                 telemetry::request_failed(method, UpstreamErrorCode::Transport);
-                let why = self.why_gone(format!("the upstream is gone: {why}")).await;
+                // A reply that cannot be read fails here too: say what failed,
+                // not that the upstream went away.
+                let why = self
+                    .why_gone(format!("the connection to the upstream failed: {why}"))
+                    .await;
                 if self.child.is_none() && !self.lost.swap(true, Ordering::Relaxed) {
                     // Counted once per connection; the next call reconnects.
                     telemetry::upstream_exit(UpstreamExit::Disconnected);
