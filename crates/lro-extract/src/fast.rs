@@ -69,19 +69,24 @@ fn literal<'a>(t: &'a Term<&str>, vars: &'a BTreeMap<String, String>) -> Option<
         Term::Var(v) => vars
             .get(v.strip_prefix('$')?)
             .map(|s| Cow::Borrowed(s.as_str())),
-        Term::Str(None, parts) => {
-            let mut s = String::new();
-            for p in parts {
-                match p {
-                    StrPart::Str(x) => s.push_str(x),
-                    StrPart::Char(c) => s.push(*c),
-                    StrPart::Term(_) => return None,
-                }
-            }
-            Some(Cow::Owned(s))
-        }
-        _ => None,
+        _ => string_literal(t).map(Cow::Owned),
     }
+}
+
+/// The text of a string literal without interpolation.
+pub(crate) fn string_literal(t: &Term<&str>) -> Option<String> {
+    let Term::Str(None, parts) = t else {
+        return None;
+    };
+    let mut s = String::new();
+    for part in parts {
+        match part {
+            StrPart::Str(x) => s.push_str(x),
+            StrPart::Char(c) => s.push(*c),
+            StrPart::Term(_) => return None,
+        }
+    }
+    Some(s)
 }
 
 /// `.name` with a plain key.

@@ -20,16 +20,14 @@ mod sort;
 use std::{borrow::Cow, io::Read};
 
 use jaq_core::{
-    load::{
-        lex::StrPart,
-        parse::{BinaryOp, Term},
-    },
+    load::parse::{BinaryOp, Term},
     path::{Opt, Part},
 };
 use serde_json::Value;
 
 use crate::{
     ExtractError,
+    fast::string_literal,
     jq::{Elements, Guard, emit_parts, emit_whole},
     output::{Collector, Window},
 };
@@ -176,7 +174,7 @@ impl Elements for Rendered<'_> {
 
 /// One `name: value` entry of the per-group object.
 fn entry(key: &Term<&str>, value: &Term<&str>, path: &[String]) -> Option<Entry> {
-    let name = text(key)?;
+    let name = string_literal(key)?;
     match value {
         Term::Call("length", args) if args.is_empty() => Some(Entry::Count(name)),
         // `.[0].a.b`
@@ -218,26 +216,10 @@ fn keys(parts: &[(Part<Term<&str>>, Opt)]) -> Option<Vec<String>> {
     parts
         .iter()
         .map(|(part, opt)| match (part, opt) {
-            (Part::Index(k), Opt::Essential) => text(k),
+            (Part::Index(k), Opt::Essential) => string_literal(k),
             _ => None,
         })
         .collect()
-}
-
-/// The text of a string literal without interpolation.
-fn text(t: &Term<&str>) -> Option<String> {
-    let Term::Str(None, parts) = t else {
-        return None;
-    };
-    let mut s = String::new();
-    for part in parts {
-        match part {
-            StrPart::Str(x) => s.push_str(x),
-            StrPart::Char(c) => s.push(*c),
-            StrPart::Term(_) => return None,
-        }
-    }
-    Some(s)
 }
 
 fn cancelled() -> ExtractError {
