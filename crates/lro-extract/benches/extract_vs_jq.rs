@@ -118,21 +118,30 @@ fn native_cmd(file: &Path, n: u8) -> Command {
 
 /// `tail -n +2 FILE | TOOL ARGS | wc -c` under `/usr/bin/time`.
 fn piped_cmd(tool: &str, file: &Path, args: &[String]) -> Command {
-    let mut cmd = Command::new("/usr/bin/time");
-    cmd.args(["-f", "%M", "bash", "-c"])
-        .arg("set -o pipefail; tail -n +2 \"$2\" | \"$1\" \"${@:3}\" | wc -c")
-        .arg("_")
-        .arg(tool)
-        .arg(file)
-        .args(args);
-    cmd
+    timed_bash(
+        "set -o pipefail; tail -n +2 \"$2\" | \"$1\" \"${@:3}\" | wc -c",
+        tool,
+        file,
+        args,
+    )
 }
 
 /// `TOOL ARGS FILE | wc -c` under `/usr/bin/time`.
 fn direct_cmd(tool: &str, file: &Path, args: &[String]) -> Command {
+    timed_bash(
+        "set -o pipefail; \"$1\" \"${@:3}\" \"$2\" | wc -c",
+        tool,
+        file,
+        args,
+    )
+}
+
+/// `script` run by bash under `/usr/bin/time`, with `$1` the tool, `$2`
+/// the file and the rest its arguments.
+fn timed_bash(script: &str, tool: &str, file: &Path, args: &[String]) -> Command {
     let mut cmd = Command::new("/usr/bin/time");
     cmd.args(["-f", "%M", "bash", "-c"])
-        .arg("set -o pipefail; \"$1\" \"${@:3}\" \"$2\" | wc -c")
+        .arg(script)
         .arg("_")
         .arg(tool)
         .arg(file)
