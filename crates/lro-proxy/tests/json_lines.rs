@@ -12,7 +12,7 @@ use lro_core::OffloadConfig;
 use lro_proxy::{ProxyConfig, Upstream};
 use rmcp::{model::*, service::ClientLifecycleMode};
 use serde_json::{Value, json};
-use support::{call, connect_on, discover, record};
+use support::{call, connect_on, discover, record, serve_router};
 use tokio_util::sync::CancellationToken;
 
 const RECORDS: u64 = 60;
@@ -91,15 +91,7 @@ async fn json_lines_upstream(stop: &CancellationToken) -> String {
             "/modern",
             axum::routing::post(|Json(request): Json<Value>| answer(true, request)),
         );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let stop = stop.clone();
-    tokio::spawn(async move {
-        axum::serve(listener, router)
-            .with_graceful_shutdown(async move { stop.cancelled().await })
-            .await
-            .unwrap();
-    });
+    let addr = serve_router("127.0.0.1:0".parse().unwrap(), router, stop).await;
     format!("http://{addr}")
 }
 

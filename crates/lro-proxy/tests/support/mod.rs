@@ -287,21 +287,32 @@ async fn serve_upstream(
                     }
                 },
             ));
-    let listener = tokio::net::TcpListener::bind(addr).await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let token = stop.clone();
-    tokio::spawn(async move {
-        axum::serve(listener, router)
-            .with_graceful_shutdown(async move { token.cancelled().await })
-            .await
-            .unwrap();
-    });
+    let addr = serve_router(addr, router, &stop).await;
     HttpUpstream {
         url: format!("http://{addr}/mcp"),
         addr,
         seen,
         stop,
     }
+}
+
+/// Serves `router` on `addr` (port 0 picks one) until `stop` is
+/// cancelled; returns the bound address.
+pub async fn serve_router(
+    addr: SocketAddr,
+    router: axum::Router,
+    stop: &CancellationToken,
+) -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind(addr).await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let stop = stop.clone();
+    tokio::spawn(async move {
+        axum::serve(listener, router)
+            .with_graceful_shutdown(async move { stop.cancelled().await })
+            .await
+            .unwrap();
+    });
+    addr
 }
 
 /// What the client received.
