@@ -61,6 +61,11 @@ pub enum Command {
     /// List every metric LRO exports: name, type, labels and their values,
     /// help.
     Metrics(MetricsArgs),
+    /// Put `lro proxy` in front of every server an MCP client is configured
+    /// with, in the client's own files (backed up, edited in place).
+    Install(Box<crate::install::InstallArgs>),
+    /// Restore the servers `lro install` wrapped, exactly as they were.
+    Uninstall(Box<crate::install::InstallArgs>),
 }
 
 /// `lro extract`.

@@ -1,5 +1,5 @@
 //! The `lro` command-line tool: `lro proxy`, `lro audit`, `lro context`, `lro extract`, `lro inspect`,
-//! `lro gc`, `lro metrics`. Every subcommand follows one exit-status table
+//! `lro gc`, `lro metrics`, `lro install` and `lro uninstall`. Every subcommand follows one exit-status table
 //! ([`error`]): 0 success, 1 failure at run time, 2 usage error.
 //!
 //! The binary is a thin layer over [`lro_extract`] (same engine, same path
@@ -24,6 +24,7 @@ pub mod cli;
 pub mod context;
 pub mod error;
 pub mod inspect;
+pub mod install;
 pub mod proxy;
 pub mod server;
 

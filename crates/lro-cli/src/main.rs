@@ -10,7 +10,10 @@
 use std::{process::ExitCode, time::SystemTime};
 
 use clap::Parser;
-use lro_cli::cli::{self, Cli, Command};
+use lro_cli::{
+    cli::{self, Cli, Command},
+    install::{Direction, install},
+};
 
 fn main() -> ExitCode {
     lro_extract::worker::run_if_worker();
@@ -31,6 +34,8 @@ fn main() -> ExitCode {
         Command::Inspect(args) => cli::inspect(args, &mut stdout),
         Command::Gc(args) => cli::gc(args, SystemTime::now(), &mut stdout),
         Command::Metrics(args) => cli::metrics(args, &mut stdout),
+        Command::Install(args) => install(args, Direction::Install, &mut stdout),
+        Command::Uninstall(args) => install(args, Direction::Uninstall, &mut stdout),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

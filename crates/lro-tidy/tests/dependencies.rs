@@ -282,3 +282,17 @@ fn the_offload_store_sits_beside_the_core_below_every_face() {
         );
     }
 }
+
+#[test]
+fn client_configuration_editing_is_a_leaf_without_mcp() {
+    let graph = Graph::load();
+    // `lro install` edits files of other programs: it knows their formats,
+    // not MCP, and no crate of the offload path depends on it.
+    let ours: Vec<&String> = graph.reach["lro-install"]
+        .iter()
+        .filter(|d| graph.members.contains(*d))
+        .collect();
+    assert!(ours.is_empty(), "lro-install depends on {ours:?}");
+    assert!(!graph.reaches("lro-install", "rmcp"));
+    assert!(graph.reaches("lro-cli", "lro-install"));
+}
