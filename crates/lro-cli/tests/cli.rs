@@ -321,3 +321,68 @@ fn metrics_json_is_the_checked_in_catalogue() {
         stdout(&o)
     );
 }
+
+fn lro_home(home: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_lro"))
+        .args(args)
+        .env("HOME", home)
+        .env("XDG_STATE_HOME", home.join("state"))
+        .env_remove("XDG_CONFIG_HOME")
+        .env_remove("CODEX_HOME")
+        .current_dir(home)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn install_says_what_it_did_and_exits_1_when_it_could_not() {
+    let home = tempfile::tempdir().unwrap();
+    let none = lro_home(home.path(), &["install", "windsurf"]);
+    assert_eq!(none.status.code(), Some(1));
+    assert!(
+        stderr(&none).contains("no configuration file of windsurf found (looked at ~/.codeium/windsurf/mcp_config.json)"),
+        "{}",
+        stderr(&none)
+    );
+    let unknown = lro_home(home.path(), &["install", "zed"]);
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(stderr(&unknown).contains("unknown client \"zed\""));
+
+    let file = home.path().join(".gemini/settings.json");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(&file, "{\"mcpServers\": {\"a\": {\"command\": \"x\"}, \"b\": {\"url\": \"https://h/sse\", \"type\": \"sse\"}}}").unwrap();
+    let done = lro_home(
+        home.path(),
+        &["install", "gemini", "--lro", "npx -y lro-mcp"],
+    );
+    assert_eq!(done.status.code(), Some(0), "{}", stderr(&done));
+    let out = stdout(&done);
+    assert!(
+        out.starts_with(
+            "~/.gemini/settings.json (gemini, user scope)\n  wrapped: a\n  left b: sse transport"
+        ),
+        "{out}"
+    );
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        text.contains(r#""command": "npx", "args": ["-y", "lro-mcp", "proxy", "--", "x"]"#),
+        "{text}"
+    );
+    let listed = lro_home(
+        home.path(),
+        &["install", "--list", "gemini", "--lro", "npx -y lro-mcp"],
+    );
+    assert_eq!(
+        stdout(&listed),
+        "~/.gemini/settings.json (gemini, user scope)\n  a: wrapped\n  b: left: sse transport (lro proxy --url speaks streamable HTTP)\n"
+    );
+
+    std::fs::write(&file, "{\"mcpServers\": ").unwrap();
+    let broken = lro_home(home.path(), &["install", "gemini"]);
+    assert_eq!(broken.status.code(), Some(1));
+    assert!(
+        stdout(&broken).contains("  error: does not parse: "),
+        "{}",
+        stdout(&broken)
+    );
+}

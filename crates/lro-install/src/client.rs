@@ -146,18 +146,25 @@ impl Client {
             let project = env.cwd.to_string_lossy().into_owned();
             places.push(place(
                 Scope::Local,
-                user,
+                user.clone(),
                 vec!["projects".into(), project, key.into()],
             ));
         }
+        // Walking up from a folder under the home finds the user's own file
+        // (`~/.gemini/settings.json`): that is no project's.
         if let Some(name) = project
             && want(Scope::Project)
             && let Some(path) = find_up(&env.cwd, name)
+            && !same_file(&path, &user)
         {
             places.push(place(Scope::Project, path, vec![key.into()]));
         }
         places
     }
+}
+
+fn same_file(a: &Path, b: &Path) -> bool {
+    a == b || matches!((a.canonicalize(), b.canonicalize()), (Ok(a), Ok(b)) if a == b)
 }
 
 /// The nearest `name` in `dir` or a folder above it, stopping below the
@@ -397,5 +404,17 @@ mod tests {
         );
         env.codex_home = Some("/c".into());
         assert_eq!(path(Client::Codex, &env), Path::new("/c/config.toml"));
+    }
+
+    #[test]
+    fn the_users_own_file_is_never_also_a_project_file() {
+        let home = tempfile::tempdir().unwrap();
+        let file = home.path().join(".gemini/settings.json");
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(&file, "{}").unwrap();
+        let env = Env::new(home.path(), home.path().join("src/app"));
+        let places = Client::Gemini.places(None, &env);
+        assert_eq!(places.len(), 1);
+        assert_eq!(places[0].scope, Scope::User);
     }
 }

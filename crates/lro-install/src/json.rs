@@ -9,7 +9,7 @@ use std::ops::Range;
 
 use jsonc_parser::{
     CollectOptions, ParseOptions,
-    ast::{Object, ObjectProp, Value},
+    ast::{Object, ObjectProp, ObjectPropName, Value},
     parse_to_ast,
 };
 
@@ -85,15 +85,19 @@ fn props(text: &str, object: &Object<'_>) -> Vec<Prop> {
         .iter()
         .map(|p| Prop {
             key: p.name.as_str().to_owned(),
-            raw_key: text[p.range.start..range(&p.value).start]
-                .trim_end()
-                .trim_end_matches(':')
-                .trim_end()
-                .to_owned(),
+            raw_key: text[name_range(&p.name)].to_owned(),
             raw_value: text[range(&p.value)].to_owned(),
             value: val(&p.value),
         })
         .collect()
+}
+
+fn name_range(name: &ObjectPropName<'_>) -> Range<usize> {
+    let r = match name {
+        ObjectPropName::String(s) => s.range,
+        ObjectPropName::Word(w) => w.range,
+    };
+    r.start..r.end
 }
 
 fn val(value: &Value<'_>) -> Val {
@@ -209,13 +213,16 @@ mod tests {
 
     #[test]
     fn entries_are_found_with_their_exact_text_past_comments_and_trailing_commas() {
-        let text = "{\n  // mine\n  \"mcpServers\": {\n    \"a\": { \"command\": \"x\", /* c */ },\n  },\n}\n";
+        let text = "{\n  // mine\n  \"mcpServers\": {\n    \"a\": { \"command\": /* c */ \"x\", /* c */ },\n  },\n}\n";
         let found = entries(text, &["mcpServers".to_owned()]).unwrap();
         assert_eq!(found.len(), 1);
         assert_eq!(
             &text[found[0].range.clone()],
-            "{ \"command\": \"x\", /* c */ }"
+            "{ \"command\": /* c */ \"x\", /* c */ }"
         );
+        let props = found[0].props.as_ref().unwrap();
+        assert_eq!(props[0].raw_key, "\"command\"");
+        assert_eq!(props[0].raw_value, "\"x\"");
         assert_eq!(found[0].indent, "    ");
         assert_eq!(found[0].unit, "  ");
         assert!(found[0].one_line);

@@ -11,7 +11,7 @@
 //! | module | what it owns |
 //! |---|---|
 //! | [`cleanup`] | one synchronous pass: [`run_once`], [`CleanupPolicy`] |
-//! | [`store`] | one pass over a shared object store: [`run_store_once`] |
+//! | `store` | one pass over a shared object store: `run_store_once` (cargo feature `store`) |
 //! | [`task`] | the scheduled task: [`OffloadCleanup`], [`CleanupHandle`] |
 //!
 //! It knows nothing about MCP: any process that writes offload files (the
@@ -32,9 +32,11 @@
 #![warn(missing_docs)]
 
 pub mod cleanup;
+#[cfg(feature = "store")]
 pub mod store;
 pub mod task;
 
 pub use cleanup::{CleanupPolicy, run_once};
+#[cfg(feature = "store")]
 pub use store::run_store_once;
 pub use task::{CleanupHandle, OffloadCleanup, SchedulerError};

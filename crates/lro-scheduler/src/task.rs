@@ -81,6 +81,7 @@ fn scheduler_error(action: &'static str) -> impl FnOnce(JobSchedulerError) -> Sc
 /// Builder for the `offload_cleanup` task.
 pub struct OffloadCleanup {
     dir: PathBuf,
+    #[cfg(feature = "store")]
     store: Option<Arc<dyn lro_store::Store>>,
     policy: CleanupPolicy,
     schedule: String,
@@ -104,6 +105,7 @@ impl OffloadCleanup {
     pub fn new(dir: impl Into<PathBuf>, policy: CleanupPolicy) -> Self {
         Self {
             dir: dir.into(),
+            #[cfg(feature = "store")]
             store: None,
             policy,
             schedule: DEFAULT_CLEANUP_SCHEDULE.to_owned(),
@@ -119,8 +121,9 @@ impl OffloadCleanup {
     }
 
     /// Cleans the object store `store`, shared by several replicas, in place
-    /// of the directory (see [`crate::store`]). Defaults to none: the
+    /// of the directory (see [`crate::store`]; cargo feature `store`). Defaults to none: the
     /// directory.
+    #[cfg(feature = "store")]
     #[must_use]
     pub fn store(mut self, store: Arc<dyn lro_store::Store>) -> Self {
         self.store = Some(store);
@@ -157,6 +160,7 @@ impl OffloadCleanup {
     pub async fn start(self) -> Result<CleanupHandle, SchedulerError> {
         let runner = Arc::new(Runner {
             dir: self.dir,
+            #[cfg(feature = "store")]
             store: self.store,
             policy: self.policy,
             sink: self.sink,
@@ -214,6 +218,7 @@ impl OffloadCleanup {
 
 struct Runner {
     dir: PathBuf,
+    #[cfg(feature = "store")]
     store: Option<Arc<dyn lro_store::Store>>,
     policy: CleanupPolicy,
     sink: Arc<dyn EventSink>,
@@ -225,6 +230,7 @@ struct Runner {
 impl Runner {
     async fn run(self: &Arc<Self>) -> Result<CleanupCompleted, SchedulerError> {
         let _turn = self.gate.lock().await;
+        #[cfg(feature = "store")]
         if let Some(store) = &self.store {
             return Ok(crate::store::run_store_once(
                 &**store,

@@ -125,7 +125,16 @@ pub enum StoreError {
         /// The store URL.
         url: String,
         /// object_store's error.
-        source: object_store::Error,
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// The URL names an S3 bucket, and this build has no S3 client (the
+    /// `s3` feature of lro-store, `store` of lro-tower).
+    #[error(
+        "the store {url} is an S3 bucket, and this build has no S3 client (cargo feature `s3` of lro-store, `store` of lro-tower)"
+    )]
+    S3NotBuilt {
+        /// The store URL.
+        url: String,
     },
     /// A local file operation failed.
     #[error("{op} {key:?} in {dir}: {source}")]
@@ -151,7 +160,7 @@ pub enum StoreError {
         /// What kind of failure it was.
         kind: ErrorKind,
         /// object_store's error.
-        source: object_store::Error,
+        source: Box<dyn std::error::Error + Send + Sync>,
     },
     /// A range that starts at or past the object's end.
     #[error("range {start}.. of {key:?} starts past its end ({size} bytes)")]
@@ -191,6 +200,7 @@ impl StoreError {
 
 /// The kind of an object_store error, from its variant, the HTTP error
 /// kind in its source chain and the S3 error code in the response body.
+#[cfg(feature = "s3")]
 pub(crate) fn classify(err: &object_store::Error) -> ErrorKind {
     use object_store::client::{HttpError, HttpErrorKind};
     let mut text = String::new();
@@ -234,7 +244,7 @@ pub(crate) fn classify(err: &object_store::Error) -> ErrorKind {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "s3"))]
 mod tests {
     use super::*;
 

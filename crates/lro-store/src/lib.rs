@@ -4,9 +4,11 @@
 //! - [`LocalStore`]: a local directory, reached only through a `cap-std`
 //!   handle (lro-core's `PrivateDir`), temp file and rename for atomicity,
 //!   0600 files.
-//! - [`RemoteStore`]: an S3 bucket (or any S3-compatible server) through the
+//! - `RemoteStore`: an S3 bucket (or any S3-compatible server) through the
 //!   `object_store` crate, configured from the standard AWS variables, with
-//!   bounded and stated timeouts ([`StoreConfig`]).
+//!   bounded and stated timeouts ([`StoreConfig`]). Behind the `s3` cargo
+//!   feature (on by default): without it an `s3://` URL is refused with
+//!   [`StoreError::S3NotBuilt`], and no S3 or HTTP client is compiled.
 //!
 //! [`open`] picks one from a URL: a local path or `file://` for the
 //! directory, `s3://BUCKET/PREFIX` for the bucket. Every failure carries an
@@ -44,6 +46,7 @@ pub mod fetch;
 pub mod key;
 pub mod local;
 pub mod metered;
+#[cfg(feature = "s3")]
 pub mod remote;
 pub mod sink;
 pub mod store;
@@ -57,6 +60,7 @@ pub use error::{ErrorKind, StoreError};
 pub use key::Key;
 pub use local::LocalStore;
 pub use metered::Metered;
+#[cfg(feature = "s3")]
 pub use remote::RemoteStore;
 pub use sink::BlockingSink;
 pub use store::{BodyStream, ByteStream, ObjectMeta, Store, Upload};
@@ -74,7 +78,8 @@ pub const LOCAL_READ_CHUNK: usize = 64 * 1024;
 /// [`StoreError::UnknownScheme`] naming an unknown scheme,
 /// [`StoreError::InvalidUrl`], [`StoreError::Root`] for a local directory
 /// that cannot be used, [`StoreError::Build`] for an S3 configuration
-/// object_store refuses.
+/// object_store refuses, [`StoreError::S3NotBuilt`] for an S3 URL in a build
+/// without the `s3` feature.
 pub fn open(url: &str, config: &StoreConfig, env: &Env) -> Result<Arc<dyn Store>, StoreError> {
     open_url(&url.parse()?, config, env)
 }
@@ -108,6 +113,14 @@ pub fn open_url(
 ) -> Result<Arc<dyn Store>, StoreError> {
     Ok(match url {
         StoreUrl::Local(path) => Arc::new(LocalStore::open(path, LOCAL_READ_CHUNK)?),
+        #[cfg(feature = "s3")]
         StoreUrl::S3 { bucket, prefix } => Arc::new(RemoteStore::s3(bucket, prefix, config, env)?),
+        #[cfg(not(feature = "s3"))]
+        StoreUrl::S3 { bucket, prefix } => {
+            let _ = (config, env);
+            return Err(StoreError::S3NotBuilt {
+                url: format!("s3://{bucket}/{prefix}"),
+            });
+        }
     })
 }

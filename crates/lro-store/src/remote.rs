@@ -105,7 +105,7 @@ impl RemoteStore {
             .build()
             .map_err(|source| StoreError::Build {
                 url: url.clone(),
-                source,
+                source: Box::new(source),
             })?;
         let inner = Arc::new(inner);
         // Only static keys sign: any other source (a session token, web
@@ -159,7 +159,7 @@ fn remote_error(op: Op, key: &str, store: &str, source: object_store::Error) -> 
         key: key.to_owned(),
         store: store.to_owned(),
         kind: classify(&source),
-        source,
+        source: Box::new(source),
     }
 }
 

@@ -296,3 +296,40 @@ fn client_configuration_editing_is_a_leaf_without_mcp() {
     assert!(!graph.reaches("lro-install", "rmcp"));
     assert!(graph.reaches("lro-cli", "lro-install"));
 }
+
+#[test]
+fn a_plain_layer_builds_no_s3_or_http_client() {
+    // `cargo add lro-tower` without features: the shared store's S3 client
+    // (object_store, reqwest, rustls over aws-lc) and the context tools'
+    // summariser come only with the `store` and `context` features.
+    let out = Command::new(env!("CARGO"))
+        .args([
+            "tree",
+            "--offline",
+            "-p",
+            "wrap-your-server",
+            "-e",
+            "normal",
+        ])
+        .args(["--prefix", "none", "--format", "{p}"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("cargo tree runs");
+    assert!(
+        out.status.success(),
+        "cargo tree failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let tree = String::from_utf8_lossy(&out.stdout);
+    let names: Vec<&str> = tree.lines().filter_map(|l| l.split(' ').next()).collect();
+    assert!(names.contains(&"lro-tower"), "{tree}");
+    for heavy in [
+        "object_store",
+        "reqwest",
+        "aws-lc-rs",
+        "hyper",
+        "lro-context",
+    ] {
+        assert!(!names.contains(&heavy), "wrap-your-server builds {heavy}");
+    }
+}

@@ -15,6 +15,8 @@ pub mod lro;
 pub mod principal;
 pub mod scope;
 
-pub use lro::{CONTEXT_TOOLS, CallerTrace, EXTRACT_TOOL, Error, Lro, LroLayer, PROXY_EXTENSION};
+#[cfg(feature = "context")]
+pub use lro::CONTEXT_TOOLS;
+pub use lro::{CallerTrace, EXTRACT_TOOL, Error, Lro, LroLayer, PROXY_EXTENSION};
 pub use principal::{FromHttpRequest, PrincipalSource};
 pub use scope::{LroScope, ScopeHints};

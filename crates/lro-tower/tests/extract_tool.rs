@@ -279,6 +279,7 @@ async fn a_server_that_drops_its_own_lro_extract_gets_the_layers_after_a_new_lis
 /// Every definition goes to the model on every turn: each tool the layer
 /// adds keeps its description within what clients keep (Claude Code cuts
 /// at 2,048 characters) and its whole definition within 3,000.
+#[cfg(feature = "context")]
 #[tokio::test]
 async fn every_tool_the_layer_adds_is_short() {
     const MAX_DESCRIPTION: usize = 2048;

@@ -87,6 +87,7 @@ impl LroLayer {
     /// `context_read_file`) next to the server's, served by `offloader`
     /// (whose store roots confine every path). A tool of the same name on
     /// the server wins. Defaults to none.
+    #[cfg(feature = "context")]
     #[must_use]
     pub fn context_tools(self, offloader: lro_context::ContextOffloader) -> Self {
         self.map(|s| s.context = Some(offloader))

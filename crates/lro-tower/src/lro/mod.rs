@@ -34,12 +34,14 @@
 //! // `handler` now serves like any rmcp handler: `handler.serve(rmcp::transport::stdio())`.
 //! ```
 
+#[cfg(feature = "context")]
 mod context;
 mod error;
 mod extract;
 mod forward;
 mod intercept;
 mod layer;
+#[cfg(feature = "context")]
 mod mirror;
 mod remote;
 mod service;
@@ -48,6 +50,7 @@ mod tasks;
 mod tools;
 mod trace;
 
+#[cfg(feature = "context")]
 pub use context::CONTEXT_TOOLS;
 pub use error::Error;
 pub use extract::EXTRACT_TOOL;

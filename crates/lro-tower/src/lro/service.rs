@@ -18,8 +18,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::{
-    LroLayer, context, extract, intercept::Call, shared::Shared, tasks::Tasks, tools::Listing,
-    trace,
+    LroLayer, extract, intercept::Call, shared::Shared, tasks::Tasks, tools::Listing, trace,
 };
 use crate::scope::LroScope;
 
@@ -132,13 +131,14 @@ impl<H: ServerHandler> Lro<H> {
                 .await;
             return Ok(CallToolResponse::Complete(result));
         }
+        #[cfg(feature = "context")]
         if let Some(offloader) = self.listing.context_tool(&self.shared, &tool) {
             // Its answer is the history the caller asked for: never offloaded.
             // With a shared store, entries are copied through it.
             let mirror = self.shared.remote.as_ref().map(|remote| {
                 super::mirror::Mirror::new(remote.store.clone(), offloader.store_roots().clone())
             });
-            let result = context::call(
+            let result = super::context::call(
                 offloader,
                 mirror.as_ref(),
                 &principal,
@@ -222,7 +222,7 @@ impl<H: ServerHandler> Lro<H> {
     /// `tools/list`, so that an inner `lro_extract` wins from the first call
     /// and descriptors point at the right tool.
     async fn learn_shadow(&self, cx: &RequestContext<RoleServer>) {
-        let adds_tools = self.shared.extractor.is_some() || self.shared.context.is_some();
+        let adds_tools = self.shared.extractor.is_some() || self.shared.has_context();
         if !adds_tools || self.listing.listed() {
             return;
         }

@@ -29,6 +29,7 @@ pub(crate) struct Shared {
     /// Where `lro_extract` queries run.
     pub(crate) isolation: Arc<dyn Isolation>,
     /// The context-offload tools' engine, when they are on.
+    #[cfg(feature = "context")]
     pub(crate) context: Option<lro_context::ContextOffloader>,
     /// What a caller's `traceparent` makes of the layer's spans.
     pub(crate) caller_trace: CallerTrace,
@@ -67,6 +68,15 @@ impl Shared {
         self.remote = Some(Remote::new(store, dir, timeout, &self.cfg.extraction));
     }
 
+    /// Whether the layer serves the context tools (never in a build without
+    /// the `context` feature).
+    pub(crate) fn has_context(&self) -> bool {
+        #[cfg(feature = "context")]
+        return self.context.is_some();
+        #[cfg(not(feature = "context"))]
+        false
+    }
+
     /// The state for `cfg` with results in the output directory.
     pub(crate) fn local(cfg: OffloadConfig) -> Self {
         let caller_trace = cfg.caller_trace;
@@ -98,6 +108,7 @@ impl Shared {
             extractor,
             access,
             isolation,
+            #[cfg(feature = "context")]
             context: None,
             caller_trace,
             remote: None,

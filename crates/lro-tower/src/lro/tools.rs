@@ -10,7 +10,9 @@ use std::sync::{
 
 use rmcp::model::{JsonObject, ListToolsResult, Tool};
 
-use super::{context, extract, shared::Shared};
+#[cfg(feature = "context")]
+use super::context;
+use super::{extract, shared::Shared};
 
 /// Whether the inner handler lists a tool of the layer's own name.
 ///
@@ -56,6 +58,7 @@ pub(super) struct Listing {
     listed: AtomicBool,
     /// The inner handler lists a tool named like one of the context tools:
     /// it serves them all, and the layer lists none.
+    #[cfg(feature = "context")]
     context_shadowed: Shadow,
 }
 
@@ -82,6 +85,7 @@ impl Listing {
 
     /// The context engine, when `tool` is one of its tools and the server has
     /// none of that name.
+    #[cfg(feature = "context")]
     pub(super) fn context_tool<'s>(
         &self,
         shared: &'s Shared,
@@ -96,8 +100,11 @@ impl Listing {
         if name == extract::EXTRACT_TOOL && self.extracts(shared) {
             return Some(extract::tool(shared));
         }
-        self.context_tool(shared, name)?;
-        context::tools().into_iter().find(|t| t.name == name)
+        #[cfg(feature = "context")]
+        if self.context_tool(shared, name).is_some() {
+            return context::tools().into_iter().find(|t| t.name == name);
+        }
+        None
     }
 
     /// The inner handler's `tool`, its output schema relaxed when the layer
@@ -134,6 +141,7 @@ impl Listing {
                 extract::EXTRACT_TOOL
             );
         }
+        #[cfg(feature = "context")]
         if shared.context.is_some()
             && self
                 .context_shadowed
@@ -149,6 +157,7 @@ impl Listing {
             if self.extracts(shared) {
                 list.tools.push(extract::tool(shared));
             }
+            #[cfg(feature = "context")]
             if shared.context.is_some() && !self.context_shadowed.is_on() {
                 list.tools.extend(context::tools());
                 lro_core::metric::register_context_zeroed();
