@@ -445,6 +445,26 @@ mod tests {
             &serde_json::from_slice::<Value>(&canon).unwrap(),
         );
         assert_eq!(from_value, sorted);
+        // A repeated key, at any depth or spelled another way, is printed
+        // once: the last value at the first key's place, as jq keeps it.
+        for (file, jq) in [
+            (
+                r#"{"k":1,"a":{"x":1,"y":[{"z":1,"z":2}],"x":2},"k":3}"#,
+                r#"{"k":3,"a":{"x":2,"y":[{"z":2}]}}"#,
+            ),
+            (r#"{"a":1, "\u0061":2}"#, r#"{"a":2}"#),
+            (r#"[{"a":1},{"a":2}]"#, r#"[{"a":1},{"a":2}]"#),
+        ] {
+            assert_eq!(
+                std::str::from_utf8(&canonical(file.as_bytes())).unwrap(),
+                jq
+            );
+        }
+        let fields: Vec<String> = (0..40).map(|i| format!("\"f{i}\":{i}")).collect();
+        let unique = format!("{{{}}}", fields.join(","));
+        let repeated = format!("{{{},\"f3\":0}}", fields.join(","));
+        assert_eq!(form(unique.as_bytes()), Form::Canonical);
+        assert_eq!(form(repeated.as_bytes()), Form::Reread);
         // Already canonical text is not copied.
         assert!(matches!(
             canonical(br#"{"a":[1,0.5,"x\n"]}"#),

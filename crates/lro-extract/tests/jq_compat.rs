@@ -197,10 +197,21 @@ fn the_jq_here_is_1_6() {
     assert_jq_1_6();
 }
 
+/// A record of `n` fields whose last repeats field 7 (a repeat past the
+/// few keys compared pairwise), with a key of 10,000 characters.
+fn wide(n: usize) -> String {
+    let mut fields: Vec<String> = (0..n).map(|i| format!("\"f{i}\":{i}")).collect();
+    fields.push(format!("\"{}\":\"long\"", "k".repeat(10_000)));
+    fields.push("\"f7\":\"again\"".into());
+    format!("{{{}}}", fields.join(","))
+}
+
 #[test]
 fn the_issue_cases_answer_as_jq_1_6_does() {
     assert_jq_1_6();
     compare(&[
+        wide(300),
+        wide(3),
         // A duplicate key, at the top and nested: one key, the last value,
         // at the first key's place.
         r#"{"k":[186.367,[true],true],"k":null}"#.into(),
