@@ -3,7 +3,8 @@
 //! elements of every type mixed in one array): every filter, per record and
 //! slurped, every recipe, with and without the fast paths, prints what jq
 //! prints (strings byte for byte, numbers as the doubles jq holds), the
-//! same number of `jq: error` lines, and fails exactly where jq fails.
+//! same number of `jq: error` lines, and fails exactly where jq fails;
+//! `where` prints what the `select` it means prints.
 
 mod support;
 
@@ -13,8 +14,9 @@ use std::{
     sync::{Arc, Mutex},
 };
 
-use lro_extract::{ExtractConfig, ExtractRequest, Extractor};
+use lro_extract::{Condition, ExtractConfig, ExtractRequest, Extractor, Op};
 use proptest::prelude::*;
+use serde_json::json;
 use support::*;
 
 /// Per-record filters: the fast paths' shapes, projections, errors on
@@ -161,6 +163,25 @@ fn compare(records: &[String]) {
         let req = ExtractRequest::new(&path).query(query).slurp(true);
         let args = vec!["-s".into(), "-c".into(), query.into()];
         cases.push((req, args, format!("-s {query}")));
+    }
+    // `where`, against the `select` it means.
+    for (field, op, value, select) in [
+        (
+            "k",
+            Op::Eq,
+            json!("x"),
+            r#"select(type == "object" and .k == "x")"#,
+        ),
+        (
+            "n",
+            Op::Gt,
+            json!(0),
+            r#"select(type == "object" and (.n | type) == "number" and .n > 0)"#,
+        ),
+    ] {
+        let req = ExtractRequest::new(&path).r#where(vec![Condition::new(field, op, Some(value))]);
+        let what = format!("where {field} {op:?} ({select})");
+        cases.push((req, vec!["-c".into(), select.into()], what));
     }
     for n in 1..=10u8 {
         let recipe = file.recipes.get(n).unwrap();

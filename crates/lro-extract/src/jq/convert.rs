@@ -99,6 +99,12 @@ pub(crate) fn reprint(line: &[u8]) -> Option<Vec<u8>> {
     Some(out)
 }
 
+/// A record as jq 1.6 reads it, as a `serde_json` value; `None` when jq
+/// does not read it.
+pub(crate) fn record_value(line: &[u8]) -> Option<Value> {
+    to_value(&super::read::parse(line).ok()?, 0, &NoOriginals).ok()
+}
+
 /// Converts a jaq value into a `serde_json` value.
 pub(crate) fn to_value(v: &Val, depth: usize, orig: &dyn Originals) -> Result<Value, ExtractError> {
     use jaq_json::Num;
@@ -115,6 +121,8 @@ pub(crate) fn to_value(v: &Val, depth: usize, orig: &dyn Originals) -> Result<Va
         Val::Null => Value::Null,
         Val::Bool(b) => Value::Bool(*b),
         Val::Num(Num::Int(i)) if super::read::exact(*i) => Value::from(*i as i64),
+        // An infinity is the largest double, as jq 1.6 holds and prints it.
+        Val::Num(Num::Float(f)) if f.is_infinite() => Value::from(f64::MAX.copysign(*f)),
         Val::Num(Num::Float(f)) => serde_json::Number::from_f64(*f)
             .map(Value::Number)
             .unwrap_or(Value::Null),

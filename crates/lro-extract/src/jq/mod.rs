@@ -58,7 +58,7 @@ mod read;
 mod stop;
 
 pub(crate) use compile::compile_with_vars;
-pub(crate) use convert::reprint;
+pub(crate) use convert::{record_value, reprint};
 pub(crate) use emit::{Elements, emit_parts, emit_whole};
 pub(crate) use job::{Job, Render};
 pub(crate) use lines::Lines;

@@ -249,14 +249,16 @@ fn jq_cmp(a: &Value, b: &Value) -> Ordering {
     }
 }
 
-/// A record as a value, as deep as jq reads (past serde's own 128 levels).
+/// A record as a value, as deep as jq reads (past serde's own 128 levels),
+/// and with what serde refuses read as jq reads it (`1E400`).
 fn read(line: &[u8]) -> serde_json::Result<Value> {
     use serde::Deserialize;
     let mut de = serde_json::Deserializer::from_slice(line);
     de.disable_recursion_limit();
-    let v = Value::deserialize(&mut de)?;
-    de.end()?;
-    Ok(v)
+    match Value::deserialize(&mut de).and_then(|v| de.end().map(|()| v)) {
+        Ok(v) => Ok(v),
+        Err(e) => crate::jq::record_value(line).ok_or(e),
+    }
 }
 
 fn project(record: &Value, fields: &[Vec<String>]) -> Value {
