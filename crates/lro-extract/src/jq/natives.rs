@@ -288,6 +288,21 @@ mod tests {
     }
 
     #[test]
+    fn numbers_in_text_are_jq_1_6_s() {
+        // Each line as `jq -c` (jq 1.6) prints it.
+        let input: serde_json::Value =
+            serde_json::from_str("[0.00001, 1e20, 0.1, 3, -0.0, 12345678901234567890]").unwrap();
+        let out = eval_values("tostring, (.[] | tostring), tojson, join(\",\")", &[input]).unwrap();
+        let all = "1e-05,1e+20,0.1,3,-0,12345678901234567000";
+        let mut want = vec![json!(format!("[{all}]"))];
+        want.extend(all.split(',').map(|n| json!(n)));
+        want.extend([json!(format!("[{all}]")), json!(all)]);
+        assert_eq!(out, want);
+        // `sort_by` runs its key on an array of one too, and fails as jq.
+        assert!(eval_values("sort_by(-.n)", &[json!([{"n": "s"}])]).is_err());
+    }
+
+    #[test]
     fn halt_is_an_error_not_an_exit() {
         let e = eval_values("halt_error", &[json!("bye")]).unwrap_err();
         assert!(e.to_string().contains("halt"), "{e}");
