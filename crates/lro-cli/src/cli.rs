@@ -246,10 +246,13 @@ pub fn absolute(p: &Path) -> Result<PathBuf, CliError> {
     })
 }
 
-/// Runs `lro extract`, streaming results to `out`; notices go to `err`.
+/// Runs `lro extract`, streaming results to `out` and jq's error line for
+/// each record the filter fails on to `errors`, as jq 1.6 prints them;
+/// notices go to `err`. Exits as jq 1.6 does on the same records.
 pub fn extract(
     args: &ExtractArgs,
     out: Box<dyn Write + Send>,
+    errors: Box<dyn Write + Send>,
     err: &mut dyn Write,
 ) -> Result<(), CliError> {
     let file = absolute(&args.file)?;
@@ -264,11 +267,17 @@ pub fn extract(
         .timeout(Duration::from_millis(args.timeout_ms))
         .max_output_bytes(args.max_bytes.unwrap_or(usize::MAX))
         .max_output_values(args.max_values.unwrap_or(usize::MAX));
-    let output = Extractor::new(cfg).run_to_writer(&req, out)?;
+    let output = Extractor::new(cfg).run_to_writers(&req, out, errors)?;
     if let Some(notice) = &output.notice {
         let _ = writeln!(err, "# {notice}");
     } else if output.count == 0 {
         let _ = writeln!(err, "# no results");
+    }
+    if output.too_deep > 0 {
+        return Err(CliError::TooDeep(output.too_deep));
+    }
+    if output.last_failed {
+        return Err(CliError::FilterFailed(output.failed));
     }
     Ok(())
 }

@@ -8,7 +8,9 @@
 //!
 //! A subcommand may add codes of its own above 2; it documents them in its
 //! `--help`. `lro audit` exits 3 when its target cannot be launched or
-//! reached, and 1 when `--require-level` is not met.
+//! reached, and 1 when `--require-level` is not met. `lro extract` exits
+//! as jq 1.6 does on the same records: 5 when the filter failed on the
+//! last record, 4 when a record is nested deeper than jq reads.
 //!
 //! ```
 //! use lro_cli::error::{CliError, EXIT_FAILURE, EXIT_USAGE};
@@ -29,6 +31,12 @@ pub const EXIT_FAILURE: u8 = 1;
 pub const EXIT_USAGE: u8 = 2;
 /// Exit status of `lro audit` when the target cannot be launched or reached.
 pub const EXIT_UNREACHABLE: u8 = 3;
+/// Exit status of `lro extract` when a record is nested deeper than jq 1.6
+/// reads (jq's own status for text it cannot read).
+pub const EXIT_TOO_DEEP: u8 = 4;
+/// Exit status of `lro extract` when the filter failed on the last record
+/// (jq 1.6's).
+pub const EXIT_FILTER_FAILED: u8 = 5;
 
 /// The exit-status table, as printed at the end of `lro --help`.
 pub const EXIT_STATUS_HELP: &str = "\
@@ -37,7 +45,9 @@ Exit status (every subcommand):
   1  failure at run time: an unreadable or refused file, a timeout, cleanup errors,
      an upstream that cannot be started or reached, or that exits
   2  usage error: bad flags or values, conflicting modes, a filter that does not compile
-  3  lro audit only: the target cannot be launched or reached";
+  3  lro audit only: the target cannot be launched or reached
+  4  lro extract only: a record is nested deeper than jq 1.6 reads (it was left out)
+  5  lro extract only: the filter failed on the last record, as jq 1.6 exits";
 
 /// Why a command failed.
 #[derive(Debug, thiserror::Error)]
@@ -83,6 +93,13 @@ pub enum CliError {
         /// The audit's verdict line.
         verdict: String,
     },
+    /// `lro extract`: records nested deeper than jq 1.6 reads were left out.
+    #[error("{0} record(s) nested deeper than jq 1.6 reads were left out")]
+    TooDeep(usize),
+    /// `lro extract`: the filter failed on the last record; every error was
+    /// printed as jq prints it.
+    #[error("the filter failed on the last record ({0} record(s) failed)")]
+    FilterFailed(usize),
     /// A failure at run time with its own sentence (the upstream was lost, a
     /// runtime or exporter could not start).
     #[error("{0}")]
@@ -98,6 +115,8 @@ impl CliError {
                 EXIT_USAGE
             }
             CliError::Unreachable(_) => EXIT_UNREACHABLE,
+            CliError::TooDeep(_) => EXIT_TOO_DEEP,
+            CliError::FilterFailed(_) => EXIT_FILTER_FAILED,
             _ => EXIT_FAILURE,
         }
     }

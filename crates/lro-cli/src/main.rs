@@ -2,8 +2,9 @@
 //! from, inspect and clean up offload files.
 //!
 //! Exit status: 0 on success, 1 for a failure at run time, 2 for a usage
-//! error, 3 when `lro audit` cannot reach its target (see
-//! `lro_cli::error`); the message goes to stderr.
+//! error, 3 when `lro audit` cannot reach its target, 4 and 5 where jq 1.6
+//! exits so on the records `lro extract` read (see `lro_cli::error`); the
+//! message goes to stderr.
 
 #![forbid(unsafe_code)]
 
@@ -30,7 +31,12 @@ fn main() -> ExitCode {
         Command::Context(args) => {
             lro_cli::context::context(args, &mut std::io::stdin(), &mut stdout)
         }
-        Command::Extract(args) => cli::extract(args, extract_output(), &mut stderr),
+        Command::Extract(args) => cli::extract(
+            args,
+            extract_output(),
+            Box::new(std::io::stderr()),
+            &mut stderr,
+        ),
         Command::Inspect(args) => cli::inspect(args, &mut stdout),
         Command::Gc(args) => cli::gc(args, SystemTime::now(), &mut stdout),
         Command::Metrics(args) => cli::metrics(args, &mut stdout),

@@ -154,6 +154,67 @@ fn extract_structured_and_query() {
     );
 }
 
+/// The real jq 1.6 over the records of `file` (its lines after the header),
+/// as the recipe commands pipe them in.
+fn jq(file: &str, args: &[&str]) -> Output {
+    use std::io::Write;
+
+    let version = Command::new("jq")
+        .arg("--version")
+        .output()
+        .expect("jq 1.6");
+    assert_eq!(String::from_utf8_lossy(&version.stdout).trim(), "jq-1.6");
+    let text = std::fs::read_to_string(file).unwrap();
+    let records = text.split_once('\n').map_or("", |(_, rest)| rest);
+    let mut child = Command::new("jq")
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("jq");
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(records.as_bytes()).unwrap();
+    drop(stdin);
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn extract_answers_and_exits_as_jq_1_6_when_records_fail() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = r#"[{"k":1,"a":[1],"k":"Red"},true,{"k":[2],"k":null},"s",false]"#;
+    let file = offload(dir.path(), text, None)
+        .to_string_lossy()
+        .into_owned();
+    // `length` and `{k}` fail on the booleans; the last record is one.
+    for (filter, status) in [
+        ("length", 5),
+        (".", 0),
+        ("{k}", 5),
+        (".k?", 0),
+        ("select(length > 1)", 5),
+    ] {
+        let ours = lro(&["extract", &file, "-q", filter]);
+        let theirs = jq(&file, &["-c", filter]);
+        assert_eq!(stdout(&ours), stdout(&theirs), "{filter}");
+        assert_eq!(ours.status.code(), theirs.status.code(), "{filter}");
+        assert_eq!(ours.status.code(), Some(status), "{filter}");
+        let places = |o: &Output| -> Vec<String> {
+            stderr(o)
+                .lines()
+                .filter_map(|l| l.strip_prefix("jq: error (at "))
+                .map(|l| l.split(')').next().unwrap().to_owned())
+                .collect()
+        };
+        assert_eq!(
+            places(&ours),
+            places(&theirs),
+            "{filter}: {}",
+            stderr(&ours)
+        );
+    }
+}
+
 #[test]
 fn extract_text_modes() {
     let dir = tempfile::tempdir().unwrap();

@@ -191,6 +191,22 @@ impl Extractor {
         self.run_file(req, file, collector)
     }
 
+    /// [`Extractor::run_to_writer`], also printing to `errors` jq 1.6's
+    /// error line for each record the filter fails on (`jq: error (at
+    /// <stdin>:N): …`, numbered as for the recipes' `tail -n +2 FILE | jq`).
+    pub fn run_to_writers(
+        &self,
+        req: &ExtractRequest,
+        out: Box<dyn Write + Send>,
+        errors: Box<dyn Write + Send>,
+    ) -> Result<ExtractOutput, ExtractError> {
+        let mut collector = Collector::writer(out, self.limits());
+        collector.failures.print_to(errors);
+        Plan::new(req)?;
+        let file = self.resolve(&req.file_path)?;
+        self.run_file(req, file, collector)
+    }
+
     fn limits(&self) -> Limits {
         Limits {
             max_bytes: self.cfg.max_output_bytes,

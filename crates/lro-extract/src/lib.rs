@@ -53,6 +53,7 @@ mod config;
 mod error;
 mod execute;
 mod extractor;
+mod failures;
 mod fast;
 mod frame;
 mod gate;

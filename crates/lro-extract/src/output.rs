@@ -15,7 +15,7 @@ use lro_core::{TokenEstimator, metric::label::ExtractMode};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::ExtractRequest;
+use crate::{ExtractRequest, failures::Failures};
 
 /// What an extraction returns.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -43,6 +43,13 @@ pub struct ExtractOutput {
     /// strings for raw output), then the notice as a `# ` line when there is
     /// one; `# no results` when nothing matched.
     pub text: String,
+    /// Records the filter failed on (jq prints an error for each and goes
+    /// on); with `slurp`, 1 when the filter failed.
+    pub failed: usize,
+    /// Whether it failed on the last record (jq 1.6 then exits with 5).
+    pub last_failed: bool,
+    /// Records nested deeper than jq 1.6 reads, left out.
+    pub too_deep: usize,
     #[serde(skip)]
     pub(crate) results_len: usize,
 }
@@ -127,6 +134,8 @@ pub(crate) struct Collector {
     cut: Option<Cut>,
     single_result: bool,
     notices: Vec<String>,
+    /// Records the filter failed on, and records too deep to read.
+    pub(crate) failures: Failures,
 }
 
 impl Collector {
@@ -160,6 +169,7 @@ impl Collector {
             cut: None,
             single_result: false,
             notices: Vec::new(),
+            failures: Failures::default(),
         }
     }
 
@@ -383,6 +393,8 @@ impl Collector {
             }
             next(cut)
         });
+        self.notices.extend(self.failures.notices());
+        let (failed, last_failed, too_deep) = self.failures.counts();
         if let Some(next) = &next {
             let call = serde_json::to_string(next).expect("requests serialize");
             self.notices.push(format!("next part: {call}"));
@@ -418,6 +430,9 @@ impl Collector {
             notice,
             next,
             text,
+            failed,
+            last_failed,
+            too_deep,
             results_len,
         }
     }

@@ -390,26 +390,13 @@ fn project_object(line: &[u8], start: usize, paths: &[&[String]]) -> Option<(Val
             let value = if !whole && line[span.start] == b'{' {
                 project_object(&line[..span.end], span.start, &wanted)?.0
             } else {
-                as_float(jaq_json::read::parse_single(&line[span]).ok()?)
+                crate::jq::read_record(&line[span]).ok()?
             };
             map.insert(Val::utf8_str(key.to_vec()), value);
         }
         Some(())
     })?;
     Some((Val::obj(map), end))
-}
-
-/// A decimal number as a float, the way jq 1.6 holds every number. jaq
-/// keeps decimals as text, so sorting by one (`sort_by(-.confidence)`)
-/// would re-parse it on every comparison.
-fn as_float(v: Val) -> Val {
-    match v {
-        Val::Num(jaq_json::Num::Dec(text)) => match text.parse::<f64>() {
-            Ok(f) if f.is_finite() => Val::Num(jaq_json::Num::Float(f)),
-            _ => Val::Num(jaq_json::Num::Dec(text)),
-        },
-        other => other,
-    }
 }
 
 #[cfg(test)]
@@ -529,7 +516,7 @@ mod tests {
         };
         assert_eq!(all(&["t"]), r#"{"t":{"x":[1,"}"]}}"#);
         assert_eq!(all(&["s", "b"]), r#"{"s":"q\"\\","b":true}"#);
-        assert_eq!(all(&["n", "missing"]), r#"{"n":-1500.0}"#);
+        assert_eq!(all(&["n", "missing"]), r#"{"n":-1500}"#);
         assert!(project_line(b"[1]", &[]).is_none());
         assert!(project_line(br#"{"a\u0062":1}"#, &[vec!["ab".into()]]).is_none());
         let nested = |paths: &[&[&str]], line: &[u8]| {

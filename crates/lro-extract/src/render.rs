@@ -7,15 +7,16 @@
 //!
 //! - strings as UTF-8, escaping only `"`, `\`, control characters and DEL
 //!   (short escapes where JSON has them, else `\u00XX`);
-//! - integers that fit 64 bits as they are;
+//! - integers up to 2^53 as they are;
 //! - every other number through `f64`, printed as jq 1.6 does: the shortest
 //!   digits that round-trip, positional unless the exponent is below -4 or
 //!   far beyond the digits (`1500`, `0.0001`, `1e-05`, `1e+17`).
 //!
 //! Bytes copied from a file are kept as they are when they are already in
-//! that form (the common case, checked by one scan) and rewritten token by
-//! token otherwise, so key order and every other byte stay as jq prints
-//! them.
+//! that form (the common case, checked by one scan), rewritten token by
+//! token when only spellings differ, so key order and every other byte stay
+//! as jq prints them, and read and printed again when an object repeats a
+//! key, which jq keeps once.
 
 use std::borrow::Cow;
 
@@ -116,12 +117,13 @@ pub(crate) fn write_number_text(out: &mut Vec<u8>, text: &[u8]) {
     }
 }
 
-/// An integer literal without fraction or exponent that fits 64 bits.
+/// An integer literal without fraction or exponent that a double holds
+/// exactly (jq prints a larger one through its double).
 fn is_plain_integer(text: &[u8]) -> bool {
     let Ok(t) = std::str::from_utf8(text) else {
         return false;
     };
-    !t.contains(['.', 'e', 'E']) && (t.parse::<i64>().is_ok() || t.parse::<u64>().is_ok())
+    !t.contains(['.', 'e', 'E']) && t.parse::<i64>().is_ok_and(|i| i.unsigned_abs() <= 1 << 53)
 }
 
 /// A decimal that jq prints exactly as written, recognised without
@@ -159,10 +161,11 @@ pub(crate) fn write_value(out: &mut Vec<u8>, v: &Value) {
         Value::Null => out.extend_from_slice(b"null"),
         Value::Bool(true) => out.extend_from_slice(b"true"),
         Value::Bool(false) => out.extend_from_slice(b"false"),
-        Value::Number(n) => match (n.as_i64(), n.as_u64(), n.as_f64()) {
-            (Some(i), _, _) => out.extend_from_slice(i.to_string().as_bytes()),
-            (_, Some(u), _) => out.extend_from_slice(u.to_string().as_bytes()),
-            (_, _, Some(f)) => write_f64(out, f),
+        Value::Number(n) => match (n.as_i64(), n.as_f64()) {
+            (Some(i), _) if i.unsigned_abs() <= 1 << 53 => {
+                out.extend_from_slice(i.to_string().as_bytes())
+            }
+            (_, Some(f)) => write_f64(out, f),
             _ => out.extend_from_slice(b"null"),
         },
         Value::String(s) => write_str(out, s.as_bytes()),
@@ -199,45 +202,109 @@ pub(crate) fn to_vec(v: &Value) -> Vec<u8> {
 }
 
 /// JSON text copied from a file, in the one rendering: borrowed when it
-/// already is, rewritten token by token when not. Text that is not valid
-/// JSON is returned as it is (the caller only passes parsed records).
+/// already is, rewritten token by token when only spellings differ, read
+/// and printed again when an object repeats a key (jq keeps one, the last
+/// value at the first key's place). Text that is not valid JSON is
+/// returned as it is (the caller only passes records jq reads).
 pub(crate) fn canonical(json: &[u8]) -> Cow<'_, [u8]> {
-    if is_canonical(json) {
-        return Cow::Borrowed(json);
-    }
-    let mut out = Vec::with_capacity(json.len());
-    match rewrite(json, &mut out) {
-        Some(()) => Cow::Owned(out),
-        None => Cow::Borrowed(json),
+    match form(json) {
+        Form::Canonical => Cow::Borrowed(json),
+        Form::Respell => {
+            let mut out = Vec::with_capacity(json.len());
+            match rewrite(json, &mut out) {
+                Some(()) => Cow::Owned(out),
+                None => Cow::Borrowed(json),
+            }
+        }
+        Form::Reread => crate::jq::reprint(json).map_or(Cow::Borrowed(json), Cow::Owned),
     }
 }
 
-/// Whether `json` is already printed the way [`write_value`] prints.
-fn is_canonical(json: &[u8]) -> bool {
+/// How far JSON text is from what [`write_value`] prints.
+#[derive(Debug, PartialEq, Eq)]
+enum Form {
+    /// Printed alike.
+    Canonical,
+    /// Only spellings differ: whitespace, escapes, numbers.
+    Respell,
+    /// An object repeats a key, or a key may be spelled two ways.
+    Reread,
+}
+
+/// The [`Form`] of `json`, in one pass.
+fn form(json: &[u8]) -> Form {
+    // The keys of the open objects, and where each object's keys start.
+    let mut keys: Vec<&[u8]> = Vec::new();
+    let mut starts: Vec<usize> = Vec::new();
+    let mut respell = false;
     let mut i = 0;
     while i < json.len() {
         match json[i] {
-            b'"' => match string_end(json, i) {
-                Some((end, true)) => i = end,
-                _ => return false,
-            },
+            b'"' => {
+                let Some((end, canonical)) = string_end(json, i) else {
+                    return Form::Respell;
+                };
+                let colon = json[end..]
+                    .iter()
+                    .position(|c| !matches!(c, b' ' | b'\t' | b'\n' | b'\r'))
+                    .is_some_and(|p| json[end + p] == b':');
+                if colon && !starts.is_empty() {
+                    if !canonical {
+                        // `"a"` and `"\u0061"` are one key.
+                        return Form::Reread;
+                    }
+                    keys.push(&json[i..end]);
+                }
+                respell |= !canonical;
+                i = end;
+            }
+            b'{' => {
+                starts.push(keys.len());
+                i += 1;
+            }
+            b'}' => {
+                let start = starts.pop().unwrap_or(0).min(keys.len());
+                if repeats(&keys[start..]) {
+                    return Form::Reread;
+                }
+                keys.truncate(start);
+                i += 1;
+            }
             b'-' | b'0'..=b'9' => {
                 let end = number_end(json, i);
                 let token = &json[i..end];
-                if !is_plain_integer(token) && !is_plain_decimal(token) {
+                if !respell && !is_plain_integer(token) && !is_plain_decimal(token) {
                     let mut again = Vec::with_capacity(token.len());
                     write_number_text(&mut again, token);
-                    if again != token {
-                        return false;
-                    }
+                    respell = again != token;
                 }
                 i = end;
             }
-            b' ' | b'\t' | b'\n' | b'\r' => return false,
+            b' ' | b'\t' | b'\n' | b'\r' => {
+                respell = true;
+                i += 1;
+            }
             _ => i += 1,
         }
     }
-    true
+    if respell {
+        Form::Respell
+    } else {
+        Form::Canonical
+    }
+}
+
+/// Whether one object's keys (as spelled, all canonical) repeat one.
+fn repeats(keys: &[&[u8]]) -> bool {
+    if keys.len() <= 8 {
+        return keys
+            .iter()
+            .enumerate()
+            .any(|(i, k)| keys[i + 1..].contains(k));
+    }
+    let mut sorted = keys.to_vec();
+    sorted.sort_unstable();
+    sorted.windows(2).any(|w| w[0] == w[1])
 }
 
 /// The end of the string token starting at `start` (past its closing
@@ -365,11 +432,10 @@ mod tests {
         let canon = canonical(file);
         assert_eq!(
             std::str::from_utf8(&canon).unwrap(),
-            r#"{"id":"café","n":-1500,"big":12345678901234567890,"i":42,"s":"a/b\u0001\u007f"}"#
+            r#"{"id":"café","n":-1500,"big":12345678901234567000,"i":42,"s":"a/b\u0001\u007f"}"#
         );
-        // Integers that fit 64 bits stay exact (jq 1.6 would print
-        // 12345678901234567000, the same double); the value route gives the
-        // same bytes.
+        // An integer past 2^53 prints through its double, as in jq 1.6;
+        // the value route gives the same bytes.
         let v = json!({"id": "café", "n": -1500.0, "big": 12345678901234567890_u64, "i": 42, "s": "a/b\u{1}\u{7f}"});
         let mut from_value = Vec::new();
         write_value(&mut from_value, &v);
@@ -379,6 +445,26 @@ mod tests {
             &serde_json::from_slice::<Value>(&canon).unwrap(),
         );
         assert_eq!(from_value, sorted);
+        // A repeated key, at any depth or spelled another way, is printed
+        // once: the last value at the first key's place, as jq keeps it.
+        for (file, jq) in [
+            (
+                r#"{"k":1,"a":{"x":1,"y":[{"z":1,"z":2}],"x":2},"k":3}"#,
+                r#"{"k":3,"a":{"x":2,"y":[{"z":2}]}}"#,
+            ),
+            (r#"{"a":1, "\u0061":2}"#, r#"{"a":2}"#),
+            (r#"[{"a":1},{"a":2}]"#, r#"[{"a":1},{"a":2}]"#),
+        ] {
+            assert_eq!(
+                std::str::from_utf8(&canonical(file.as_bytes())).unwrap(),
+                jq
+            );
+        }
+        let fields: Vec<String> = (0..40).map(|i| format!("\"f{i}\":{i}")).collect();
+        let unique = format!("{{{}}}", fields.join(","));
+        let repeated = format!("{{{},\"f3\":0}}", fields.join(","));
+        assert_eq!(form(unique.as_bytes()), Form::Canonical);
+        assert_eq!(form(repeated.as_bytes()), Form::Reread);
         // Already canonical text is not copied.
         assert!(matches!(
             canonical(br#"{"a":[1,0.5,"x\n"]}"#),

@@ -133,6 +133,9 @@ pub(crate) struct Output {
     /// quote by quote.
     #[serde(skip)]
     text: String,
+    failed: usize,
+    last_failed: bool,
+    too_deep: usize,
     results_len: usize,
 }
 
@@ -147,6 +150,9 @@ impl From<ExtractOutput> for Output {
             notice: o.notice,
             next: o.next,
             text: o.text,
+            failed: o.failed,
+            last_failed: o.last_failed,
+            too_deep: o.too_deep,
             results_len: o.results_len,
         }
     }
@@ -173,6 +179,9 @@ impl Output {
             notice: self.notice,
             next: self.next,
             text: self.text,
+            failed: self.failed,
+            last_failed: self.last_failed,
+            too_deep: self.too_deep,
             results_len: self.results_len,
         })
     }
@@ -349,6 +358,9 @@ mod tests {
             notice: Some("more".into()),
             next: None,
             text: "{\"a\":\"\\n\"}\n# more\n".into(),
+            failed: 2,
+            last_failed: true,
+            too_deep: 1,
             results_len: 11,
         };
         let answer = Answer {

@@ -129,9 +129,19 @@ fn keys_left_to_jaq_still_give_jq_output() {
     ] {
         assert_same_text(&run(&ex, &file, query), &jq(&path, query), query);
     }
-    // jq fails on `-"s"` and on `"s".c`; so does the engine.
+    // jq fails on `-"s"` and on `"s".c`; so does the engine, and says so.
     for query in ["sort_by(-.k)", "sort_by(.k.c)"] {
         let req = ExtractRequest::new(&file).query(query).slurp(true);
-        assert!(ex.run(&req).is_err(), "{query} must fail as in jq");
+        let out = ex.run(&req).unwrap();
+        assert_eq!(
+            (out.count, out.failed, out.last_failed),
+            (0, 1, true),
+            "{query}"
+        );
+        let notice = out.notice.unwrap_or_default();
+        assert!(
+            notice.starts_with("the filter failed: "),
+            "{query}: {notice}"
+        );
     }
 }

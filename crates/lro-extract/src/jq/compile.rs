@@ -11,8 +11,10 @@ pub(crate) type Program = jaq_core::Filter<JqData>;
 
 /// Compiles `code` with the given global variables (names without `$`).
 pub(crate) fn compile_with_vars(code: &str, vars: &[&str]) -> Result<Program, ExtractError> {
-    // `test` is ours (native, with a compiled-regex cache).
+    // `test` and `tostring` are ours (natives: `test` with a compiled-regex
+    // cache, `tostring` printing numbers as jq 1.6 does).
     let defs = jaq_core::defs()
+        .filter(|d| d.name != "tostring")
         .chain(jaq_std::defs().filter(|d| d.name != "test"))
         .chain(jaq_json::defs());
     let loader = Loader::new(defs);

@@ -81,12 +81,28 @@ pub(crate) fn write_json(
 pub(super) fn write_num(out: &mut Vec<u8>, n: &jaq_json::Num) {
     use jaq_json::Num;
     match n {
-        Num::Int(i) => out.extend_from_slice(i.to_string().as_bytes()),
+        // Integer arithmetic past 2^53 is exact in jaq; jq holds a double.
+        Num::Int(i) if super::read::exact(*i) => out.extend_from_slice(i.to_string().as_bytes()),
         Num::Float(f) => render::write_f64(out, *f),
-        // Decimal literals and big integers: through their text, so they
-        // print like the same number read from a file.
-        other => render::write_number_text(out, other.to_string().as_bytes()),
+        // Big integers and decimal literals of a filter: through their
+        // double, as jq 1.6 reads them.
+        other => render::write_f64(out, other.to_string().parse().unwrap_or(f64::NAN)),
     }
+}
+
+/// A record's text as jq 1.6 prints it once read (one key of each
+/// repeated key kept); `None` when jq does not read it.
+pub(crate) fn reprint(line: &[u8]) -> Option<Vec<u8>> {
+    let v = super::read::parse(line).ok()?;
+    let mut out = Vec::with_capacity(line.len());
+    write_json(&mut out, &v, 0, usize::MAX, &NoOriginals).ok()?;
+    Some(out)
+}
+
+/// A record as jq 1.6 reads it, as a `serde_json` value; `None` when jq
+/// does not read it.
+pub(crate) fn record_value(line: &[u8]) -> Option<Value> {
+    to_value(&super::read::parse(line).ok()?, 0, &NoOriginals).ok()
 }
 
 /// Converts a jaq value into a `serde_json` value.
@@ -104,23 +120,20 @@ pub(crate) fn to_value(v: &Val, depth: usize, orig: &dyn Originals) -> Result<Va
     Ok(match v {
         Val::Null => Value::Null,
         Val::Bool(b) => Value::Bool(*b),
-        Val::Num(Num::Int(i)) => Value::from(*i as i64),
+        Val::Num(Num::Int(i)) if super::read::exact(*i) => Value::from(*i as i64),
+        // An infinity is the largest double, as jq 1.6 holds and prints it.
+        Val::Num(Num::Float(f)) if f.is_infinite() => Value::from(f64::MAX.copysign(*f)),
         Val::Num(Num::Float(f)) => serde_json::Number::from_f64(*f)
             .map(Value::Number)
             .unwrap_or(Value::Null),
-        Val::Num(n) => {
-            let text = n.to_string();
-            serde_json::from_str(&text)
-                .ok()
-                .filter(Value::is_number)
-                .unwrap_or_else(|| {
-                    text.parse::<f64>()
-                        .ok()
-                        .and_then(serde_json::Number::from_f64)
-                        .map(Value::Number)
-                        .unwrap_or(Value::Null)
-                })
-        }
+        // Past 2^53, big integers and decimal literals: the double jq holds.
+        Val::Num(n) => n
+            .to_string()
+            .parse::<f64>()
+            .ok()
+            .and_then(serde_json::Number::from_f64)
+            .map(Value::Number)
+            .unwrap_or(Value::Null),
         Val::TStr(s) | Val::BStr(s) => Value::String(String::from_utf8_lossy(s).into_owned()),
         Val::Arr(items) => Value::Array(
             items
@@ -148,9 +161,7 @@ pub(crate) fn from_value(v: &Value) -> Val {
     match v {
         Value::Null => Val::Null,
         Value::Bool(b) => Val::Bool(*b),
-        Value::Number(n) => {
-            jaq_json::read::parse_single(n.to_string().as_bytes()).unwrap_or(Val::Null)
-        }
+        Value::Number(n) => super::read::parse(n.to_string().as_bytes()).unwrap_or(Val::Null),
         Value::String(s) => Val::from(s.clone()),
         Value::Array(a) => a.iter().map(from_value).collect(),
         Value::Object(o) => Val::obj(
@@ -177,7 +188,7 @@ mod tests {
         );
         let mut out = Vec::new();
         let nan = eval_values("[nan, infinite]", &[json!(null)]).unwrap();
-        assert_eq!(nan, [json!([null, null])]);
+        assert_eq!(nan, [json!([null, f64::MAX])]);
         let v = jaq_json::read::parse_single(b"[1e1000]").unwrap();
         write_json(&mut out, &v, 0, usize::MAX, &NoOriginals).unwrap();
         assert!(!out.is_empty());

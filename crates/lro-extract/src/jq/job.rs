@@ -12,6 +12,7 @@ use super::{
     emit::{emit, emit_elements},
     lines::Lines,
     originals::{ManyOriginals, NoOriginals, OneOriginal, Originals},
+    read::{ReadError, parse as read_record, too_deep},
     stop::{Guard, GuardedData, JqData},
 };
 use crate::{
@@ -63,9 +64,9 @@ impl Job<'_> {
         let ctx = Ctx::<JqData>::new(data, vars);
         let mut lines = Lines::new(reader, first_line);
         let fields = self.projection.as_ref().map(|p| p.paths.as_slice());
-        let parse = |line: &[u8], line_no: usize| -> Result<Val, ExtractError> {
+        let parse = |line: &[u8], line_no: usize| -> Result<Option<Val>, ExtractError> {
             match fields.and_then(|f| crate::project::project_line(line, f)) {
-                Some(v) => Ok(v),
+                Some(v) => Ok(Some(v)),
                 None => parse_record(line, line_no),
             }
         };
@@ -77,7 +78,14 @@ impl Job<'_> {
                 if self.guard.cancelled() {
                     return Err(cancelled());
                 }
-                let v = parse(line, line_no)?;
+                if too_deep(line) {
+                    out.failures.too_deep(line_no);
+                    continue;
+                }
+                let Some(v) = parse(line, line_no)? else {
+                    out.failures.too_deep(line_no);
+                    continue;
+                };
                 if keep_lines {
                     originals.add(&v, line);
                 }
@@ -87,14 +95,19 @@ impl Job<'_> {
             // `ManyOriginals`).
             let records = Val::Arr(Rc::new(all));
             let originals: &dyn Originals = if keep_lines { &originals } else { &NoOriginals };
+            // What the filter printed before an error is printed, as jq does.
             let mut results = Vec::new();
+            let mut failure = None;
             for y in self.program.id.run((ctx.clone(), records.clone())) {
-                results.push(y.map_err(|e| ExtractError::Runtime {
-                    line: None,
-                    message: exn_message(e),
-                })?);
+                match y {
+                    Ok(y) => results.push(y),
+                    Err(e) => {
+                        failure = Some(exn_message(e));
+                        break;
+                    }
+                }
             }
-            if results.len() == 1 {
+            if results.len() == 1 && failure.is_none() {
                 out.single_result();
             }
             match results.as_slice() {
@@ -111,22 +124,35 @@ impl Job<'_> {
             }
             drop(results);
             drop(records);
+            match failure {
+                Some(message) => out.failures.failed(None, lines.read(), &message),
+                None => out.failures.succeeded(),
+            }
             return Ok(());
         }
         'records: while let Some((line_no, line)) = lines.next_line()? {
             if self.guard.cancelled() {
                 return Err(cancelled());
             }
+            if too_deep(line) {
+                out.failures.too_deep(line_no);
+                continue;
+            }
             if let Some(fast) = &self.fast {
                 match fast.apply(line) {
-                    Some(crate::fast::FastOut::Skip) => continue,
+                    Some(crate::fast::FastOut::Skip) => {
+                        out.failures.succeeded();
+                        continue;
+                    }
                     Some(crate::fast::FastOut::Line) if out.fits(line) => {
+                        out.failures.succeeded();
                         if push_fast(out, line, false) == Flow::Stop {
                             break 'records;
                         }
                         continue;
                     }
                     Some(crate::fast::FastOut::Bytes(b)) if out.fits(&b) => {
+                        out.failures.succeeded();
                         if push_fast(out, &b, self.render.raw) == Flow::Stop {
                             break 'records;
                         }
@@ -137,20 +163,29 @@ impl Job<'_> {
                     _ => {}
                 }
             }
-            let input = parse(line, line_no)?;
+            let Some(input) = parse(line, line_no)? else {
+                out.failures.too_deep(line_no);
+                continue;
+            };
             let originals = OneOriginal {
                 record: &input,
                 line,
             };
             for y in self.program.id.run((ctx.clone(), input.clone())) {
-                let y = y.map_err(|e| ExtractError::Runtime {
-                    line: Some(line_no),
-                    message: exn_message(e),
-                })?;
-                if emit(&y, self.render, out, &originals)? == Flow::Stop {
-                    break 'records;
+                match y {
+                    Ok(y) => {
+                        if emit(&y, self.render, out, &originals)? == Flow::Stop {
+                            break 'records;
+                        }
+                    }
+                    // jq prints the error and goes on with the next record.
+                    Err(e) => {
+                        out.failures.failed(Some(line_no), line_no, &exn_message(e));
+                        continue 'records;
+                    }
                 }
             }
+            out.failures.succeeded();
         }
         Ok(())
     }
@@ -187,11 +222,17 @@ fn cancelled() -> ExtractError {
     }
 }
 
-fn parse_record(line: &[u8], line_no: usize) -> Result<Val, ExtractError> {
-    jaq_json::read::parse_single(line).map_err(|e| ExtractError::BadRecord {
-        line: line_no,
-        message: e.to_string(),
-    })
+/// The record on `line`, as jq 1.6 reads it; `None` when it is nested
+/// deeper than jq reads.
+fn parse_record(line: &[u8], line_no: usize) -> Result<Option<Val>, ExtractError> {
+    match read_record(line) {
+        Ok(v) => Ok(Some(v)),
+        Err(ReadError::Deep) => Ok(None),
+        Err(ReadError::Bad(message)) => Err(ExtractError::BadRecord {
+            line: line_no,
+            message,
+        }),
+    }
 }
 
 fn short(mut s: String) -> String {
@@ -205,7 +246,11 @@ fn short(mut s: String) -> String {
 
 pub(super) fn exn_message(e: Exn<'_, Val>) -> String {
     match e.get_err() {
-        Ok(err) => short(err.to_string()),
+        // A string is its own message, as jq prints `error("x")`.
+        Ok(err) => short(match err.into_val() {
+            Val::TStr(s) | Val::BStr(s) => String::from_utf8_lossy(&s).into_owned(),
+            other => other.to_string(),
+        }),
         Err(other) => match other.get_halt() {
             Ok(code) => format!("halt({code}) is not available in lro_extract"),
             Err(_) => "internal jaq control flow escaped".to_owned(),

@@ -20,6 +20,11 @@ impl<R: Read> Lines<R> {
         }
     }
 
+    /// The file line number of the last line read, blank or not.
+    pub(crate) fn read(&self) -> usize {
+        self.line_no
+    }
+
     /// The next non-blank line and its 1-based file line number.
     pub(crate) fn next_line(&mut self) -> Result<Option<(usize, &[u8])>, ExtractError> {
         loop {

@@ -54,12 +54,15 @@ mod job;
 mod lines;
 mod natives;
 mod originals;
+mod read;
 mod stop;
 
 pub(crate) use compile::compile_with_vars;
+pub(crate) use convert::{record_value, reprint};
 pub(crate) use emit::{Elements, emit_parts, emit_whole};
 pub(crate) use job::{Job, Render};
 pub(crate) use lines::Lines;
+pub(crate) use read::{MAX_PARSING_DEPTH, parse as read_record, too_deep};
 pub(crate) use stop::{Guard, Stop, WORKER_STACK, worker_stack};
 
 #[cfg(test)]

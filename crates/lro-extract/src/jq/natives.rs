@@ -1,23 +1,31 @@
 //! Our natives (custom jq functions): a cancellable `range`, `test` with a
-//! compiled-regex cache, `@tsv`/`@csv`, and a `halt` that is an error; the
-//! natives a query must not reach are left out.
+//! compiled-regex cache, `@tsv`/`@csv` and `tojson` printing numbers as jq
+//! 1.6 does, and a `halt` that is an error; the natives a query must not
+//! reach are left out.
 
 use jaq_core::{DataT, Exn, Native, box_iter::box_once, native::v};
 use jaq_json::Val;
 
-use super::{convert::write_num, stop::JqData};
+use super::{convert::write_num, originals::NoOriginals, stop::JqData};
 
 /// Our natives: jaq-core's, jaq-std's and jaq-json's, minus the ones a query
 /// must not reach, with a cancellable `range`.
 pub(super) fn natives() -> Vec<jaq_core::native::Fun<JqData>> {
     const BLOCKED: &[&str] = &["range", "env", "halt", "input", "inputs"];
-    let ours: [jaq_core::native::Fun<JqData>; 6] = [
+    let ours: [jaq_core::native::Fun<JqData>; 9] = [
         ("test", v(1), Native::<JqData>::new(test1_native)),
         ("test", v(2), Native::<JqData>::new(test2_native)),
         ("range", v(3), Native::<JqData>::new(range_native)),
         ("halt", v(1), Native::<JqData>::new(halt_native)),
         ("@tsv", v(0), Native::<JqData>::new(tsv_native)),
         ("@csv", v(0), Native::<JqData>::new(csv_native)),
+        ("tojson", v(0), Native::<JqData>::new(tojson_native)),
+        ("tostring", v(0), Native::<JqData>::new(tostring_native)),
+        (
+            "sort_by",
+            [jaq_core::Bind::Fun(())].into(),
+            Native::<JqData>::new(sort_by_native),
+        ),
     ];
     ours.into_iter()
         .chain(
@@ -115,6 +123,54 @@ fn regex_test(input: &Val, re: &Val, flags: &str) -> Result<Val, jaq_core::Error
         let (_, _, re) = cache.as_ref().expect("just filled");
         Ok(Val::Bool(re.is_match(&String::from_utf8_lossy(text))))
     })
+}
+
+/// `sort_by(f)`: `f` run on every element, as in jq, so that an error in
+/// it fails the sort even where sorting needs no key (jaq's skips the keys
+/// of an array of one); then a stable sort by the outputs of `f`.
+fn sort_by_native<'a>(
+    mut cv: jaq_core::Cv<'a, JqData>,
+) -> jaq_core::ValXs<'a, <JqData as DataT>::V<'a>> {
+    let (f, fc) = cv.0.pop_fun();
+    let sorted = (|| {
+        let items = match cv.1 {
+            Val::Arr(items) => items,
+            other => return Err(Exn::from(jaq_core::Error::typ(other, "array"))),
+        };
+        let mut keyed = Vec::with_capacity(items.len());
+        for x in items.iter().cloned() {
+            let key: Vec<Val> = f.run((fc.clone(), x.clone())).collect::<Result<_, _>>()?;
+            keyed.push((key, x));
+        }
+        keyed.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(keyed.into_iter().map(|(_, x)| x).collect())
+    })();
+    box_once(sorted)
+}
+
+/// `tojson`: jq 1.6's text, where jaq's spells numbers its own way (`1e-5`
+/// for `1e-05`). A string interpolation still takes jaq's.
+fn tojson_native<'a>(
+    cv: jaq_core::Cv<'a, JqData>,
+) -> jaq_core::ValXs<'a, <JqData as DataT>::V<'a>> {
+    box_once(to_json(&cv.1))
+}
+
+/// `tostring`: a string as it is, anything else as `tojson` prints it.
+fn tostring_native<'a>(
+    cv: jaq_core::Cv<'a, JqData>,
+) -> jaq_core::ValXs<'a, <JqData as DataT>::V<'a>> {
+    match cv.1 {
+        s @ (Val::TStr(_) | Val::BStr(_)) => box_once(Ok(s)),
+        other => box_once(to_json(&other)),
+    }
+}
+
+fn to_json<'a>(v: &Val) -> jaq_core::ValX<'a, Val> {
+    let mut text = Vec::new();
+    super::convert::write_json(&mut text, v, 0, usize::MAX, &NoOriginals)
+        .map(|_| Val::utf8_str(text))
+        .map_err(|e| Exn::from(jaq_core::Error::str(e)))
 }
 
 fn tsv_native<'a>(cv: jaq_core::Cv<'a, JqData>) -> jaq_core::ValXs<'a, <JqData as DataT>::V<'a>> {
@@ -229,6 +285,21 @@ mod tests {
         assert_eq!(out, [json!([0, 3, 6, 9])]);
         let out = eval_values("[range(5; 0; -2)]", &[json!(null)]).unwrap();
         assert_eq!(out, [json!([5, 3, 1])]);
+    }
+
+    #[test]
+    fn numbers_in_text_are_jq_1_6_s() {
+        // Each line as `jq -c` (jq 1.6) prints it.
+        let input: serde_json::Value =
+            serde_json::from_str("[0.00001, 1e20, 0.1, 3, -0.0, 12345678901234567890]").unwrap();
+        let out = eval_values("tostring, (.[] | tostring), tojson, join(\",\")", &[input]).unwrap();
+        let all = "1e-05,1e+20,0.1,3,-0,12345678901234567000";
+        let mut want = vec![json!(format!("[{all}]"))];
+        want.extend(all.split(',').map(|n| json!(n)));
+        want.extend([json!(format!("[{all}]")), json!(all)]);
+        assert_eq!(out, want);
+        // `sort_by` runs its key on an array of one too, and fails as jq.
+        assert!(eval_values("sort_by(-.n)", &[json!([{"n": "s"}])]).is_err());
     }
 
     #[test]

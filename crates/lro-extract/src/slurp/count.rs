@@ -70,6 +70,10 @@ pub(super) fn groups(
         if guard.cancelled() {
             return Err(super::cancelled());
         }
+        // jaq leaves out and names a record jq cannot read.
+        if crate::jq::too_deep(line) {
+            return Ok(None);
+        }
         let Some(raw) = raw_at(line, path) else {
             return Ok(None);
         };

@@ -46,6 +46,10 @@ fn entries<'a>(
         if guard.cancelled() {
             return None;
         }
+        // jaq leaves out and names a record jq cannot read.
+        if crate::jq::too_deep(line) {
+            return None;
+        }
         let key = key_of(raw_at(line, path)?)?;
         let key = if negate { key.negated()? } else { key };
         out.push((key, render::canonical(line)));

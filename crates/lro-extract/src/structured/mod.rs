@@ -249,6 +249,18 @@ fn jq_cmp(a: &Value, b: &Value) -> Ordering {
     }
 }
 
+/// A record as a value, as deep as jq reads (past serde's own 128 levels),
+/// and with what serde refuses read as jq reads it (`1E400`).
+fn read(line: &[u8]) -> serde_json::Result<Value> {
+    use serde::Deserialize;
+    let mut de = serde_json::Deserializer::from_slice(line);
+    de.disable_recursion_limit();
+    match Value::deserialize(&mut de).and_then(|v| de.end().map(|()| v)) {
+        Ok(v) => Ok(v),
+        Err(e) => crate::jq::record_value(line).ok_or(e),
+    }
+}
+
 fn project(record: &Value, fields: &[Vec<String>]) -> Value {
     let mut out = Map::new();
     for path in fields {
@@ -372,11 +384,16 @@ impl Structured {
                     limit: Default::default(),
                 });
             }
-            let record: Value =
-                serde_json::from_slice(line).map_err(|e| ExtractError::BadRecord {
-                    line: line_no,
-                    message: e.to_string(),
-                })?;
+            // A record jq cannot read is left out and named, as the jq
+            // modes do; one never fails the whole answer.
+            if crate::jq::too_deep(line) {
+                out.failures.too_deep(line_no);
+                continue;
+            }
+            let record = read(line).map_err(|e| ExtractError::BadRecord {
+                line: line_no,
+                message: e.to_string(),
+            })?;
             if !self.matches(&record) {
                 if matched == 0 {
                     for (c, seen) in self.conds.iter().zip(&mut seen) {

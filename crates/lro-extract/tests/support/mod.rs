@@ -3,6 +3,8 @@
 
 #![allow(dead_code, unreachable_pub)]
 
+pub mod generated;
+
 use std::{
     collections::BTreeMap,
     path::{Path, PathBuf},
@@ -235,20 +237,47 @@ pub fn offload_text(dir: &Path, text: &str) -> PathBuf {
 
 /// Output of `tail -n +2 FILE | jq ARGS` with the real jq binary.
 pub fn jq_stdout(file: &Path, args: &[String]) -> String {
-    let out = Command::new("bash")
-        .arg("-c")
-        .arg("tail -n +2 \"$1\" | jq \"${@:2}\"")
-        .arg("_")
-        .arg(file)
-        .args(args)
-        .output()
-        .expect("bash and jq must be installed");
+    let out = jq_output(file, args);
     assert!(
         out.status.success(),
         "jq {args:?} failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8(out.stdout).unwrap()
+}
+
+/// Offloads the JSON text of a tool's result as the layer does, with the
+/// recipes its descriptor names.
+pub fn offload_result(dir: &Path, text: &str) -> Offloaded {
+    let set = RecordSet::from_text(text);
+    let input = OffloadInput::new("result", "result", &set, text.len() / 4);
+    let out = Offloader::new(dir).offload(input, &|| false).unwrap();
+    Offloaded {
+        path: out.result.path,
+        recipes: out.recipes,
+        records: Vec::new(),
+    }
+}
+
+/// `tail -n +2 FILE | jq ARGS` with the real jq binary, whatever it exits.
+pub fn jq_output(file: &Path, args: &[String]) -> std::process::Output {
+    Command::new("bash")
+        .arg("-c")
+        .arg("tail -n +2 \"$1\" | jq \"${@:2}\"")
+        .arg("_")
+        .arg(file)
+        .args(args)
+        .output()
+        .expect("bash and jq must be installed")
+}
+
+/// Asserts that `jq` is jq 1.6, the version the answers are checked against.
+pub fn assert_jq_1_6() {
+    let out = Command::new("jq")
+        .arg("--version")
+        .output()
+        .expect("jq 1.6 must be installed");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "jq-1.6");
 }
 
 /// Every JSON value in a stream of JSON texts.

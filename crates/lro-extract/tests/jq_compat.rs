@@ -1,0 +1,303 @@
+//! Extraction against the real jq 1.6 on generated records (duplicate keys
+//! at any depth, escapes, non-ASCII text, `-0`, big and small numbers,
+//! elements of every type mixed in one array): every filter, per record and
+//! slurped, every recipe, with and without the fast paths, prints what jq
+//! prints (strings byte for byte, numbers as the doubles jq holds), the
+//! same number of `jq: error` lines, and fails exactly where jq fails;
+//! `where` prints what the `select` it means prints.
+
+mod support;
+
+use std::{
+    io::Write,
+    path::Path,
+    sync::{Arc, Mutex},
+};
+
+use lro_extract::{Condition, ExtractConfig, ExtractRequest, Extractor, Op};
+use proptest::prelude::*;
+use serde_json::json;
+use support::*;
+
+/// Per-record filters: the fast paths' shapes, projections, errors on
+/// some records (`length` of a boolean, `keys` of a string, `+` on a
+/// string), numbers printed and computed.
+const PER_RECORD: [&str; 20] = [
+    ".",
+    ".k",
+    ".n",
+    ".o",
+    "{k, n}",
+    "{n, o, tags}",
+    "select(.k == \"x\")",
+    "select(.k | startswith(\"x\"))",
+    "select(.k | test(\"x\"))",
+    "select(any(.tags[]?; . == \"x\"))",
+    "[.k, .n] | @tsv",
+    "[.k, .n] | @csv",
+    "length",
+    "keys",
+    ".n + 1",
+    "[.n, .k] | sort",
+    "select(.n > 0) | .n",
+    ".o.k",
+    "[.[]?] | length",
+    "tojson",
+];
+
+/// Slurping filters: the slurp fast paths' shapes, arithmetic over every
+/// record, sorting and grouping by numbers.
+const SLURPED: [&str; 12] = [
+    "sort_by(.k)",
+    "sort_by(.n)",
+    "sort_by(-.n)",
+    "group_by(.k) | map({k: .[0].k, count: length})",
+    "group_by(.n) | map({n: .[0].n, count: length})",
+    "map(.n) | add",
+    "[.[] | .n? | numbers] | add",
+    "unique_by(.n) | map(.n)",
+    "[.[] | objects] | sort_by(.n) | map(.n)",
+    "map(select(type == \"object\" and .k == \"x\"))",
+    ".[] | length",
+    "length",
+];
+
+/// A writer the test reads back.
+#[derive(Clone, Default)]
+struct Shared(Arc<Mutex<Vec<u8>>>);
+
+impl Shared {
+    fn text(&self) -> String {
+        String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
+    }
+}
+
+impl Write for Shared {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// What a run printed and how it ended.
+#[derive(Debug)]
+struct Answer {
+    stdout: String,
+    /// The `jq: error (at <stdin>:N): …` lines' `<stdin>:N` parts.
+    errors: Vec<String>,
+    success: bool,
+}
+
+/// The `(at <stdin>:N)` of each jq error line in `stderr`.
+fn error_places(stderr: &str) -> Vec<String> {
+    stderr
+        .lines()
+        .filter_map(|l| l.strip_prefix("jq: error (at "))
+        .map(|rest| rest.split(')').next().unwrap_or_default().to_owned())
+        .collect()
+}
+
+/// What `lro extract` prints with `ex`; with `tool`, also checks that the
+/// tool's answer holds the same results and names what failed.
+fn ours(ex: &Extractor, req: &ExtractRequest, tool: bool) -> Answer {
+    let (out, err) = (Shared::default(), Shared::default());
+    let done = ex
+        .run_to_writers(req, Box::new(out.clone()), Box::new(err.clone()))
+        .unwrap_or_else(|e| panic!("{req:?}: {e}"));
+    if tool {
+        let answer = ex.run(req).unwrap();
+        assert_eq!(answer.results(), out.text(), "{req:?}: the tool's results");
+        if done.failed > 0 {
+            let notice = answer.notice.unwrap_or_default();
+            assert!(notice.contains("the filter failed"), "{notice}");
+        }
+    }
+    Answer {
+        stdout: out.text(),
+        errors: error_places(&err.text()),
+        success: !done.last_failed && done.too_deep == 0,
+    }
+}
+
+fn theirs(path: &Path, args: &[String]) -> Answer {
+    let out = jq_output(path, args);
+    Answer {
+        stdout: String::from_utf8(out.stdout).unwrap(),
+        errors: error_places(&String::from_utf8_lossy(&out.stderr)),
+        success: out.status.success(),
+    }
+}
+
+fn same(native: &Answer, jq: &Answer, what: &str) {
+    assert_same_text(&native.stdout, &jq.stdout, what);
+    assert_eq!(native.errors, jq.errors, "{what}: jq's error lines");
+    assert_eq!(native.success, jq.success, "{what}: exit status");
+}
+
+fn engines(dir: &Path) -> [Extractor; 2] {
+    let cfg = ExtractConfig::new(dir)
+        .max_output_bytes(usize::MAX / 2)
+        .max_output_values(usize::MAX / 2);
+    [
+        Extractor::new(cfg.clone()),
+        Extractor::new(cfg.fast_paths(false)),
+    ]
+}
+
+/// Compares every filter and recipe on `records`, written as one array,
+/// with and without the fast paths.
+fn compare(records: &[String]) {
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!("[{}]", records.join(","));
+    let file = offload_result(dir.path(), &text);
+    let path = file.path.to_string_lossy().into_owned();
+    let mut cases: Vec<(ExtractRequest, Vec<String>, String)> = Vec::new();
+    for query in PER_RECORD {
+        let req = ExtractRequest::new(&path).query(query);
+        cases.push((req, vec!["-c".into(), query.into()], query.into()));
+    }
+    for query in SLURPED {
+        let req = ExtractRequest::new(&path).query(query).slurp(true);
+        let args = vec!["-s".into(), "-c".into(), query.into()];
+        cases.push((req, args, format!("-s {query}")));
+    }
+    // `where`, against the `select` it means.
+    for (field, op, value, select) in [
+        (
+            "k",
+            Op::Eq,
+            json!("x"),
+            r#"select(type == "object" and .k == "x")"#,
+        ),
+        (
+            "n",
+            Op::Gt,
+            json!(0),
+            r#"select(type == "object" and (.n | type) == "number" and .n > 0)"#,
+        ),
+    ] {
+        let req = ExtractRequest::new(&path).r#where(vec![Condition::new(field, op, Some(value))]);
+        let what = format!("where {field} {op:?} ({select})");
+        cases.push((req, vec!["-c".into(), select.into()], what));
+    }
+    for n in 1..=10u8 {
+        let recipe = file.recipes.get(n).unwrap();
+        let args = recipe.jq_args(&Default::default());
+        let what = format!("recipe {n} ({})", recipe.filter);
+        cases.push((ExtractRequest::new(&path).recipe(n), args, what));
+    }
+    let [fast, plain] = engines(dir.path());
+    for (req, args, what) in cases {
+        let jq = theirs(&file.path, &args);
+        let what = format!("{what} on {text}");
+        same(&ours(&fast, &req, true), &jq, &what);
+        same(
+            &ours(&plain, &req, false),
+            &jq,
+            &format!("{what}, no fast paths"),
+        );
+    }
+}
+
+proptest! {
+    // Each case runs 32 filters and 10 recipes three times, and jq 42
+    // times: about two seconds of CPU in a debug build.
+    #![proptest_config(ProptestConfig { cases: 3, ..ProptestConfig::default() })]
+
+    #[test]
+    fn generated_records_answer_as_jq_1_6_does(records in generated::records(16)) {
+        compare(&records);
+    }
+}
+
+#[test]
+fn the_jq_here_is_1_6() {
+    assert_jq_1_6();
+}
+
+/// A record of `n` fields whose last repeats field 7 (a repeat past the
+/// few keys compared pairwise), with a key of 10,000 characters.
+fn wide(n: usize) -> String {
+    let mut fields: Vec<String> = (0..n).map(|i| format!("\"f{i}\":{i}")).collect();
+    fields.push(format!("\"{}\":\"long\"", "k".repeat(10_000)));
+    fields.push("\"f7\":\"again\"".into());
+    format!("{{{}}}", fields.join(","))
+}
+
+#[test]
+fn the_issue_cases_answer_as_jq_1_6_does() {
+    assert_jq_1_6();
+    compare(&[
+        wide(300),
+        wide(3),
+        // A duplicate key, at the top and nested: one key, the last value,
+        // at the first key's place.
+        r#"{"k":[186.367,[true],true],"k":null}"#.into(),
+        r#"{"k":1,"n":2,"k":"Red","o":{"a":1,"a":{"b":2,"b":3}}}"#.into(),
+        // An error in one record: the others still answer.
+        "true".into(),
+        r#"{"k":"x","n":100000000000000000001}"#.into(),
+        r#"{"k":"x","n":-0,"tags":["x"]}"#.into(),
+        "[1,2]".into(),
+    ]);
+}
+
+#[test]
+fn a_deep_record_is_left_out_and_named() {
+    assert_jq_1_6();
+    let dir = tempfile::tempdir().unwrap();
+    let deep = format!("{}1{}", "[".repeat(300), "]".repeat(300));
+    let fits = format!("{}1{}", "[".repeat(256), "]".repeat(256));
+    // Written as the offload file's third line (serde, which splits the
+    // result, reads 128 levels).
+    let text = format!(r#"[{{"k":"a","n":1}},{{"deep":0}},{fits},{{"k":"b","n":2}}]"#);
+    let file = offload_result(dir.path(), &text);
+    let written = std::fs::read_to_string(&file.path).unwrap();
+    assert_eq!(written.lines().nth(2), Some(r#"{"deep":0}"#));
+    std::fs::write(&file.path, written.replace(r#"{"deep":0}"#, &deep)).unwrap();
+    let path = file.path.to_string_lossy().into_owned();
+    // jq refuses the file at the deep record.
+    let jq = theirs(&file.path, &["-c".into(), ".k?".into()]);
+    assert!(!jq.success);
+    for ex in engines(dir.path()) {
+        for (req, want) in [
+            (ExtractRequest::new(&path).query(".k?"), "\"a\"\n\"b\"\n"),
+            (
+                ExtractRequest::new(&path)
+                    .query("sort_by(.n?) | length")
+                    .slurp(true),
+                "3\n",
+            ),
+            (
+                ExtractRequest::new(&path)
+                    .query("group_by(.k?) | map({k: .[0].k?, count: length})")
+                    .slurp(true),
+                "[{\"k\":\"a\",\"count\":1},{\"k\":\"b\",\"count\":1}]\n",
+            ),
+        ] {
+            let out = ex.run(&req).unwrap();
+            assert_eq!(out.results(), want, "{req:?}");
+            assert_eq!(out.too_deep, 1);
+            let notice = out.notice.unwrap();
+            assert!(
+                notice.contains(
+                    "1 record (line 3) is nested deeper than jq 1.6 reads (256 levels) and left out"
+                ),
+                "{notice}"
+            );
+        }
+        // `where` answers the other records too.
+        let req = ExtractRequest::new(&path).count(true);
+        let out = ex.run(&req).unwrap();
+        assert_eq!(out.results(), "{\"count\":3}\n");
+        assert_eq!(out.too_deep, 1);
+        // And so does every recipe.
+        for n in 1..=10u8 {
+            let out = ex.run(&ExtractRequest::new(&path).recipe(n)).unwrap();
+            assert_eq!(out.too_deep, 1, "recipe {n}");
+        }
+    }
+}
