@@ -23,7 +23,11 @@ use std::{fmt, path::PathBuf, str::FromStr, time::Duration};
 use serde::{Deserialize, Serialize};
 use time::{OffsetDateTime, format_description::well_known::Rfc3339};
 
-use crate::{example::WorkedExample, fields::ARRAY_FIELD};
+use crate::{example::WorkedExample, fields::ARRAY_FIELD, quote::cut};
+
+/// The guidance names this many arrays of records of several arrays, then
+/// says how many more there are.
+const MAX_ARRAYS_NAMED: usize = 5;
 
 /// Value of [`OffloadHeader::header_type`].
 pub const HEADER_TYPE: &str = "lro_header";
@@ -314,6 +318,12 @@ pub struct GuidanceInput<'a> {
     pub style: GuidanceStyle,
     /// The native guidance's worked example, built from the records.
     pub example: Option<&'a WorkedExample>,
+    /// Whether to leave out what the recipes and `file_path` already say,
+    /// for a descriptor over its ceiling (`fit.rs`).
+    pub brief: bool,
+    /// Whether the recipes are jq arguments without the file, so the
+    /// guidance says once how to run them.
+    pub path_free: bool,
 }
 
 impl<'a> GuidanceInput<'a> {
@@ -332,6 +342,8 @@ impl<'a> GuidanceInput<'a> {
             recipes: &[],
             style: GuidanceStyle::Spec,
             example: None,
+            brief: false,
+            path_free: false,
         }
     }
 
@@ -374,6 +386,24 @@ impl<'a> GuidanceInput<'a> {
         self
     }
 
+    /// Sets whether to leave out the lines the recipes and `file_path`
+    /// already say (the spec template's path line, its list of patterns,
+    /// the worked example). Defaults to `false`.
+    #[must_use]
+    pub fn brief(mut self, brief: bool) -> Self {
+        self.brief = brief;
+        self
+    }
+
+    /// Sets whether the recipes are jq arguments without the file, in the
+    /// spec style: the shell guidance then says how to run them. Defaults
+    /// to `false`.
+    #[must_use]
+    pub fn path_free(mut self, path_free: bool) -> Self {
+        self.path_free = path_free;
+        self
+    }
+
     /// Sets what `path` is. Defaults to [`Location::FilePath`].
     #[must_use]
     pub fn location(mut self, location: Location) -> Self {
@@ -398,16 +428,20 @@ impl<'a> GuidanceInput<'a> {
     fn layout(&self) -> String {
         let heading = self
             .heading
-            .map(|h| format!(" The result's heading {h:?} is not in the file."))
+            .map(|h| format!(" The result's heading {:?} is not in the file.", cut(h)))
             .unwrap_or_default();
         let arrays = if self.arrays.is_empty() {
             String::new()
         } else {
-            let each: Vec<String> = self
+            let mut each: Vec<String> = self
                 .arrays
                 .iter()
-                .map(|(name, n)| format!("{name} ({n})"))
+                .take(MAX_ARRAYS_NAMED)
+                .map(|(name, n)| format!("{} ({n})", cut(name)))
                 .collect();
+            if self.arrays.len() > MAX_ARRAYS_NAMED {
+                each.push(format!("{} more", self.arrays.len() - MAX_ARRAYS_NAMED));
+            }
             format!(
                 " Field {ARRAY_FIELD:?} names each one's array: {}.",
                 each.join(", ")
@@ -422,8 +456,17 @@ impl<'a> GuidanceInput<'a> {
         )
     }
 
-    /// The compact style's first sentence: what, at which detail, where.
+    /// The compact style's first sentence: what, at which detail, where;
+    /// brief, what and where only (the summary says the rest).
     fn compact_head(&self) -> String {
+        if self.brief {
+            return format!(
+                "{count} {noun} are in {field}, after a header line.",
+                field = self.location.field(),
+                count = self.count,
+                noun = self.noun(),
+            );
+        }
         format!(
             "{count} {noun} (detail: {detail}, ~{tokens} tokens) are in {field}, after a \
              header line.",
@@ -442,6 +485,30 @@ pub fn shell_guidance(g: GuidanceInput<'_>) -> String {
         return format!(
             "{} Run a recipe as: tail -n +2 FILE | jq COMMAND (FILE: file_path).",
             g.compact_head()
+        );
+    }
+    // Path-free recipes say once how they run.
+    let run = if g.path_free {
+        "Run a recipe as: tail -n +2 FILE | jq COMMAND (FILE: file_path).\n"
+    } else {
+        ""
+    };
+    if g.brief {
+        let about = if g.memories {
+            format!(
+                "Detail level: {}\nThe header line (line 1) contains metadata; memory objects \
+                 start at line 2.",
+                g.detail
+            )
+        } else {
+            g.layout()
+        };
+        return format!(
+            "Results offloaded to JSONL ({count} {noun}, ~{tokens} tokens saved).\n\
+             {run}Use the jq recipes above to extract specific data.\n{about}",
+            count = g.count,
+            noun = g.noun(),
+            tokens = g.tokens,
         );
     }
     if !g.memories {
@@ -490,6 +557,13 @@ pub fn shell_guidance(g: GuidanceInput<'_>) -> String {
 /// for 9 and 10). The structured filter (`where`) is documented by the
 /// `lro_extract` tool itself, so the guidance does not repeat it.
 pub fn native_guidance(g: GuidanceInput<'_>) -> String {
+    if g.style == GuidanceStyle::Compact && g.brief {
+        return format!(
+            "{} Query it with lro_extract: {} and recipe=N (a jq_recipes entry).",
+            g.compact_head(),
+            g.location.field(),
+        );
+    }
     if g.style == GuidanceStyle::Compact {
         return format!(
             "{} Query it with lro_extract: {} and recipe=N (a jq_recipes entry; params \
@@ -497,6 +571,22 @@ pub fn native_guidance(g: GuidanceInput<'_>) -> String {
              conditions.",
             g.compact_head(),
             g.location.field(),
+        );
+    }
+    let about = if g.memories {
+        format!("Detail level: {}", g.detail)
+    } else {
+        g.layout()
+    };
+    if g.brief {
+        return format!(
+            "Results offloaded to JSONL ({count} {noun}, ~{tokens} tokens saved).\n\
+             {about}\n\
+             Query it with lro_extract: {field} and recipe=N (1-10: the jq_recipes above).",
+            field = g.location.field(),
+            count = g.count,
+            noun = g.noun(),
+            tokens = g.tokens,
         );
     }
     // The worked example stands for the filter, keyword and custom-filter
@@ -513,11 +603,6 @@ pub fn native_guidance(g: GuidanceInput<'_>) -> String {
             g.recipe(2),
             g.recipe(3)
         ),
-    };
-    let about = if g.memories {
-        format!("Detail level: {}", g.detail)
-    } else {
-        g.layout()
     };
     format!(
         "Results offloaded to JSONL ({count} {noun}, ~{tokens} tokens saved).\n\
