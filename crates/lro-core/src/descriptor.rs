@@ -493,11 +493,12 @@ pub fn shell_guidance(g: GuidanceInput<'_>) -> String {
     } else {
         ""
     };
+    // Brief: the spec template's count, path and detail level, and what
+    // the file holds; no list of patterns.
     if g.brief {
         let about = if g.memories {
             format!(
-                "Detail level: {}\nThe header line (line 1) contains metadata; memory objects \
-                 start at line 2.",
+                "Detail level: {}\nLine 1 is a header; the memories follow, one a line.",
                 g.detail
             )
         } else {
@@ -505,10 +506,11 @@ pub fn shell_guidance(g: GuidanceInput<'_>) -> String {
         };
         return format!(
             "Results offloaded to JSONL ({count} {noun}, ~{tokens} tokens saved).\n\
-             {run}Use the jq recipes above to extract specific data.\n{about}",
+             File: {path}\n{run}{about}",
             count = g.count,
             noun = g.noun(),
             tokens = g.tokens,
+            path = g.path,
         );
     }
     if !g.memories {
@@ -578,15 +580,17 @@ pub fn native_guidance(g: GuidanceInput<'_>) -> String {
     } else {
         g.layout()
     };
+    // Brief: the template's count, detail level and path, with no examples.
     if g.brief {
         return format!(
             "Results offloaded to JSONL ({count} {noun}, ~{tokens} tokens saved).\n\
              {about}\n\
-             Query it with lro_extract: {field} and recipe=N (1-10: the jq_recipes above).",
+             Query it with lro_extract({field}=\"{path}\", recipe=N), N a jq_recipes entry.",
             field = g.location.field(),
             count = g.count,
             noun = g.noun(),
             tokens = g.tokens,
+            path = g.path,
         );
     }
     // The worked example stands for the filter, keyword and custom-filter
@@ -755,6 +759,28 @@ mod tests {
         }
         assert!(native_guidance(g).contains("lro_extract"));
         assert!(shell_guidance(g).contains("tail -n +2 FILE | jq COMMAND"));
+    }
+
+    #[test]
+    fn brief_guidance_keeps_the_count_the_detail_and_the_path() {
+        for memories in [true, false] {
+            let g =
+                GuidanceInput::new(500, 36730, "/tmp/a.jsonl", Detail::Light, memories).brief(true);
+            for text in [shell_guidance(g), native_guidance(g)] {
+                for needle in ["500 ", "light", "/tmp/a.jsonl"] {
+                    assert!(text.contains(needle), "{needle} in {text}");
+                }
+                let whole = g.brief(false);
+                assert!(
+                    text.len()
+                        < shell_guidance(whole)
+                            .len()
+                            .min(native_guidance(whole).len())
+                );
+            }
+            let run = shell_guidance(g.path_free(true));
+            assert!(run.contains("tail -n +2 FILE | jq COMMAND"), "{run}");
+        }
     }
 
     #[test]
