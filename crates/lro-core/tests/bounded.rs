@@ -18,6 +18,7 @@ use lro_core::{
     Detail, GuidanceStyle, OffloadInput, Offloader, RecordSet,
     fit::{COMPACT_CEILING_TOKENS, SPEC_CEILING_TOKENS, descriptor_tokens},
     principal::Principal,
+    tokens::{Bpe, TokenEstimator},
 };
 use proptest::{prelude::*, test_runner::Config};
 use serde_json::{Map, Value, json};
@@ -317,7 +318,7 @@ fn the_issues_shapes_fit() {
                     GuidanceStyle::Compact => COMPACT_CEILING_TOKENS,
                 };
                 assert!(tokens <= ceiling, "{name}: {tokens} over {ceiling}: {d}");
-                tokens.to_string()
+                format!("{tokens} ({})", Bpe::O200k.estimate(d))
             })
             .collect();
         println!("| {name} | {} |", figures.join(" | "));

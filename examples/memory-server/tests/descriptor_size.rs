@@ -14,6 +14,7 @@ use lro_core::{
     ScriptAware, TokenEstimator,
     fit::{COMPACT_CEILING_TOKENS, SPEC_CEILING_TOKENS},
     principal::Principal,
+    tokens::Bpe,
 };
 use memory_server::corpus::Corpus;
 use serde_json::Value;
@@ -27,6 +28,8 @@ struct Measured {
     native: bool,
     style: GuidanceStyle,
     tokens: usize,
+    /// The same text's o200k count.
+    o200k: usize,
 }
 
 fn template(native: bool) -> &'static str {
@@ -274,6 +277,7 @@ fn measure(root: &std::path::Path, caller: &Principal, whole_guidance: bool) {
                     native,
                     style,
                     tokens,
+                    o200k: Bpe::O200k.estimate(&out.text),
                 });
             }
         }
@@ -295,7 +299,7 @@ fn measure(root: &std::path::Path, caller: &Principal, whole_guidance: bool) {
                         .iter()
                         .find(|r| r.detail == *d && r.native == native && r.style == style)
                         .unwrap();
-                    row.tokens.to_string()
+                    format!("{} ({})", row.tokens, row.o200k)
                 })
                 .collect();
             println!(
