@@ -447,9 +447,18 @@ impl<'a> GuidanceInput<'a> {
                 each.join(", ")
             )
         };
+        let head = if self.brief {
+            "Line 1 is a header; the"
+        } else {
+            "The header line (line 1) contains metadata; the"
+        };
+        let layout = if self.brief {
+            ""
+        } else {
+            ", one a line, each whole"
+        };
         format!(
-            "The header line (line 1) contains metadata; the {count} {what} follow, one a \
-             line, each whole (detail: {detail}).{heading}{arrays}",
+            "{head} {count} {what} follow{layout} (detail: {detail}).{heading}{arrays}",
             count = self.count,
             what = self.what,
             detail = self.detail,
@@ -505,7 +514,7 @@ pub fn shell_guidance(g: GuidanceInput<'_>) -> String {
             g.layout()
         };
         return format!(
-            "Results offloaded to JSONL ({count} {noun}, ~{tokens} tokens saved).\n\
+            "{count} {noun} (~{tokens} tokens) offloaded to JSONL.\n\
              File: {path}\n{run}{about}",
             count = g.count,
             noun = g.noun(),
@@ -583,9 +592,9 @@ pub fn native_guidance(g: GuidanceInput<'_>) -> String {
     // Brief: the template's count, detail level and path, with no examples.
     if g.brief {
         return format!(
-            "Results offloaded to JSONL ({count} {noun}, ~{tokens} tokens saved).\n\
+            "{count} {noun} (~{tokens} tokens) offloaded to JSONL.\n\
              {about}\n\
-             Query it with lro_extract({field}=\"{path}\", recipe=N), N a jq_recipes entry.",
+             lro_extract({field}=\"{path}\", recipe=N) runs recipe N.",
             field = g.location.field(),
             count = g.count,
             noun = g.noun(),

@@ -9,13 +9,16 @@
 //! fields) is rebuilt, a step at a time, until it fits:
 //!
 //! 1. the line schema gets the room left, down to the most frequent
-//!    top-level fields (see [`crate::schema::descriptor_line_schema`]);
+//!    top-level fields (see [`crate::schema::descriptor_line_schema`]), or,
+//!    with no room, the bare `{"type": "object"}`;
 //! 2. the guidance drops what the recipes and `file_path` already say
 //!    ([`GuidanceInput::brief`]);
-//! 3. the spec's shell recipes give their jq arguments only, as the compact
-//!    profile does, and the guidance says once how to run them;
-//! 4. each recipe's description stops before its details (`, tab-separated`,
-//!    ` (case-insensitive)`, `: id, name`).
+//! 3. each recipe's description stops before its details (`, tab-separated`,
+//!    ` (case-insensitive)`, `: id, name`);
+//! 4. last, the spec's shell recipes give their jq arguments only, as the
+//!    compact profile does, and the guidance says once how to run them: they
+//!    no longer run as given, so this is for paths past the 63 characters
+//!    the ceilings are promised for.
 //!
 //! Values the descriptor quotes are short by construction (`quote.rs`), so
 //! the last step fits for any output directory of up to 63 characters.
@@ -67,23 +70,34 @@ pub(crate) fn full(parts: &Parts<'_>) -> OffloadResponse {
     let mut fitted = None;
     for step in 0..=4 {
         let brief = step >= 2;
-        let path_free = step >= 3 || style == GuidanceStyle::Compact || parts.handle.is_some();
+        let path_free = step >= 4 || style == GuidanceStyle::Compact || parts.handle.is_some();
         let mut d = build(parts, brief, path_free);
-        if step >= 4 {
+        if step >= 3 {
             for r in &mut d.jq_recipes {
                 r.description = without_details(&r.description).to_owned();
             }
         }
         if style == GuidanceStyle::Spec {
-            let room = if step == 0 {
-                DESCRIPTOR_SCHEMA_CHARS
+            let whole = (parts.schema)(DESCRIPTOR_SCHEMA_CHARS);
+            d.line_schema = if step == 0 {
+                whole
             } else {
-                // `,"line_schema":` and the schema in what is left.
-                ceiling
-                    .saturating_sub(len(&d) + 15)
-                    .min(DESCRIPTOR_SCHEMA_CHARS)
+                // `,"line_schema":` and the schema in what is left; with no
+                // room, the bare type, which every record still validates
+                // against (a schema cut to nothing would say more).
+                let room = ceiling.saturating_sub(len(&d) + 15);
+                let cut = (parts.schema)(room.min(DESCRIPTOR_SCHEMA_CHARS));
+                let shortest = if cut.to_string().len() < whole.to_string().len() {
+                    cut
+                } else {
+                    whole
+                };
+                if shortest.to_string().len() <= room {
+                    shortest
+                } else {
+                    serde_json::json!({"type": "object"})
+                }
             };
-            d.line_schema = (parts.schema)(room);
         }
         if len(&d) <= ceiling {
             return d;
