@@ -442,10 +442,12 @@ impl<'a> GuidanceInput<'a> {
             if self.arrays.len() > MAX_ARRAYS_NAMED {
                 each.push(format!("{} more", self.arrays.len() - MAX_ARRAYS_NAMED));
             }
-            format!(
-                " Field {ARRAY_FIELD:?} names each one's array: {}.",
-                each.join(", ")
-            )
+            let says = if self.brief {
+                ":"
+            } else {
+                " names each one's array:"
+            };
+            format!(" Field {ARRAY_FIELD:?}{says} {}.", each.join(", "))
         };
         let head = if self.brief {
             "Line 1 is a header; the"
@@ -514,11 +516,10 @@ pub fn shell_guidance(g: GuidanceInput<'_>) -> String {
             g.layout()
         };
         return format!(
-            "{count} {noun} (~{tokens} tokens) offloaded to JSONL.\n\
+            "{count} {noun} offloaded to JSONL.\n\
              File: {path}\n{run}{about}",
             count = g.count,
             noun = g.noun(),
-            tokens = g.tokens,
             path = g.path,
         );
     }
@@ -592,13 +593,12 @@ pub fn native_guidance(g: GuidanceInput<'_>) -> String {
     // Brief: the template's count, detail level and path, with no examples.
     if g.brief {
         return format!(
-            "{count} {noun} (~{tokens} tokens) offloaded to JSONL.\n\
+            "{count} {noun} offloaded to JSONL.\n\
              {about}\n\
              lro_extract({field}=\"{path}\", recipe=N) runs recipe N.",
             field = g.location.field(),
             count = g.count,
             noun = g.noun(),
-            tokens = g.tokens,
             path = g.path,
         );
     }

@@ -98,7 +98,7 @@ pub(super) fn recipes(sample: &[Value]) -> Vec<Recipe> {
     let paths = texts.iter().all(|t| t.starts_with('/'));
     slots.fill([if paths {
         Recipe::new(
-            "The folders with the most paths (top 10)",
+            "Folders with the most paths (top 10)",
             "map(.text | split(\"/\") | .[:-1] | join(\"/\")) | group_by(.) | sort_by(-length) \
              | .[:10] | map({folder: .[0], count: length})",
         )
@@ -120,8 +120,8 @@ pub(super) fn recipes(sample: &[Value]) -> Vec<Recipe> {
     slots.fill([if paths {
         Recipe::new(
             "Count paths by extension",
-            "map(.text | split(\"/\") | last | split(\".\") | if length > 1 then last else \"\" end) \
-             | group_by(.) | sort_by(-length) | map({extension: .[0], count: length})",
+            "map(.text | split(\"/\") | last | split(\".\") | .[1:] | last // \"\") \
+             | group_by(.) | map({extension: .[0], count: length})",
         )
         .slurp()
     } else {
