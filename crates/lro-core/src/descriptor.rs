@@ -449,18 +449,16 @@ impl<'a> GuidanceInput<'a> {
             };
             format!(" Field {ARRAY_FIELD:?}{says} {}.", each.join(", "))
         };
-        let head = if self.brief {
-            "Line 1 is a header; the"
-        } else {
-            "The header line (line 1) contains metadata; the"
-        };
-        let layout = if self.brief {
-            ""
-        } else {
-            ", one a line, each whole"
-        };
+        // Brief: the first line has said the count and what they are.
+        if self.brief {
+            return format!(
+                "Line 1 is a header (detail: {detail}).{heading}{arrays}",
+                detail = self.detail
+            );
+        }
         format!(
-            "{head} {count} {what} follow{layout} (detail: {detail}).{heading}{arrays}",
+            "The header line (line 1) contains metadata; the {count} {what} follow, one a \
+             line, each whole (detail: {detail}).{heading}{arrays}",
             count = self.count,
             what = self.what,
             detail = self.detail,
