@@ -218,7 +218,7 @@ impl<'a> RecordSet<'a> {
         if let Some(b) = blocks::parse(text) {
             return RecordSet {
                 head: OnceLock::new(),
-                what: Cow::Owned(plural(&b.start.to_lowercase())),
+                what: Cow::Owned(crate::quote::cut(&plural(&b.start.to_lowercase()))),
                 kind: RecordKind::Blocks {
                     start: b.start,
                     heading: b.heading,
@@ -388,19 +388,31 @@ fn nests_objects(json: &str) -> bool {
 /// when it has one, else objects or values.
 fn array_what(kind: &RecordKind, first: Option<&str>) -> Cow<'static, str> {
     match kind {
-        RecordKind::ObjectField { field } => Cow::Owned(field_what(field)),
+        RecordKind::ObjectField { field } if !is_wrapper(field) => Cow::Owned(field_what(field)),
         _ if first.is_some_and(|r| r.starts_with('{')) => Cow::Borrowed("JSON objects"),
         _ => Cow::Borrowed("JSON values"),
     }
 }
 
+/// Whether `field` names no kind of thing, only a place (`{"result": […]}`,
+/// as the Python SDK wraps a list): its items are then told by their type,
+/// not "500 result".
+fn is_wrapper(field: &str) -> bool {
+    [
+        "result", "results", "data", "items", "content", "value", "values", "output", "response",
+    ]
+    .contains(&field.to_ascii_lowercase().as_str())
+}
+
 /// What the items of the array field `field` are: its name as words
-/// (`search_results`: "search results"), or `items of "a b"`.
+/// (`search_results`: "search results"), else `items of "name"`, a long
+/// name cut.
 fn field_what(field: &str) -> String {
-    if !field.is_empty() && field.chars().all(|c| c.is_alphabetic() || c == '_') {
+    let words = !field.is_empty() && field.chars().all(|c| c.is_alphabetic() || c == '_');
+    if words && crate::quote::short_key(field) {
         field.replace('_', " ")
     } else {
-        format!("items of {field:?}")
+        format!("items of {:?}", crate::quote::cut(field))
     }
 }
 
@@ -543,6 +555,11 @@ mod tests {
         assert_eq!(what("[1, 2]"), "JSON values");
         assert_eq!(what(r#"{"search_results": [1]}"#), "search results");
         assert_eq!(what(r#"{"a b": [1]}"#), r#"items of "a b""#);
+        // A Python SDK list: no "500 result".
+        assert_eq!(what(r#"{"result": [{"a": 1}]}"#), "JSON objects");
+        assert_eq!(what(r#"{"result": [1]}"#), "JSON values");
+        let long = format!(r#"{{"{}": [1]}}"#, "k".repeat(300));
+        assert!(what(&long).len() < 60, "{}", what(&long));
         let structured =
             RecordSet::from_structured(&serde_json::json!({"entities": [{"name": "x"}]})).unwrap();
         assert_eq!(structured.what, "entities");
