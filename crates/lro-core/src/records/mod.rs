@@ -6,7 +6,8 @@
 //! structured content or text, that holds several arrays of objects, the
 //! records of every array tagged with its name (`arrays.rs`); JSONL text;
 //! text of repeated `Key: value` blocks, one record per block (`blocks.rs`);
-//! otherwise one `{"line": n, "text": "..."}` record per line of text. An
+//! otherwise one `{"line": n, "text": "..."}` record per line of text, byte
+//! for byte (`\r` kept). An
 //! array of nodes nesting nodes of their own shape (a directory tree) is
 //! flattened to one record per node with its path (`tree.rs`).
 //!
@@ -25,7 +26,7 @@
 
 mod arrays;
 mod blocks;
-mod scan;
+pub mod scan;
 mod tree;
 
 use std::{borrow::Cow, collections::BTreeMap, sync::OnceLock};
@@ -271,9 +272,12 @@ impl<'a> RecordSet<'a> {
         })
     }
 
+    /// One record per line, byte for byte, as `jq -R` reads lines: split
+    /// at `\n`, a `\r` before it kept, blank lines kept, no record after a
+    /// last `\n`.
     fn text_lines(text: &str) -> Self {
         let records = text
-            .lines()
+            .split_terminator('\n')
             .enumerate()
             .map(|(i, line)| {
                 let escaped = serde_json::to_string(line).expect("a str always serializes");
@@ -446,9 +450,12 @@ fn plural(noun: &str) -> String {
     }
 }
 
+/// A record's text on one line: a line break between tokens is taken out
+/// (whitespace elsewhere is left), a `\r` too, which some readers take for
+/// the end of a line.
 fn compact(raw: &RawValue) -> Cow<'_, str> {
     let text = raw.get();
-    if text.contains('\n') {
+    if memchr::memchr2(b'\n', b'\r', text.as_bytes()).is_some() {
         Cow::Owned(minify(text))
     } else {
         Cow::Borrowed(text)
