@@ -446,6 +446,8 @@ fn install_says_what_it_did_and_exits_1_when_it_could_not() {
         "{}",
         stdout(&broken)
     );
+}
+
 /// `lro extract --recipe N` prints what recipe N's command prints with jq
 /// 1.6, also on records of mixed types, where a string among objects or a
 /// field of another type must stop neither.
