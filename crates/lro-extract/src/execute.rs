@@ -16,10 +16,9 @@ use serde_json::Value;
 
 use crate::{
     ExtractError, ExtractOutput, ExtractRequest, ResolvedFile, fast,
-    jq::{self, Guard, Job, Render},
+    jq::{self, Guard, Job, Render, project},
     output::{Collector, Cut, Window},
     plan::Plan,
-    project,
     slurp::Slurp,
     text,
 };

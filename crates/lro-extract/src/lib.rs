@@ -63,7 +63,6 @@ mod jq;
 mod output;
 mod plan;
 mod pool;
-mod project;
 mod render;
 mod request;
 mod slurp;

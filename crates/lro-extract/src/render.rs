@@ -18,8 +18,6 @@
 //! as jq prints them, and read and printed again when an object repeats a
 //! key, which jq keeps once.
 
-use std::borrow::Cow;
-
 use serde_json::Value;
 
 /// Writes `s` as a JSON string the way jq does.
@@ -201,28 +199,9 @@ pub(crate) fn to_vec(v: &Value) -> Vec<u8> {
     out
 }
 
-/// JSON text copied from a file, in the one rendering: borrowed when it
-/// already is, rewritten token by token when only spellings differ, read
-/// and printed again when an object repeats a key (jq keeps one, the last
-/// value at the first key's place). Text that is not valid JSON is
-/// returned as it is (the caller only passes records jq reads).
-pub(crate) fn canonical(json: &[u8]) -> Cow<'_, [u8]> {
-    match form(json) {
-        Form::Canonical => Cow::Borrowed(json),
-        Form::Respell => {
-            let mut out = Vec::with_capacity(json.len());
-            match rewrite(json, &mut out) {
-                Some(()) => Cow::Owned(out),
-                None => Cow::Borrowed(json),
-            }
-        }
-        Form::Reread => crate::jq::reprint(json).map_or(Cow::Borrowed(json), Cow::Owned),
-    }
-}
-
 /// How far JSON text is from what [`write_value`] prints.
 #[derive(Debug, PartialEq, Eq)]
-enum Form {
+pub(crate) enum Form {
     /// Printed alike.
     Canonical,
     /// Only spellings differ: whitespace, escapes, numbers.
@@ -232,7 +211,7 @@ enum Form {
 }
 
 /// The [`Form`] of `json`, in one pass.
-fn form(json: &[u8]) -> Form {
+pub(crate) fn form(json: &[u8]) -> Form {
     // The keys of the open objects, and where each object's keys start.
     let mut keys: Vec<&[u8]> = Vec::new();
     let mut starts: Vec<usize> = Vec::new();
@@ -356,7 +335,7 @@ fn number_end(json: &[u8], start: usize) -> usize {
     i
 }
 
-fn rewrite(json: &[u8], out: &mut Vec<u8>) -> Option<()> {
+pub(crate) fn rewrite(json: &[u8], out: &mut Vec<u8>) -> Option<()> {
     let mut i = 0;
     while i < json.len() {
         match json[i] {
@@ -388,6 +367,9 @@ fn rewrite(json: &[u8], out: &mut Vec<u8>) -> Option<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::borrow::Cow;
+
+    use crate::jq::canonical;
     use serde_json::json;
 
     fn f(x: f64) -> String {

@@ -1,6 +1,8 @@
 //! jaq values to JSON text (jq 1.6's format, through [`render`]) and to
 //! `serde_json` values.
 
+use std::borrow::Cow;
+
 use jaq_json::Val;
 use serde_json::Value;
 
@@ -31,7 +33,7 @@ pub(crate) fn write_json(
         return Err(too_deep());
     }
     if let Some(line) = orig.original(v) {
-        out.extend_from_slice(&render::canonical(line));
+        out.extend_from_slice(&canonical(line));
         return Ok(out.len() <= cap);
     }
     match v {
@@ -156,6 +158,25 @@ pub(crate) fn to_value(v: &Val, depth: usize, orig: &dyn Originals) -> Result<Va
 }
 
 /// Converts a `serde_json` value into a jaq value.
+/// JSON text copied from a file, in the one rendering: borrowed when it
+/// already is, rewritten token by token when only spellings differ, read
+/// and printed again when an object repeats a key (jq keeps one, the last
+/// value at the first key's place). Text that is not valid JSON is
+/// returned as it is (the caller only passes records jq reads).
+pub(crate) fn canonical(json: &[u8]) -> Cow<'_, [u8]> {
+    match render::form(json) {
+        render::Form::Canonical => Cow::Borrowed(json),
+        render::Form::Respell => {
+            let mut out = Vec::with_capacity(json.len());
+            match render::rewrite(json, &mut out) {
+                Some(()) => Cow::Owned(out),
+                None => Cow::Borrowed(json),
+            }
+        }
+        render::Form::Reread => reprint(json).map_or(Cow::Borrowed(json), Cow::Owned),
+    }
+}
+
 #[cfg(test)]
 pub(crate) fn from_value(v: &Value) -> Val {
     match v {

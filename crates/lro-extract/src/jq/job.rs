@@ -18,7 +18,6 @@ use super::{
 use crate::{
     ExtractError,
     output::{Collector, Flow, Window, floor_char_boundary},
-    render,
 };
 
 /// Longest error message kept from jaq (its messages embed values).
@@ -35,7 +34,7 @@ pub(crate) struct Render {
 pub(crate) struct Job<'g> {
     pub(crate) program: &'g Program,
     /// Parse only these fields, when the filter allows it.
-    pub(crate) projection: Option<crate::project::Projection>,
+    pub(crate) projection: Option<super::project::Projection>,
     /// Run simple shapes on the raw line (per-record mode only).
     pub(crate) fast: Option<crate::fast::FastFilter>,
     pub(crate) vars: Vec<String>,
@@ -65,7 +64,7 @@ impl Job<'_> {
         let mut lines = Lines::new(reader, first_line);
         let fields = self.projection.as_ref().map(|p| p.paths.as_slice());
         let parse = |line: &[u8], line_no: usize| -> Result<Option<Val>, ExtractError> {
-            match fields.and_then(|f| crate::project::project_line(line, f)) {
+            match fields.and_then(|f| super::project::project_line(line, f)) {
                 Some(v) => Ok(Some(v)),
                 None => parse_record(line, line_no),
             }
@@ -198,7 +197,7 @@ fn push_fast(out: &mut Collector, bytes: &[u8], raw: bool) -> Flow {
     let bytes: &[u8] = &if raw {
         Cow::Borrowed(bytes)
     } else {
-        render::canonical(bytes)
+        super::canonical(bytes)
     };
     if out.count() > 0 && !out.fits(bytes) && !out.skips_next() {
         out.cut_budget();

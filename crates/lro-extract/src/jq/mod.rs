@@ -54,11 +54,12 @@ mod job;
 mod lines;
 mod natives;
 mod originals;
+pub(crate) mod project;
 mod read;
 mod stop;
 
 pub(crate) use compile::compile_with_vars;
-pub(crate) use convert::{record_value, reprint};
+pub(crate) use convert::{canonical, record_value};
 pub(crate) use emit::{Elements, emit_parts, emit_whole};
 pub(crate) use job::{Job, Render};
 pub(crate) use lines::Lines;

@@ -117,7 +117,7 @@ pub(super) fn render_group(group: &Group, entries: &[super::Entry]) -> Vec<u8> {
             super::Entry::First(name) => (
                 name,
                 match &group.first {
-                    Some(raw) => render::canonical(raw),
+                    Some(raw) => crate::jq::canonical(raw),
                     None => Cow::Borrowed(b"null"),
                 },
             ),

@@ -8,7 +8,7 @@
 use std::{borrow::Cow, io::Read, thread};
 
 use super::key::{Key, key_of, raw_at};
-use crate::{ExtractError, jq::Guard, render};
+use crate::{ExtractError, jq::Guard};
 
 /// Most threads one sort uses.
 const THREADS: usize = 2;
@@ -52,7 +52,7 @@ fn entries<'a>(
         }
         let key = key_of(raw_at(line, path)?)?;
         let key = if negate { key.negated()? } else { key };
-        out.push((key, render::canonical(line)));
+        out.push((key, crate::jq::canonical(line)));
     }
     // Stable: records with equal keys keep their file order, as in jq.
     out.sort_by(|a, b| a.0.cmp(&b.0));

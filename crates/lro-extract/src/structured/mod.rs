@@ -360,7 +360,7 @@ impl Structured {
     /// whole, else the projection.
     fn render(&self, record: &Value, line: &[u8]) -> Vec<u8> {
         match &self.fields {
-            None => render::canonical(line).into_owned(),
+            None => crate::jq::canonical(line).into_owned(),
             Some(fields) => render::to_vec(&project(record, fields)),
         }
     }

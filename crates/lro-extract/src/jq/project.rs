@@ -390,7 +390,7 @@ fn project_object(line: &[u8], start: usize, paths: &[&[String]]) -> Option<(Val
             let value = if !whole && line[span.start] == b'{' {
                 project_object(&line[..span.end], span.start, &wanted)?.0
             } else {
-                crate::jq::read_record(&line[span]).ok()?
+                super::read_record(&line[span]).ok()?
             };
             map.insert(Val::utf8_str(key.to_vec()), value);
         }
