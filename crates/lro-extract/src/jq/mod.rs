@@ -44,6 +44,7 @@
 //! * `natives`: our custom jq functions.
 //! * `job` and `lines`: running a filter over the records of a file.
 //! * `originals`: the original lines of records that pass through unchanged.
+//! * `message`: jaq's runtime errors in jq 1.6's words.
 //! * `emit` and `convert`: handing results to the collector, cut to fit;
 //!   jaq values to JSON text and to `serde_json` values.
 
@@ -52,6 +53,7 @@ mod convert;
 mod emit;
 mod job;
 mod lines;
+mod message;
 mod natives;
 mod originals;
 mod read;
@@ -62,6 +64,7 @@ pub(crate) use convert::{record_value, reprint};
 pub(crate) use emit::{Elements, emit_parts, emit_whole};
 pub(crate) use job::{Job, Render};
 pub(crate) use lines::Lines;
+pub(crate) use message::Message;
 pub(crate) use read::{MAX_PARSING_DEPTH, parse as read_record, too_deep};
 pub(crate) use stop::{Guard, Stop, WORKER_STACK, worker_stack};
 

@@ -90,7 +90,8 @@ thread_local! {
 fn regex_test(input: &Val, re: &Val, flags: &str) -> Result<Val, jaq_core::Error<Val>> {
     let Val::TStr(text) = input else {
         return Err(jaq_core::Error::str(format_args!(
-            "{input} cannot be matched, as it is not a string"
+            "{} cannot be matched, as it is not a string",
+            super::message::described(input)
         )));
     };
     let Val::TStr(pattern) = re else {
