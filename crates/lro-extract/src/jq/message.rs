@@ -77,6 +77,9 @@ fn from_parts(whole: &str, vals: &[Val]) -> Option<String> {
             ),
             r => format!("Cannot index {} with {}", kind(l), kind(r)),
         }),
+        // jaq says this of `-x` and of a math function's input; jq 1.6 of
+        // the first `cannot be negated`, of the second `number required`.
+        [v] if whole.ends_with(" as number") => Some(format!("{} cannot be negated", described(v))),
         [v] if whole.ends_with(" as iterable (array or object)") => {
             Some(format!("Cannot iterate over {}", described(v)))
         }
@@ -218,6 +221,12 @@ mod tests {
                 "number (1) and number (0) cannot be divided (remainder) because the divisor is zero",
             ),
             ("length", json!(true), "boolean (true) has no length"),
+            (
+                "@csv",
+                json!(1),
+                "number (1) cannot be csv-formatted, only array",
+            ),
+            ("@tsv", json!([{}]), "object ({}) is not valid in a csv row"),
             (
                 "test(\"a\")",
                 json!(1),

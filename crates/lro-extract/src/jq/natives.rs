@@ -6,13 +6,21 @@
 use jaq_core::{DataT, Exn, Native, box_iter::box_once, native::v};
 use jaq_json::Val;
 
-use super::{convert::write_num, originals::NoOriginals, stop::JqData};
+use super::{convert::write_num, message::described, originals::NoOriginals, stop::JqData};
 
 /// Our natives: jaq-core's, jaq-std's and jaq-json's, minus the ones a query
 /// must not reach, with a cancellable `range`.
 pub(super) fn natives() -> Vec<jaq_core::native::Fun<JqData>> {
     const BLOCKED: &[&str] = &["range", "env", "halt", "input", "inputs"];
-    let ours: [jaq_core::native::Fun<JqData>; 9] = [
+    let ours: [jaq_core::native::Fun<JqData>; 13] = [
+        ("keys", v(0), Native::<JqData>::new(|cv| keys(cv, true))),
+        (
+            "keys_unsorted",
+            v(0),
+            Native::<JqData>::new(|cv| keys(cv, false)),
+        ),
+        ("startswith", v(1), Native::<JqData>::new(startswith_native)),
+        ("endswith", v(1), Native::<JqData>::new(endswith_native)),
         ("test", v(1), Native::<JqData>::new(test1_native)),
         ("test", v(2), Native::<JqData>::new(test2_native)),
         ("range", v(3), Native::<JqData>::new(range_native)),
@@ -60,6 +68,59 @@ fn test1_native<'a>(
     box_once(regex_test(&cv.1, &re, "").map_err(Exn::from))
 }
 
+/// `keys` and `keys_unsorted`, failing in jq 1.6's words (jaq's fail as
+/// iterating does).
+fn keys<'a>(
+    cv: jaq_core::Cv<'a, JqData>,
+    sorted: bool,
+) -> jaq_core::ValXs<'a, <JqData as DataT>::V<'a>> {
+    let keys = match &cv.1 {
+        Val::Obj(o) => {
+            let mut keys: Vec<Val> = o.keys().cloned().collect();
+            if sorted {
+                keys.sort();
+            }
+            keys
+        }
+        Val::Arr(a) => (0..a.len()).map(Val::from).collect(),
+        other => {
+            return box_once(Err(Exn::from(jaq_core::Error::str(format_args!(
+                "{} has no keys",
+                described(other)
+            )))));
+        }
+    };
+    box_once(Ok(Val::Arr(keys.into())))
+}
+
+fn startswith_native<'a>(
+    cv: jaq_core::Cv<'a, JqData>,
+) -> jaq_core::ValXs<'a, <JqData as DataT>::V<'a>> {
+    affix(cv, "startswith", <[u8]>::starts_with)
+}
+
+fn endswith_native<'a>(
+    cv: jaq_core::Cv<'a, JqData>,
+) -> jaq_core::ValXs<'a, <JqData as DataT>::V<'a>> {
+    affix(cv, "endswith", <[u8]>::ends_with)
+}
+
+/// `startswith`/`endswith`, failing in jq 1.6's words (jaq's say `cannot
+/// use null as string`, as for any function wanting a string).
+fn affix<'a>(
+    mut cv: jaq_core::Cv<'a, JqData>,
+    name: &str,
+    has: fn(&[u8], &[u8]) -> bool,
+) -> jaq_core::ValXs<'a, <JqData as DataT>::V<'a>> {
+    let needle = cv.0.pop_var();
+    box_once(match (&cv.1, &needle) {
+        (Val::TStr(s), Val::TStr(n)) => Ok(Val::Bool(has(s, n))),
+        _ => Err(Exn::from(jaq_core::Error::str(format_args!(
+            "{name}() requires string inputs"
+        )))),
+    })
+}
+
 fn test2_native<'a>(
     mut cv: jaq_core::Cv<'a, JqData>,
 ) -> jaq_core::ValXs<'a, <JqData as DataT>::V<'a>> {
@@ -91,7 +152,7 @@ fn regex_test(input: &Val, re: &Val, flags: &str) -> Result<Val, jaq_core::Error
     let Val::TStr(text) = input else {
         return Err(jaq_core::Error::str(format_args!(
             "{} cannot be matched, as it is not a string",
-            super::message::described(input)
+            described(input)
         )));
     };
     let Val::TStr(pattern) = re else {
@@ -188,7 +249,8 @@ fn csv_native<'a>(cv: jaq_core::Cv<'a, JqData>) -> jaq_core::ValXs<'a, <JqData a
 fn format_row(v: &Val, kind: &str) -> Result<Val, jaq_core::Error<Val>> {
     let Val::Arr(items) = v else {
         return Err(jaq_core::Error::str(format_args!(
-            "cannot {kind}-format {v}, only an array can be"
+            "{} cannot be {kind}-formatted, only array",
+            described(v)
         )));
     };
     let mut row = Vec::new();
@@ -222,8 +284,10 @@ fn format_row(v: &Val, kind: &str) -> Result<Val, jaq_core::Error<Val>> {
                 row.push(b'"');
             }
             other => {
+                // jq 1.6 says csv for `@tsv` too.
                 return Err(jaq_core::Error::str(format_args!(
-                    "{other} is not valid in a {kind} row"
+                    "{} is not valid in a csv row",
+                    described(other)
                 )));
             }
         }
@@ -286,6 +350,21 @@ mod tests {
         assert_eq!(out, [json!([0, 3, 6, 9])]);
         let out = eval_values("[range(5; 0; -2)]", &[json!(null)]).unwrap();
         assert_eq!(out, [json!([5, 3, 1])]);
+        let out = eval_values(
+            "keys, ({b: 1, a: 2} | keys_unsorted), ([1, 2] | keys), (.b | startswith(\"x\"), endswith(\"z\"))",
+            &[json!({"b": "xyz", "a": 1})],
+        )
+        .unwrap();
+        assert_eq!(
+            out,
+            [
+                json!(["a", "b"]),
+                json!(["b", "a"]),
+                json!([0, 1]),
+                json!(true),
+                json!(true)
+            ]
+        );
     }
 
     #[test]
