@@ -369,7 +369,8 @@ mod tests {
 
     #[test]
     fn numbers_in_text_are_jq_1_6_s() {
-        // Each line as `jq -c` (jq 1.6) prints it.
+        // Each line as `jq -c` (jq 1.6) prints it; the formats as
+        // `jq -c '@text, @sh, @html, (.[0] | @text, @sh)'` does.
         let input: serde_json::Value =
             serde_json::from_str("[0.00001, 1e20, 0.1, 3, -0.0, 12345678901234567890]").unwrap();
         let out = eval_values("tostring, (.[] | tostring), tojson, join(\",\")", &[input]).unwrap();
@@ -378,6 +379,20 @@ mod tests {
         want.extend(all.split(',').map(|n| json!(n)));
         want.extend([json!(format!("[{all}]")), json!(all)]);
         assert_eq!(out, want);
+        let out = eval_values(
+            "@text, @sh, @html, (.[0] | @text, @sh)",
+            &[json!([1e-5, "a'"])],
+        );
+        let text = r#"[1e-05,"a'"]"#;
+        let sh = r#"1e-05 'a'\'''"#;
+        let html = "[1e-05,&quot;a&apos;&quot;]";
+        assert_eq!(
+            out.unwrap(),
+            [text, sh, html, "1e-05", "1e-05"].map(|s| json!(s))
+        );
+        let out = eval_values(r#"@text "a\(.)", @uri, @base64, @json"#, &[json!(1e-5)]);
+        let want = ["a1e-05", "1e-05", "MWUtMDU=", "1e-05"];
+        assert_eq!(out.unwrap(), want.map(|s| json!(s)));
         // `sort_by` runs its key on an array of one too, and fails as jq.
         assert!(eval_values("sort_by(-.n)", &[json!([{"n": "s"}])]).is_err());
     }
