@@ -244,8 +244,9 @@ fn csv_native<'a>(cv: jaq_core::Cv<'a, JqData>) -> jaq_core::ValXs<'a, <JqData a
 }
 
 /// jq's `@tsv` / `@csv` (not provided by jaq's libraries): an array of
-/// scalars to one row. `@tsv` escapes `\\`, tab, newline and CR; `@csv`
-/// quotes strings, doubling quotes; null is empty.
+/// scalars to one row. `@tsv` escapes `\\`, tab, newline, CR and NUL; `@csv`
+/// quotes strings, doubling quotes (both write NUL as `\0`, as jq 1.6
+/// does); null is empty.
 fn format_row(v: &Val, kind: &str) -> Result<Val, jaq_core::Error<Val>> {
     let Val::Arr(items) = v else {
         return Err(jaq_core::Error::str(format_args!(
@@ -269,6 +270,7 @@ fn format_row(v: &Val, kind: &str) -> Result<Val, jaq_core::Error<Val>> {
                         b'\t' => row.extend_from_slice(b"\\t"),
                         b'\n' => row.extend_from_slice(b"\\n"),
                         b'\r' => row.extend_from_slice(b"\\r"),
+                        0 => row.extend_from_slice(b"\\0"),
                         b => row.push(b),
                     }
                 }
@@ -276,10 +278,11 @@ fn format_row(v: &Val, kind: &str) -> Result<Val, jaq_core::Error<Val>> {
             Val::TStr(s) | Val::BStr(s) => {
                 row.push(b'"');
                 for &b in s.iter() {
-                    if b == b'"' {
-                        row.push(b'"');
+                    match b {
+                        b'"' => row.extend_from_slice(b"\"\""),
+                        0 => row.extend_from_slice(b"\\0"),
+                        b => row.push(b),
                     }
-                    row.push(b);
                 }
                 row.push(b'"');
             }
@@ -333,12 +336,12 @@ mod tests {
         assert_eq!(out, [json!([3, 2])]);
         let out = eval_values(
             "[.t, .u, null, 1] | @tsv",
-            &[json!({"t": "a\tb\\", "u": "c"})],
+            &[json!({"t": "a\tb\\", "u": "c\u{0}"})],
         )
         .unwrap();
-        assert_eq!(out, [json!("a\\tb\\\\\tc\t\t1")]);
-        let out = eval_values("[.t, 2, true] | @csv", &[json!({"t": "say \"hi\""})]).unwrap();
-        assert_eq!(out, [json!("\"say \"\"hi\"\"\",2,true")]);
+        assert_eq!(out, [json!("a\\tb\\\\\tc\\0\t\t1")]);
+        let out = eval_values("[.t, 2, true] | @csv", &[json!({"t": "say \"hi\"\u{0}"})]).unwrap();
+        assert_eq!(out, [json!("\"say \"\"hi\"\"\\0\",2,true")]);
         assert!(eval_values("[{}] | @tsv", &[json!(null)]).is_err());
         let out = eval_values(
             "select(.s | test(\"CACHE\"; \"i\"))",
