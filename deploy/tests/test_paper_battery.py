@@ -86,7 +86,8 @@ async def battery(size: int, tmp_path: Path) -> list[str]:
     wrong = []
     async with Client(params, cache=None) as client:
         listed = await client.call_tool("list_memories", {"detail": "full"})
-        descriptor = listed.structured_content
+        # The descriptor is the text block: list_memories declares no output schema.
+        descriptor = json.loads(listed.content[0].text)
         assert descriptor and "file_path" in descriptor, listed
         records = records_of(descriptor["file_path"])
         assert len(records) == size

@@ -447,3 +447,51 @@ fn install_says_what_it_did_and_exits_1_when_it_could_not() {
         stdout(&broken)
     );
 }
+
+/// `lro extract --recipe N` prints what recipe N's command prints with jq
+/// 1.6, also on records of mixed types, where a string among objects or a
+/// field of another type must stop neither.
+#[test]
+fn every_recipe_prints_what_its_command_prints_on_mixed_records() {
+    let version = Command::new("/usr/bin/jq").arg("--version").output();
+    let version = version.expect("jq 1.6 at /usr/bin/jq");
+    assert_eq!(String::from_utf8_lossy(&version.stdout).trim(), "jq-1.6");
+    let mut mixed_memories = memories();
+    mixed_memories[3]["memory_type"] = json!(7);
+    mixed_memories[5]["tags"] = json!("ops");
+    mixed_memories.push(json!("a string after the sample"));
+    mixed_memories.push(json!([1, {"id": "x"}]));
+    let objects: Vec<Value> = (0..40)
+        .map(|i| match i % 9 {
+            4 => json!("a string"),
+            7 => json!([i, {"id": i}]),
+            8 => json!({"id": format!("r{i}"), "level": i, "path": ["a"]}),
+            _ => json!({"id": format!("r{i}"), "level": (["warn", "info"][i % 2]),
+                        "path": format!("src/{}/f{i}.rs", ["a", "b"][i % 2]), "size": (i * 10)}),
+        })
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    for records in [mixed_memories, objects] {
+        let text = serde_json::to_string(&records).unwrap();
+        let set = RecordSet::from_text(&text);
+        let out = Offloader::new(dir.path())
+            .offload(OffloadInput::new("recall", "recall", &set, 99_999), &|| {
+                false
+            })
+            .unwrap();
+        let file = out.result.path.to_string_lossy().into_owned();
+        let d: Value = serde_json::from_str(&out.text).unwrap();
+        for (n, recipe) in (1..).zip(d["jq_recipes"].as_array().unwrap()) {
+            let command = recipe["command"].as_str().unwrap();
+            let command = command.replacen("| jq ", "| /usr/bin/jq ", 1);
+            let jq = Command::new("sh").args(["-c", &command]).output().unwrap();
+            assert!(
+                jq.status.success() && jq.stderr.is_empty(),
+                "{command}: {jq:?}"
+            );
+            let ours = lro(&["extract", &file, "--recipe", &n.to_string()]);
+            assert!(ours.status.success(), "recipe {n}: {}", stderr(&ours));
+            assert_eq!(stdout(&ours), stdout(&jq), "recipe {n}: {command}");
+        }
+    }
+}

@@ -23,7 +23,11 @@ use std::{fmt, path::PathBuf, str::FromStr, time::Duration};
 use serde::{Deserialize, Serialize};
 use time::{OffsetDateTime, format_description::well_known::Rfc3339};
 
-use crate::{example::WorkedExample, fields::ARRAY_FIELD};
+use crate::{example::WorkedExample, fields::ARRAY_FIELD, quote::cut};
+
+/// The guidance names this many arrays of records of several arrays, then
+/// says how many more there are.
+const MAX_ARRAYS_NAMED: usize = 5;
 
 /// Value of [`OffloadHeader::header_type`].
 pub const HEADER_TYPE: &str = "lro_header";
@@ -314,6 +318,12 @@ pub struct GuidanceInput<'a> {
     pub style: GuidanceStyle,
     /// The native guidance's worked example, built from the records.
     pub example: Option<&'a WorkedExample>,
+    /// Whether to leave out what the recipes and `file_path` already say,
+    /// for a descriptor over its ceiling (`fit.rs`).
+    pub brief: bool,
+    /// Whether the recipes are jq arguments without the file, so the
+    /// guidance says once how to run them.
+    pub path_free: bool,
 }
 
 impl<'a> GuidanceInput<'a> {
@@ -332,6 +342,8 @@ impl<'a> GuidanceInput<'a> {
             recipes: &[],
             style: GuidanceStyle::Spec,
             example: None,
+            brief: false,
+            path_free: false,
         }
     }
 
@@ -374,6 +386,24 @@ impl<'a> GuidanceInput<'a> {
         self
     }
 
+    /// Sets whether to leave out the lines the recipes and `file_path`
+    /// already say (the spec template's path line, its list of patterns,
+    /// the worked example). Defaults to `false`.
+    #[must_use]
+    pub fn brief(mut self, brief: bool) -> Self {
+        self.brief = brief;
+        self
+    }
+
+    /// Sets whether the recipes are jq arguments without the file, in the
+    /// spec style: the shell guidance then says how to run them. Defaults
+    /// to `false`.
+    #[must_use]
+    pub fn path_free(mut self, path_free: bool) -> Self {
+        self.path_free = path_free;
+        self
+    }
+
     /// Sets what `path` is. Defaults to [`Location::FilePath`].
     #[must_use]
     pub fn location(mut self, location: Location) -> Self {
@@ -398,21 +428,34 @@ impl<'a> GuidanceInput<'a> {
     fn layout(&self) -> String {
         let heading = self
             .heading
-            .map(|h| format!(" The result's heading {h:?} is not in the file."))
+            .map(|h| format!(" The result's heading {:?} is not in the file.", cut(h)))
             .unwrap_or_default();
         let arrays = if self.arrays.is_empty() {
             String::new()
         } else {
-            let each: Vec<String> = self
+            let mut each: Vec<String> = self
                 .arrays
                 .iter()
-                .map(|(name, n)| format!("{name} ({n})"))
+                .take(MAX_ARRAYS_NAMED)
+                .map(|(name, n)| format!("{} ({n})", cut(name)))
                 .collect();
-            format!(
-                " Field {ARRAY_FIELD:?} names each one's array: {}.",
-                each.join(", ")
-            )
+            if self.arrays.len() > MAX_ARRAYS_NAMED {
+                each.push(format!("{} more", self.arrays.len() - MAX_ARRAYS_NAMED));
+            }
+            let says = if self.brief {
+                ":"
+            } else {
+                " names each one's array:"
+            };
+            format!(" Field {ARRAY_FIELD:?}{says} {}.", each.join(", "))
         };
+        // Brief: the first line has said the count and what they are.
+        if self.brief {
+            return format!(
+                "Line 1 is a header (detail: {detail}).{heading}{arrays}",
+                detail = self.detail
+            );
+        }
         format!(
             "The header line (line 1) contains metadata; the {count} {what} follow, one a \
              line, each whole (detail: {detail}).{heading}{arrays}",
@@ -422,8 +465,17 @@ impl<'a> GuidanceInput<'a> {
         )
     }
 
-    /// The compact style's first sentence: what, at which detail, where.
+    /// The compact style's first sentence: what, at which detail, where;
+    /// brief, what and where only (the summary says the rest).
     fn compact_head(&self) -> String {
+        if self.brief {
+            return format!(
+                "{count} {noun} are in {field}, after a header line.",
+                field = self.location.field(),
+                count = self.count,
+                noun = self.noun(),
+            );
+        }
         format!(
             "{count} {noun} (detail: {detail}, ~{tokens} tokens) are in {field}, after a \
              header line.",
@@ -442,6 +494,31 @@ pub fn shell_guidance(g: GuidanceInput<'_>) -> String {
         return format!(
             "{} Run a recipe as: tail -n +2 FILE | jq COMMAND (FILE: file_path).",
             g.compact_head()
+        );
+    }
+    // Path-free recipes say once how they run.
+    let run = if g.path_free {
+        "Run a recipe as: tail -n +2 FILE | jq COMMAND (FILE: file_path).\n"
+    } else {
+        ""
+    };
+    // Brief: the spec template's count, path and detail level, and what
+    // the file holds; no list of patterns.
+    if g.brief {
+        let about = if g.memories {
+            format!(
+                "Detail level: {}\nLine 1 is a header; the memories follow, one a line.",
+                g.detail
+            )
+        } else {
+            g.layout()
+        };
+        return format!(
+            "{count} {noun} offloaded to JSONL.\n\
+             File: {path}\n{run}{about}",
+            count = g.count,
+            noun = g.noun(),
+            path = g.path,
         );
     }
     if !g.memories {
@@ -490,6 +567,13 @@ pub fn shell_guidance(g: GuidanceInput<'_>) -> String {
 /// for 9 and 10). The structured filter (`where`) is documented by the
 /// `lro_extract` tool itself, so the guidance does not repeat it.
 pub fn native_guidance(g: GuidanceInput<'_>) -> String {
+    if g.style == GuidanceStyle::Compact && g.brief {
+        return format!(
+            "{} Query it with lro_extract: {} and recipe=N (a jq_recipes entry).",
+            g.compact_head(),
+            g.location.field(),
+        );
+    }
     if g.style == GuidanceStyle::Compact {
         return format!(
             "{} Query it with lro_extract: {} and recipe=N (a jq_recipes entry; params \
@@ -497,6 +581,23 @@ pub fn native_guidance(g: GuidanceInput<'_>) -> String {
              conditions.",
             g.compact_head(),
             g.location.field(),
+        );
+    }
+    let about = if g.memories {
+        format!("Detail level: {}", g.detail)
+    } else {
+        g.layout()
+    };
+    // Brief: the template's count, detail level and path, with no examples.
+    if g.brief {
+        return format!(
+            "{count} {noun} offloaded to JSONL.\n\
+             {about}\n\
+             lro_extract({field}=\"{path}\", recipe=N) runs recipe N.",
+            field = g.location.field(),
+            count = g.count,
+            noun = g.noun(),
+            path = g.path,
         );
     }
     // The worked example stands for the filter, keyword and custom-filter
@@ -513,11 +614,6 @@ pub fn native_guidance(g: GuidanceInput<'_>) -> String {
             g.recipe(2),
             g.recipe(3)
         ),
-    };
-    let about = if g.memories {
-        format!("Detail level: {}", g.detail)
-    } else {
-        g.layout()
     };
     format!(
         "Results offloaded to JSONL ({count} {noun}, ~{tokens} tokens saved).\n\
@@ -670,6 +766,28 @@ mod tests {
         }
         assert!(native_guidance(g).contains("lro_extract"));
         assert!(shell_guidance(g).contains("tail -n +2 FILE | jq COMMAND"));
+    }
+
+    #[test]
+    fn brief_guidance_keeps_the_count_the_detail_and_the_path() {
+        for memories in [true, false] {
+            let g =
+                GuidanceInput::new(500, 36730, "/tmp/a.jsonl", Detail::Light, memories).brief(true);
+            for text in [shell_guidance(g), native_guidance(g)] {
+                for needle in ["500 ", "light", "/tmp/a.jsonl"] {
+                    assert!(text.contains(needle), "{needle} in {text}");
+                }
+                let whole = g.brief(false);
+                assert!(
+                    text.len()
+                        < shell_guidance(whole)
+                            .len()
+                            .min(native_guidance(whole).len())
+                );
+            }
+            let run = shell_guidance(g.path_free(true));
+            assert!(run.contains("tail -n +2 FILE | jq COMMAND"), "{run}");
+        }
     }
 
     #[test]

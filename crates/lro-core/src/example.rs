@@ -8,7 +8,7 @@
 //! prefix, a numeric comparison, a text search, and `count`. Each condition
 //! is chosen among the sample records that met the ones before it, so the
 //! count is never zero; a result without such fields gets the conditions
-//! its fields allow.
+//! its fields allow. Names and values too long to quote are never chosen.
 //!
 //! ```
 //! use lro_core::example::WorkedExample;
@@ -28,7 +28,10 @@
 
 use serde_json::{Value, json};
 
-use crate::frequency::most_frequent;
+use crate::{
+    frequency::most_frequent,
+    quote::{MAX_VALUE_CHARS, short_key, short_value},
+};
 
 /// Characters that split a value into a prefix and the rest, for the
 /// prefix condition (`_semantic/decisions`, `src/main.rs`, `db:primary`).
@@ -109,12 +112,13 @@ fn str_of<'a>(row: &'a serde_json::Map<String, Value>, field: &str) -> Option<&'
     row.get(field).and_then(Value::as_str)
 }
 
-/// Fields in the order the sample first shows them, with `preferred` first.
+/// Fields in the order the sample first shows them, with `preferred` first;
+/// not those whose names are too long to quote.
 fn fields<'a>(rows: &[&'a serde_json::Map<String, Value>], preferred: &str) -> Vec<&'a String> {
     let mut seen: Vec<&String> = Vec::new();
     for row in rows {
         for k in row.keys() {
-            if !seen.contains(&k) {
+            if !seen.contains(&k) && short_key(k) {
                 seen.push(k);
             }
         }
@@ -134,7 +138,7 @@ fn prefix_condition(rows: &[&serde_json::Map<String, Value>]) -> Option<(String,
                 .skip(1)
                 .find(|(_, c)| SEPARATORS.contains(c))?
                 .0;
-            Some(&s[..cut])
+            Some(&s[..cut]).filter(|p| short_value(p))
         });
         if let Some((segment, n)) = most_frequent(segments)
             && n >= 2
@@ -187,7 +191,7 @@ fn text_condition(rows: &[&serde_json::Map<String, Value>]) -> Option<(String, S
         .iter()
         .filter_map(|r| str_of(r, field))
         .flat_map(|t| t.split(|c: char| !c.is_alphabetic()))
-        .filter(|w| w.chars().count() >= MIN_WORD_CHARS)
+        .filter(|w| (MIN_WORD_CHARS..=MAX_VALUE_CHARS).contains(&w.chars().count()))
         .map(str::to_lowercase)
         .collect();
     let (word, _) = most_frequent(words.iter().map(String::as_str))?;
@@ -249,5 +253,17 @@ mod tests {
             json!({"commit": "aedeae9876543210aedeae9876543210", "message": "fix: other"}),
         ];
         assert_eq!(WorkedExample::derive(&commits), None);
+    }
+
+    #[test]
+    fn long_names_and_words_are_never_quoted() {
+        let long = "x".repeat(7000);
+        let key = "k".repeat(300);
+        let sample: Vec<Value> = (0..4)
+            .map(|i| json!({&key: format!("a/{i}"), "n": i, "text": format!("{long} {long} word{i} ")}))
+            .collect();
+        let call = WorkedExample::derive(&sample).unwrap().call();
+        assert!(call.len() < 200, "{call}");
+        assert!(!call.contains(&key), "{call}");
     }
 }

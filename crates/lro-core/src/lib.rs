@@ -16,6 +16,7 @@
 //! | [`schema`] | the inferred line schema |
 //! | [`recipes`] | the ten recipes per detail level |
 //! | [`descriptor`] | `OffloadHeader`, `OffloadResponse`, guidance |
+//! | [`fit`] | the descriptor's token ceilings, and fitting within them |
 //! | [`file`] | naming, the atomic writer, the reader |
 //! | [`offload`] | the pipeline and the truncation fallback |
 //! | [`event`] | observability events and sinks |
@@ -48,6 +49,7 @@ pub mod event;
 pub mod example;
 pub mod fields;
 pub mod file;
+pub mod fit;
 mod frequency;
 pub mod handle;
 pub mod metric;
@@ -55,6 +57,7 @@ pub mod object;
 pub mod offload;
 pub mod principal;
 pub mod quota;
+mod quote;
 pub mod recipes;
 pub mod records;
 pub mod root;

@@ -29,18 +29,19 @@ use crate::{
     config::DescriptorProfile,
     descriptor::{
         Detail, GuidanceInput, GuidanceStyle, Location, MinimalOffloadResponse, OffloadHeader,
-        OffloadResponse, OffloadSummary, OffloadedResult, native_guidance, shell_guidance,
+        OffloadResponse, OffloadSummary, OffloadedResult,
     },
     example::WorkedExample,
     file::{OffloadFileName, WriteError, WrittenFile, encoded_len, write_in},
-    handle,
+    fit, handle,
     object::ObjectSink,
     principal::Principal,
     quota::{Ledger, Quota, measure},
+    quote::cut,
     recipes::{RecipeSet, SAMPLE_SIZE, is_memory_sample},
     records::{RecordKind, RecordSet},
     root::{PrivateDir, default_output_dir},
-    schema::{DESCRIPTOR_SCHEMA_CHARS, descriptor_line_schema},
+    schema::descriptor_line_schema,
     tokens::TokenEstimator,
     upload::write_object,
 };
@@ -391,18 +392,12 @@ impl Offloader {
                     .native_extract
                     .then(|| WorkedExample::derive(sample))
                     .flatten();
-                // A handle has no file to pipe into jq: each recipe is its
-                // jq arguments, run by `lro_extract` as `recipe=N`.
-                let jq_recipes = match (self.guidance, &handle) {
-                    (GuidanceStyle::Spec, None) => recipes.to_jq_recipes(&file_path),
-                    _ => recipes.to_compact_recipes(),
-                };
                 let (heading, arrays) = match &input.records.kind {
                     RecordKind::Blocks { heading, .. } => (heading.as_deref(), &[][..]),
                     RecordKind::Arrays { names } => (None, names.as_slice()),
                     _ => (None, &[][..]),
                 };
-                let guidance_input = GuidanceInput {
+                let guidance = GuidanceInput {
                     count: header.count,
                     tokens: input.estimated_tokens,
                     path: &file_path,
@@ -416,47 +411,50 @@ impl Offloader {
                     what: &input.records.what,
                     heading,
                     arrays,
-                    recipes: &jq_recipes,
+                    recipes: &[],
                     style: self.guidance,
                     example: example.as_ref(),
+                    brief: false,
+                    path_free: false,
                 };
-                let guidance = if self.native_extract {
-                    native_guidance(guidance_input)
-                } else {
-                    shell_guidance(guidance_input)
+                let summary = OffloadSummary {
+                    count: header.count,
+                    records: (!memories).then(|| input.records.what.to_string()),
+                    estimated_tokens: input.estimated_tokens,
+                    operation: cut(input.operation),
+                    top_namespaces: input
+                        .records
+                        .top_namespaces(5)
+                        .iter()
+                        .map(|ns| cut(ns))
+                        .collect(),
+                    // Scanning every record for a score is only worth it
+                    // when the sample shows records carry one.
+                    score_range: input.score_range.or_else(|| {
+                        sample
+                            .iter()
+                            .any(|r| r.get("score").is_some())
+                            .then(|| input.records.score_range())
+                            .flatten()
+                    }),
+                    detail,
                 };
-                Descriptor::Full(OffloadResponse {
-                    offloaded: true,
-                    summary: OffloadSummary {
-                        count: header.count,
-                        records: (!memories).then(|| input.records.what.to_string()),
-                        estimated_tokens: input.estimated_tokens,
-                        operation: input.operation.to_owned(),
-                        top_namespaces: input.records.top_namespaces(5),
-                        // Scanning every record for a score is only worth it
-                        // when the sample shows records carry one.
-                        score_range: input.score_range.or_else(|| {
-                            sample
-                                .iter()
-                                .any(|r| r.get("score").is_some())
-                                .then(|| input.records.score_range())
-                                .flatten()
-                        }),
-                        detail,
-                    },
+                let schema = |chars| line_schema(input.records, sample, chars);
+                // A handle has no file to pipe into jq: each recipe is its
+                // jq arguments, run by `lro_extract` as `recipe=N`.
+                Descriptor::Full(fit::full(&fit::Parts {
+                    summary,
                     file_path: if handle.is_some() {
                         String::new()
                     } else {
                         file_path.clone()
                     },
                     handle: handle.clone(),
-                    line_schema: match self.guidance {
-                        GuidanceStyle::Spec => line_schema(input.records, sample),
-                        GuidanceStyle::Compact => serde_json::Value::Null,
-                    },
-                    jq_recipes,
+                    recipes: &recipes,
                     guidance,
-                })
+                    native: self.native_extract,
+                    schema: &schema,
+                }))
             }
         };
         let text = match &descriptor {
@@ -485,12 +483,12 @@ impl Offloader {
 /// The descriptor's line schema: of `sample`, or, for records of several
 /// arrays, of the front of each array (the sample may hold the first array
 /// only), so that every array's fields are described.
-fn line_schema(records: &RecordSet<'_>, sample: &[Value]) -> Value {
+fn line_schema(records: &RecordSet<'_>, sample: &[Value], chars: usize) -> Value {
     match records.kind {
         RecordKind::Arrays { .. } => {
-            descriptor_line_schema(&records.spread_sample(SAMPLE_SIZE), DESCRIPTOR_SCHEMA_CHARS)
+            descriptor_line_schema(&records.spread_sample(SAMPLE_SIZE), chars)
         }
-        _ => descriptor_line_schema(sample, DESCRIPTOR_SCHEMA_CHARS),
+        _ => descriptor_line_schema(sample, chars),
     }
 }
 

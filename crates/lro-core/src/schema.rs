@@ -18,14 +18,18 @@
 //! let compact = descriptor_line_schema(&sample, 1000);
 //! assert_eq!(compact["properties"]["p"]["properties"]["c"]["type"], "number");
 //! assert!(compact.get("required").is_none());
-//! // Over the budget, nested properties go first; top-level fields stay.
-//! let cut = descriptor_line_schema(&sample, 10);
+//! // Over the budget, nested properties go first, and the schema says so.
+//! let deep = [json!({"id": "a", "p": {"c": 1, "source": "x", "trust": "high", "at": "2025"}})];
+//! let cut = descriptor_line_schema(&deep, 130);
 //! assert_eq!(cut["properties"]["p"], json!({"type": "object"}));
+//! assert_eq!(cut["$comment"], "deeper nesting not shown");
 //! ```
 
 use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
+
+use crate::quote::short_key;
 
 /// Nesting beyond this depth is described by its type alone, which keeps
 /// the schema small for deeply nested records.
@@ -51,9 +55,11 @@ const TYPES: [&str; 7] = [
     "array", "boolean", "integer", "null", "number", "object", "string",
 ];
 
-#[derive(Default)]
+#[derive(Default, Clone)]
 struct Node {
     seen: usize,
+    /// Whether nesting below this node was left out at [`MAX_DEPTH`].
+    deeper: bool,
     /// Bit `i` set: a value of type `TYPES[i]` was seen.
     types: u8,
     props: BTreeMap<String, Node>,
@@ -74,6 +80,11 @@ impl Node {
         };
         self.types |= 1 << ty;
         if depth >= MAX_DEPTH {
+            self.deeper |= match v {
+                Value::Object(map) => !map.is_empty(),
+                Value::Array(items) => !items.is_empty(),
+                _ => false,
+            };
             return;
         }
         match v {
@@ -101,6 +112,36 @@ impl Node {
 
     fn objects_seen(&self) -> usize {
         self.seen
+    }
+
+    /// Whether a schema `limit` levels deep leaves out nesting the sample
+    /// has below this node, which is at `depth`.
+    fn cut_below(&self, depth: usize, limit: usize) -> bool {
+        if depth >= limit {
+            return self.deeper || !self.props.is_empty() || self.items.is_some();
+        }
+        self.props.values().any(|n| n.cut_below(depth + 1, limit))
+            || self
+                .items
+                .as_ref()
+                .is_some_and(|n| n.cut_below(depth + 1, limit))
+    }
+
+    /// This node with the top-level fields it lists cut to the `keep` most
+    /// frequent (ties by name) whose names are short enough to quote.
+    fn with_fields(&self, keep: usize) -> Node {
+        let mut ranked: Vec<(&String, &Node)> =
+            self.props.iter().filter(|(k, _)| short_key(k)).collect();
+        ranked.sort_by(|a, b| b.1.seen.cmp(&a.1.seen).then_with(|| a.0.cmp(b.0)));
+        Node {
+            props: ranked
+                .into_iter()
+                .take(keep)
+                .map(|(k, n)| (k.clone(), n.clone()))
+                .collect(),
+            items: self.items.clone(),
+            ..*self
+        }
     }
 
     /// The type names [`Node::to_schema`] lists.
@@ -236,21 +277,72 @@ pub fn infer_line_schema(sample: &[Value]) -> Value {
 
 /// The descriptor's JSON Schema for the given records: types only (no
 /// `required`), as deep as fits in `max_chars` of compact JSON. Nesting is
-/// cut one level at a time, deepest first; the top-level fields and their
-/// types are always listed, even over the budget. Leaving keywords out only
-/// loosens the schema, so every record the full schema accepts still
-/// validates against it.
+/// cut one level at a time, deepest first; when the top-level fields alone
+/// do not fit, the most frequent are listed (ties by name), as many as fit.
+/// A field whose name is longer than 40 characters is never listed. What
+/// is left out, the schema says in `$comment`: how many fields of how many,
+/// how to list them all, the level below which nesting is not shown.
+/// Leaving keywords out only loosens the schema, so every record the full
+/// schema accepts still validates against it.
 pub fn descriptor_line_schema(sample: &[Value], max_chars: usize) -> Value {
     let root = infer(sample);
     let shape = |depth| Shape {
         depth,
         required: false,
     };
+    let total = root.props.len();
+    let listable = root.props.keys().filter(|k| short_key(k)).count();
+    let fits = |node: &Node, depth: usize| {
+        let comment = comment(node.props.len(), total, node.cut_below(0, depth));
+        let extra = comment
+            .as_ref()
+            .map_or(0, |c| quoted_len(c) + r#","$comment":"#.len());
+        node.schema_len(0, shape(depth)) + extra <= max_chars
+    };
+    let whole = root.with_fields(listable);
     let mut depth = MAX_DEPTH;
-    while depth > 1 && root.schema_len(0, shape(depth)) > max_chars {
+    while depth > 1 && !fits(&whole, depth) {
         depth -= 1;
     }
-    root.to_schema(0, shape(depth))
+    let node = if fits(&whole, depth) {
+        whole
+    } else {
+        // The most fields that fit: fitting shrinks as fields are added.
+        let (mut lo, mut hi) = (0, listable);
+        while lo < hi {
+            let mid = (lo + hi).div_ceil(2);
+            if fits(&root.with_fields(mid), 1) {
+                lo = mid;
+            } else {
+                hi = mid - 1;
+            }
+        }
+        root.with_fields(lo)
+    };
+    let mut schema = node.to_schema(0, shape(depth));
+    if let (Some(c), Value::Object(map)) = (
+        comment(node.props.len(), total, node.cut_below(0, depth)),
+        &mut schema,
+    ) {
+        map.insert("$comment".into(), Value::String(c));
+    }
+    schema
+}
+
+/// What the descriptor's schema leaves out, when it leaves something out.
+fn comment(shown: usize, total: usize, deeper: bool) -> Option<String> {
+    let fields = (shown < total).then(|| {
+        format!(
+            "{shown} of {total} fields, the most frequent; all: jq -s '[.[] | keys[]?] | unique'"
+        )
+    });
+    let nesting = deeper.then_some("deeper nesting not shown");
+    match (fields, nesting) {
+        (Some(f), Some(n)) => Some(format!("{f}; {n}")),
+        (Some(f), None) => Some(f),
+        (None, Some(n)) => Some(n.to_owned()),
+        (None, None) => None,
+    }
 }
 
 #[cfg(test)]
@@ -312,18 +404,58 @@ mod tests {
             "integer"
         );
         let len = |v: &Value| v.to_string().len();
-        // One level less fits when the budget is one character short.
-        let cut = descriptor_line_schema(&sample, len(&whole) - 1);
-        assert_eq!(
-            cut["properties"]["o"]["properties"]["b"],
-            json!({"type": "object"})
-        );
-        assert!(len(&cut) < len(&whole));
+        // Under the whole schema's length, nesting is cut and the cut said.
+        for budget in [len(&whole) - 1, 140] {
+            let cut = descriptor_line_schema(&sample, budget);
+            assert!(len(&cut) <= budget, "{cut}");
+            assert_eq!(cut["$comment"], "deeper nesting not shown", "{cut}");
+            assert_eq!(cut["properties"]["t"]["type"], "array", "{cut}");
+        }
+        // Not even the top-level fields fit: as many as do, the most
+        // frequent first, and how to list them all.
         let top = descriptor_line_schema(&sample, 0);
-        assert_eq!(
-            top,
-            json!({"type": "object", "properties": {
-                "a": {"type": "string"}, "o": {"type": "object"}, "t": {"type": "array"}}})
+        assert_eq!(top["type"], "object");
+        assert!(top.get("properties").is_none(), "{top}");
+        assert!(
+            top["$comment"]
+                .as_str()
+                .unwrap()
+                .starts_with("0 of 3 fields, the most frequent; all: jq -s"),
+            "{top}"
+        );
+    }
+
+    #[test]
+    fn wide_records_list_their_most_frequent_fields() {
+        let sample: Vec<Value> = (0..50)
+            .map(|i| {
+                // Custom fields in 40 records of 50: `id`, in all, comes first.
+                let mut o: Map<String, Value> = (0..400)
+                    .filter(|_| i >= 10)
+                    .map(|f| (format!("custom_field_{f}"), json!(f)))
+                    .collect();
+                o.insert("id".into(), json!(i));
+                if i % 2 == 0 {
+                    o.insert("rare".into(), json!("x"));
+                }
+                o.insert("k".repeat(300), json!(1));
+                Value::Object(o)
+            })
+            .collect();
+        let schema = descriptor_line_schema(&sample, DESCRIPTOR_SCHEMA_CHARS);
+        let text = schema.to_string();
+        assert!(text.len() <= DESCRIPTOR_SCHEMA_CHARS, "{text}");
+        assert!(schema["properties"]["id"].is_object(), "{text}");
+        assert!(schema["properties"].get("rare").is_none(), "{text}");
+        assert!(!text.contains("kkkk"), "{text}");
+        let shown = schema["properties"].as_object().unwrap().len();
+        assert!(shown >= 5, "{text}");
+        assert!(
+            schema["$comment"]
+                .as_str()
+                .unwrap()
+                .starts_with(&format!("{shown} of 403 fields")),
+            "{text}"
         );
     }
 

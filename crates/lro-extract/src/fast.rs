@@ -8,7 +8,8 @@
 //!   `select(any(.f[]?; . == X))` — the record's line is printed unchanged;
 //! * `{a, b, c}` — the fields' raw JSON is spliced into a new object;
 //! * `[.a, .b] | @tsv` / `@csv`;
-//! * `.f`.
+//! * `.f`;
+//! * any of these followed by `?`, as the recipes write them.
 //!
 //! Anything else, and any record where a field has a type the shape does
 //! not handle simply (where jq would raise an error or coerce), goes to
@@ -89,7 +90,8 @@ pub(crate) fn string_literal(t: &Term<&str>) -> Option<String> {
     Some(s)
 }
 
-/// `.name` with a plain key.
+/// `.name` (or `.name?`, the same wherever the fast path answers) with a
+/// plain key.
 fn field_of(t: &Term<&str>) -> Option<String> {
     let Term::Path(base, path) = t else {
         return None;
@@ -98,7 +100,7 @@ fn field_of(t: &Term<&str>) -> Option<String> {
         return None;
     }
     match path.0.as_slice() {
-        [(Part::Index(k), Opt::Essential)] => key_literal(k),
+        [(Part::Index(k), _)] => key_literal(k),
         _ => None,
     }
 }
@@ -182,6 +184,12 @@ impl FastFilter {
     /// Recognizes `code` with `vars` (jq string variables, without `$`).
     pub(crate) fn new(code: &str, vars: &BTreeMap<String, String>) -> Option<Self> {
         let term = jaq_core::load::parse(code, |p| p.term())?;
+        // `F?` is `F` wherever the fast path answers: it hands jaq every
+        // record on which `F` could fail, and jaq runs the whole `F?`.
+        let term = match term {
+            Term::TryCatch(inner, None) => *inner,
+            term => term,
+        };
         let shape = match &term {
             Term::Call("select", args) if args.len() == 1 => {
                 let (field, pred) = pred(&args[0], vars)?;
@@ -375,6 +383,10 @@ mod tests {
             "{id, title, namespace}",
             "[.title, .namespace] | @tsv",
             ".id",
+            "select(.memory_type == $v)?",
+            "([.title, .namespace] | @tsv)?",
+            "{id, title}?",
+            ".id?",
         ] {
             assert!(FastFilter::new(code, &vars()).is_some(), "{code}");
         }
@@ -414,6 +426,11 @@ mod tests {
         assert_eq!(run("select(.n | startswith($v))"), None);
         assert_eq!(run(".o"), Some(FastOut::Bytes(br#"{"k":1}"#.to_vec())));
         assert_eq!(FastFilter::new(".id", &vars()).unwrap().apply(b"[1]"), None);
+        // `?` leaves to jaq what it leaves without.
+        let opt = |code: &str, line: &[u8]| FastFilter::new(code, &vars()).unwrap().apply(line);
+        assert_eq!(opt(".id?", b"\"s\""), None);
+        assert_eq!(opt("select(.n | startswith($v))?", line), None);
+        assert_eq!(opt("select(.id == \"m1\")?", line), Some(FastOut::Line));
     }
 
     #[test]

@@ -66,13 +66,15 @@ mod pool;
 mod project;
 mod render;
 mod request;
-mod scan;
 mod slurp;
 mod structured;
 mod text;
 mod thread;
 mod wire;
 pub mod worker;
+
+// The record scanner is lro-core's: the offload reads its summaries with it.
+use lro_core::records::scan;
 
 pub use config::{
     DEFAULT_MAX_CONCURRENT, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_MAX_OUTPUT_VALUES,

@@ -26,7 +26,7 @@ use rmcp::{
         StreamableHttpResponseLimits,
     },
 };
-use serde_json::Value;
+use serde_json::{Value, value::RawValue};
 use sse_stream::{Error as SseError, Sse, SseStream};
 
 type Error = StreamableHttpError<reqwest::Error>;
@@ -301,8 +301,12 @@ fn json_texts(
     .boxed()
 }
 
-/// Finds where each top-level JSON text of a byte stream ends, in one pass
-/// over the bytes: nesting depth, and whether inside a string.
+/// Splits a byte stream into its top-level JSON texts, each as soon as its
+/// last byte arrives. One pass over the bytes, kept across chunks, finds
+/// where a text may end (nesting depth, and whether inside a string);
+/// serde_json then reads that text whole and gives the verdict. serde_json
+/// alone cannot resume a text cut between chunks: reading it again from its
+/// start on every chunk costs time quadratic in its size.
 #[derive(Default)]
 struct Splitter {
     buf: Vec<u8>,
@@ -354,8 +358,11 @@ impl Splitter {
             }
             if self.depth == 0 {
                 let start = self.start.take().expect("a text was started");
-                let text = String::from_utf8(self.buf[start..self.scanned].to_vec())
-                    .map_err(|err| SseError::Utf8Parse(err.utf8_error()))?;
+                let text = serde_json::from_slice::<&RawValue>(&self.buf[start..self.scanned])
+                    .map(|raw| raw.get().to_owned())
+                    .map_err(|err| {
+                        SseError::Body(format!("a reply that is not JSON: {err}").into())
+                    })?;
                 self.buf.drain(..self.scanned);
                 self.scanned = 0;
                 return Ok(Some(text));
@@ -376,8 +383,14 @@ impl Splitter {
 }
 
 #[cfg(test)]
+#[path = "../../lro-core/tests/support/json.rs"]
+mod json;
+
+#[cfg(test)]
 mod tests {
-    use super::*;
+    use proptest::prelude::*;
+
+    use super::{json::Json, *};
 
     fn texts(chunks: &[&str]) -> Result<Vec<String>, String> {
         let mut split = Splitter::default();
@@ -458,5 +471,84 @@ mod tests {
         split.push(b"{\"a\":\"\xff\"}");
         assert!(split.next_text(false).is_err(), "not UTF-8");
         assert_eq!(texts(&["  \n"]).unwrap(), Vec::<String>::new());
+    }
+
+    /// The texts split from `body` cut into chunks at `cuts`, and whether
+    /// the split failed after them.
+    fn split(body: &[u8], cuts: &[prop::sample::Index]) -> (Vec<String>, bool) {
+        let mut at: Vec<usize> = cuts.iter().map(|i| i.index(body.len() + 1)).collect();
+        at.push(body.len());
+        at.sort_unstable();
+        let mut split = Splitter::default();
+        let mut out = Vec::new();
+        let mut from = 0;
+        for to in at {
+            split.push(&body[from..to]);
+            from = to;
+            loop {
+                match split.next_text(false) {
+                    Ok(Some(text)) => out.push(text),
+                    Ok(None) => break,
+                    Err(_) => return (out, true),
+                }
+            }
+        }
+        loop {
+            match split.next_text(true) {
+                Ok(Some(text)) => out.push(text),
+                Ok(None) => return (out, false),
+                Err(_) => return (out, true),
+            }
+        }
+    }
+
+    /// The texts serde_json's stream reader reads from `body`, up to the
+    /// first it fails on or that is no object or array.
+    fn serde_texts(body: &[u8]) -> (Vec<String>, bool) {
+        let mut out = Vec::new();
+        for value in serde_json::Deserializer::from_slice(body).into_iter::<&RawValue>() {
+            match value {
+                Ok(raw) if raw.get().starts_with(['{', '[']) => out.push(raw.get().to_owned()),
+                _ => return (out, true),
+            }
+        }
+        (out, false)
+    }
+
+    /// Replies of several messages (objects, batches) with any whitespace
+    /// between, now and then broken.
+    fn body() -> impl Strategy<Value = Vec<u8>> {
+        let text = prop_oneof![4 => json::object(), 1 => json::array()];
+        let sep = prop::sample::select(vec!["", "\n", "\r\n", " \t"]);
+        (
+            prop::collection::vec((text, any::<u64>(), sep), 0..4),
+            prop::option::weighted(0.3, json::breaks()),
+        )
+            .prop_map(|(texts, breaks)| {
+                let body: String = texts
+                    .iter()
+                    .map(|(t, ws, sep): &(Json, u64, &str)| format!("{}{sep}", t.render(*ws)))
+                    .collect();
+                match breaks {
+                    Some(b) => json::broken(body.as_bytes(), &b),
+                    None => body.into_bytes(),
+                }
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig {
+            cases: 48,
+            failure_persistence: None,
+            ..ProptestConfig::default()
+        })]
+
+        #[test]
+        fn a_body_in_any_chunks_splits_as_serde_json_reads_it(
+            body in body(),
+            cuts in prop::collection::vec(any::<prop::sample::Index>(), 0..8),
+        ) {
+            prop_assert_eq!(split(&body, &cuts), serde_texts(&body));
+        }
     }
 }

@@ -1,11 +1,17 @@
 //! Newline-delimited JSON-RPC, read with a cap: [`Lines`] reads one line at a
 //! time without ever holding more than the cap, and keeps the start of a line
-//! that went over it, so that [`head_of`] can read the request's `id` there.
+//! that went over it, so that [`head_of`] can read the request's `id` there
+//! (with serde_json, which reads a cut object as far as it goes).
 //! Both sides of a stdio connection use it: the server's
 //! ([`ServerStdio`](crate::ServerStdio)) and `lro proxy`'s towards its
 //! upstream child.
 
 use rmcp::model::{NumberOrString, RequestId};
+use serde::{
+    Deserializer as _,
+    de::{IgnoredAny, MapAccess, Visitor},
+};
+use serde_json::value::RawValue;
 use tokio::{
     io::{AsyncBufRead, AsyncBufReadExt as _, AsyncWrite, AsyncWriteExt as _},
     sync::Mutex,
@@ -142,125 +148,52 @@ pub struct Head {
 }
 
 /// Reads the top-level `id` and whether there is a `method` from the start
-/// of a JSON object, which may be cut anywhere. Values are skipped without
-/// being parsed, so this costs nothing on a large head.
+/// of a JSON object, which may be cut anywhere: serde_json reads the members
+/// one by one, skipping values without building them, and what it read
+/// before the cut (or before anything that is not JSON) stays read. The id
+/// is read as rmcp reads it (`1.0` is `1`), and a number that runs into the
+/// cut is no id: `4` may be the start of `42`.
 pub fn head_of(bytes: &[u8]) -> Head {
     let mut head = Head::default();
-    let mut s = Scan { bytes, at: 0 };
-    s.ws();
-    if !s.eat(b'{') {
-        return head;
-    }
-    loop {
-        s.ws();
-        let Some(key) = s.string() else {
-            return head;
-        };
-        s.ws();
-        if !s.eat(b':') {
-            return head;
-        }
-        s.ws();
-        match key {
-            b"\"id\"" => match s.id() {
-                Some(id) => head.id = Some(id),
-                None => return head,
-            },
-            other => {
-                head.method |= other == b"\"method\"";
-                if !s.skip_value() {
-                    return head;
-                }
-            }
-        }
-        s.ws();
-        if !s.eat(b',') {
-            return head;
-        }
-    }
+    let reader = HeadReader {
+        head: &mut head,
+        bytes,
+    };
+    // An error only says where reading stopped.
+    let _ = serde_json::Deserializer::from_slice(bytes).deserialize_map(reader);
+    head
 }
 
-struct Scan<'a> {
-    bytes: &'a [u8],
-    at: usize,
+/// Fills in a [`Head`] as the members of `bytes` are read.
+struct HeadReader<'h, 'de> {
+    head: &'h mut Head,
+    bytes: &'de [u8],
 }
 
-impl<'a> Scan<'a> {
-    fn peek(&self) -> Option<u8> {
-        self.bytes.get(self.at).copied()
+impl<'de> Visitor<'de> for HeadReader<'_, 'de> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON-RPC message")
     }
 
-    fn ws(&mut self) {
-        while self.peek().is_some_and(|b| b.is_ascii_whitespace()) {
-            self.at += 1;
-        }
-    }
-
-    fn eat(&mut self, b: u8) -> bool {
-        let ate = self.peek() == Some(b);
-        self.at += usize::from(ate);
-        ate
-    }
-
-    /// A whole string, quotes included; `None` when it is cut off.
-    fn string(&mut self) -> Option<&'a [u8]> {
-        let start = self.at;
-        if !self.eat(b'"') {
-            return None;
-        }
-        while let Some(b) = self.peek() {
-            self.at += 1;
-            match b {
-                b'\\' => self.at += 1,
-                b'"' => return self.bytes.get(start..self.at),
-                _ => {}
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while let Some(key) = map.next_key::<String>()? {
+            if key == "id" {
+                let raw: &'de RawValue = map.next_value()?;
+                let cut = raw.get().as_bytes().as_ptr_range().end == self.bytes.as_ptr_range().end;
+                let id = serde_json::from_str::<RequestId>(raw.get()).ok();
+                match id {
+                    Some(NumberOrString::Number(_)) if cut => return Ok(()),
+                    Some(id) => self.head.id = Some(id),
+                    None => return Ok(()),
+                }
+            } else {
+                self.head.method |= key == "method";
+                map.next_value::<IgnoredAny>()?;
             }
         }
-        None
-    }
-
-    /// A JSON-RPC id: a string or an integer, followed by what ends it.
-    fn id(&mut self) -> Option<RequestId> {
-        if self.peek() == Some(b'"') {
-            let text: String = serde_json::from_slice(self.string()?).ok()?;
-            return Some(NumberOrString::String(text.into()));
-        }
-        let start = self.at;
-        while self.peek().is_some_and(|b| b == b'-' || b.is_ascii_digit()) {
-            self.at += 1;
-        }
-        // Cut off inside the number, or not an integer.
-        let end = self.peek()?;
-        if !(end.is_ascii_whitespace() || end == b',' || end == b'}') {
-            return None;
-        }
-        let digits = std::str::from_utf8(&self.bytes[start..self.at]).ok()?;
-        digits.parse().ok().map(NumberOrString::Number)
-    }
-
-    /// Skips one value; `false` when it is cut off.
-    fn skip_value(&mut self) -> bool {
-        let mut depth = 0usize;
-        loop {
-            match self.peek() {
-                None => return false,
-                Some(b'"') => {
-                    if self.string().is_none() {
-                        return false;
-                    }
-                }
-                Some(b'{' | b'[') => {
-                    depth += 1;
-                    self.at += 1;
-                }
-                Some(b'}' | b']') if depth > 0 => {
-                    depth -= 1;
-                    self.at += 1;
-                }
-                Some(b',' | b'}' | b']') if depth == 0 => return true,
-                Some(_) => self.at += 1,
-            }
-        }
+        Ok(())
     }
 }
 
@@ -300,7 +233,7 @@ mod tests {
     #[test]
     fn the_id_is_read_from_the_start_of_a_message() {
         let number = Some(NumberOrString::Number(42));
-        let cases: [(&[u8], Option<RequestId>, bool); 9] = [
+        let cases: [(&[u8], Option<RequestId>, bool); 12] = [
             (
                 br#"{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"#,
                 number.clone(),
@@ -322,6 +255,23 @@ mod tests {
             (br#"{"id":null,"method":"m"}"#, None, false),
             (b"not json", None, false),
             (br#"{"method":"notifications/x"}"#, None, true),
+            // As rmcp reads an id: `1.0` and `1e1` are integers, a key may
+            // be escaped.
+            (
+                br#"{"id":1.0,"method":"m"}"#,
+                Some(NumberOrString::Number(1)),
+                true,
+            ),
+            (
+                br#"{"i\u0064":1e1 "#,
+                Some(NumberOrString::Number(10)),
+                false,
+            ),
+            (
+                br#"{"id":"x","#,
+                Some(NumberOrString::String("x".into())),
+                false,
+            ),
         ];
         for (bytes, id, method) in cases {
             let head = head_of(bytes);

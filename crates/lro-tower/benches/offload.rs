@@ -196,7 +196,8 @@ fn extract_500(c: &mut Criterion) {
         let offload = CallToolRequestParams::new("memories")
             .with_arguments(json!({"n": 500}).as_object().unwrap().clone());
         let got = rt.block_on(client.call_tool(offload)).unwrap();
-        let path = got.structured_content.unwrap()["file_path"]
+        let text = &got.content[0].as_text().unwrap().text;
+        let path = serde_json::from_str::<serde_json::Value>(text).unwrap()["file_path"]
             .as_str()
             .unwrap()
             .to_owned();

@@ -69,7 +69,12 @@ async fn call(client: &Client, tool: &str, args: Value) -> Value {
         .with_arguments(args.as_object().unwrap().clone());
     let r = client.call_tool(params).await.unwrap();
     assert_ne!(r.is_error, Some(true), "{r:?}");
-    r.structured_content.unwrap_or(Value::Null)
+    // The descriptor is the text block: the tool declares no output schema.
+    r.content
+        .first()
+        .and_then(|c| c.as_text())
+        .and_then(|t| serde_json::from_str(&t.text).ok())
+        .unwrap_or(Value::Null)
 }
 
 /// The descriptor's way back to the result: `{"handle": …}` or `{"file_path": …}`.

@@ -60,15 +60,24 @@ async fn over_threshold_returns_a_spec_shaped_descriptor_and_a_complete_file() {
     let records = check_file(&path);
     assert_eq!(records.len(), 300);
     assert_eq!(records[7], item(7, 40));
-    // The same descriptor as structured content, and no resource link (a
-    // client could not read it: resources/read goes to the inner server).
-    assert_eq!(result.structured_content.as_ref(), Some(&d));
+    // The descriptor once, as text: the tool declares no output schema. No
+    // resource link (a client could not read it: resources/read goes to the
+    // inner server).
+    assert_eq!(result.structured_content, None);
     assert_eq!(result.content.len(), 1, "{:?}", result.content);
     let events = sink.events();
     assert!(
         matches!(&events[..], [LroEvent::Offloaded(e), LroEvent::ToolResult(r)]
         if e.records == 300 && e.path == path && r.outcome == ToolOutcome::Offloaded && r.records == 300)
     );
+    // A tool that declares one gets the same descriptor as structured
+    // content too, before any tools/list as after.
+    for _ in 0..2 {
+        let typed = call(&client, "typed", json!({"n": 300, "size": 40})).await;
+        assert_eq!(typed.structured_content.as_ref(), Some(&first_json(&typed)));
+    }
+    let plain = call(&client, "structured", json!({"n": 300, "size": 40})).await;
+    assert_eq!(plain.structured_content, None);
 }
 
 #[tokio::test]

@@ -18,7 +18,7 @@ use lro_core::{file::OffloadFileName, principal::Principal};
 use lro_tower::LroLayer;
 use rmcp::model::ClientConfig;
 use serde_json::json;
-use support::{Client, TestServer, call, config, connect_http_as, serve_http_as};
+use support::{Client, TestServer, call, config, connect_http_as, first_json, serve_http_as};
 use tokio_util::sync::CancellationToken;
 
 /// Every test here is over in a few seconds; a hang fails it.
@@ -44,7 +44,7 @@ async fn connect_as(addr: SocketAddr, principal: &str) -> Client {
 /// Offloads one result and returns its `file_path`.
 async fn offload(client: &Client) -> String {
     let r = call(client, "items", json!({"n": 400, "size": 40})).await;
-    let d = r.structured_content.expect("offloaded");
+    let d = first_json(&r);
     d["file_path"].as_str().unwrap().to_owned()
 }
 

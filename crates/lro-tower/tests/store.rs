@@ -16,7 +16,7 @@ use lro_store::{LocalStore, Store};
 use lro_tower::LroLayer;
 use rmcp::model::ClientConfig;
 use serde_json::{Value, json};
-use support::{Client, TestServer, call, config, connect_http_as, serve_http_as};
+use support::{Client, TestServer, call, config, connect_http_as, first_json, serve_http_as};
 use tokio_util::sync::CancellationToken;
 
 const PATIENCE: Duration = Duration::from_secs(60);
@@ -75,7 +75,7 @@ async fn a_result_offloaded_on_one_replica_is_read_by_handle_on_the_other() {
         let bob_b = connect_http_as(b, BOB, ClientConfig::default()).await;
 
         let r = call(&alice_a, "items", json!({"n": 400, "size": 40})).await;
-        let d = r.structured_content.expect("offloaded");
+        let d = first_json(&r);
         let h = d["handle"].as_str().expect("a handle").to_owned();
         assert!(h.starts_with("lro:"), "{h}");
         assert!(d.get("file_path").is_none(), "no path: {d}");

@@ -150,7 +150,9 @@ async fn no_result_name_reaches_the_log_or_the_exported_spans() {
     let offloaded = call("list_memories", json!({"detail": "full"}))
         .await
         .unwrap();
-    let path = offloaded.structured_content.unwrap()["file_path"]
+    // The descriptor is the text block: the tool declares no output schema.
+    let text = &offloaded.content[0].as_text().unwrap().text;
+    let path = serde_json::from_str::<Json>(text).unwrap()["file_path"]
         .as_str()
         .unwrap()
         .to_owned();

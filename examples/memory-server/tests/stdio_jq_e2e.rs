@@ -245,9 +245,9 @@ async fn all_ten_recipes_run_with_real_jq_at_every_detail_level() {
                 assert_eq!(ranked.len(), 500);
                 assert!(ranked.windows(2).all(|w| conf(&w[0]) >= conf(&w[1])));
                 if detail == "full" {
-                    assert!(recipes[8].contains(".provenance.confidence"));
+                    assert!(recipes[8].contains("sort_by(.provenance?.confidence?) | reverse"));
                 } else {
-                    assert!(recipes[8].contains("-.confidence"));
+                    assert!(recipes[8].contains("sort_by(.confidence?) | reverse"));
                 }
                 let pattern = arg_of(&recipes[9], "pattern");
                 assert_eq!(

@@ -7,9 +7,11 @@
 //! count by, an identifier and a label, a number, a date, a long text, an
 //! array of strings. Each of the ten slots has the recipe its role allows; a slot
 //! whose role no field fills takes a recipe that applies to any records
-//! ([`Slots`]), so a set is always ten distinct recipes. Filters skip
-//! records whose field has another type (`strings`), so a record further
-//! on that differs from the sample does not stop jq.
+//! ([`Slots`]), so a set is always ten distinct recipes. A record further
+//! on that differs from the sample (a string among objects, a field of
+//! another type) does not stop jq: per-record filters suppress errors
+//! (`select(.f == $value)?`), and those over all records read each field
+//! as `.f?`, which is nothing on a record that is not an object.
 //!
 //! Records of several arrays, each tagged with its array's name in
 //! [`ARRAY_FIELD`] (`records/arrays.rs`), are told by the sample: every
@@ -40,6 +42,12 @@ fn is_ident(key: &str) -> bool {
         .next()
         .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// The jq path to a top-level field, nothing on a record that is not an
+/// object: `.name?` or `.["odd key"]?`.
+fn opt_path(key: &str) -> String {
+    format!("{}?", path(key))
 }
 
 /// The jq path to a top-level field: `.name` or `.["odd key"]`.
@@ -92,22 +100,34 @@ fn tags(sample: &[Value]) -> Option<Vec<&str>> {
 struct Scope(Option<String>);
 
 impl Scope {
-    /// `recipe` on the scope's records only, when it needs to be.
+    /// `recipe` on the scope's records only, when it needs to be; a
+    /// per-record recipe then suppresses errors (see [`Recipe::tolerant`]).
     fn apply(&self, recipe: Recipe) -> Recipe {
-        let Some(name) = &self.0 else {
-            return recipe;
+        let scoped = match &self.0 {
+            Some(name) if recipe.slurp || !recipe.filter.starts_with("select(") => {
+                let literal = serde_json::to_string(name).expect("str serializes");
+                let filter = if recipe.slurp {
+                    format!(
+                        "map(select({} == {literal})) | {}",
+                        opt_path(ARRAY_FIELD),
+                        recipe.filter
+                    )
+                } else {
+                    format!(
+                        "select({} == {literal}) | {}",
+                        path(ARRAY_FIELD),
+                        recipe.filter
+                    )
+                };
+                Recipe { filter, ..recipe }
+            }
+            _ => recipe,
         };
-        if !recipe.slurp && recipe.filter.starts_with("select(") {
-            return recipe;
-        }
-        let literal = serde_json::to_string(name).expect("str serializes");
-        let only = format!("select({} == {literal})", path(ARRAY_FIELD));
-        let filter = if recipe.slurp {
-            format!("map({only}) | {}", recipe.filter)
+        if scoped.slurp {
+            scoped
         } else {
-            format!("{only} | {}", recipe.filter)
-        };
-        Recipe { filter, ..recipe }
+            scoped.tolerant()
+        }
     }
 
     fn all(&self, candidates: impl IntoIterator<Item = Recipe>) -> Vec<Recipe> {
@@ -121,7 +141,7 @@ fn count_by(field: &str, description: String) -> Recipe {
         description,
         format!(
             "group_by({p}) | map({{{k}: (.[0] | {p}), count: length}})",
-            p = path(field),
+            p = opt_path(field),
             k = json_key(field),
         ),
     )
@@ -234,7 +254,7 @@ pub(super) fn recipes(sample: &[Value]) -> Vec<Recipe> {
         Some((
             Recipe::new(
                 format!("Filter where .{field} starts with a prefix"),
-                format!("select({} | strings | startswith($prefix))", path(field)),
+                format!("select({} | startswith($prefix))", path(field)),
             )
             .param("prefix", prefix.value),
             prefix.rows,
@@ -284,7 +304,7 @@ pub(super) fn recipes(sample: &[Value]) -> Vec<Recipe> {
         Some(
             Recipe::new(
                 format!("Search .{field} by pattern (case-insensitive)"),
-                format!("select({} | strings | test($pattern; \"i\"))", path(field)),
+                format!("select({} | test($pattern; \"i\"))", path(field)),
             )
             .param("pattern", pattern),
         )
@@ -300,7 +320,7 @@ pub(super) fn recipes(sample: &[Value]) -> Vec<Recipe> {
     slots.fill(scope.all(sort_key.map(|field| {
         Recipe::new(
             format!("Sort by {field}"),
-            format!("sort_by({})", path(field)),
+            format!("sort_by({})", opt_path(field)),
         )
         .slurp()
     })));
@@ -309,7 +329,7 @@ pub(super) fn recipes(sample: &[Value]) -> Vec<Recipe> {
     let distinct = f
         .category
         .as_ref()
-        .map(|(field, _)| (field, path(field)))
+        .map(|(field, _)| (field, opt_path(field)))
         .or_else(|| {
             f.string_array
                 .as_ref()
@@ -328,12 +348,13 @@ pub(super) fn recipes(sample: &[Value]) -> Vec<Recipe> {
     slots.fill(scope.all(by_category.into_iter().chain(distinct)));
 
     // 10. Totals; records of several arrays: else one array's records.
+    // The sample's records all have the number, so the file has some.
     let totals = f.number.as_ref().map(|(field, _)| {
-        let p = path(field);
         Recipe::new(
-            format!("Count records and summarize {field}"),
+            format!("Summarize .{field}: count, min, max, mean"),
             format!(
-                "{{count: length, min: (map({p}) | min), max: (map({p}) | max), mean: (map({p}) | add / length)}}"
+                "map({} | numbers) | {{count: length, min: min, max: max, mean: (add / length)}}",
+                opt_path(field)
             ),
         )
         .slurp()
@@ -343,6 +364,7 @@ pub(super) fn recipes(sample: &[Value]) -> Vec<Recipe> {
             format!("Records of one array (.{ARRAY_FIELD})"),
             format!("select({} == $array)", path(ARRAY_FIELD)),
         )
+        .tolerant()
         .param(ARRAY_FIELD, name)
     });
     slots.fill(scope.all(totals).into_iter().chain(one_array));
@@ -396,20 +418,20 @@ mod tests {
             .collect();
         let r = recipes(&sample);
         distinct(&r);
-        assert_eq!(r[0].filter, "{commit, message, author, date}");
+        assert_eq!(r[0].filter, "{commit, message, author, date}?");
         assert_eq!(
             (r[1].filter.as_str(), param(&r[1], "value")),
-            ("select(.author == $value)", "Dev 0")
+            ("select(.author == $value)?", "Dev 0")
         );
         // Words of the messages found in half the commits; never a field name.
         assert_eq!(param(&r[2], "keyword"), "bump");
-        assert_eq!(r[3].filter, "{commit, message}");
+        assert_eq!(r[3].filter, "{commit, message}?");
         assert_eq!(param(&r[4], "prefix"), "2025-01-");
         assert!(r[4].filter.contains(".date"));
         // The message search takes a word that selects other commits than
         // the keyword, the author and the month do.
         assert_eq!(param(&r[6], "pattern"), "cache");
-        assert_eq!(r[7].filter, "sort_by(.date)");
+        assert_eq!(r[7].filter, "sort_by(.date?)");
     }
 
     #[test]
@@ -441,11 +463,11 @@ mod tests {
         let r = recipes(&sample);
         distinct(&r);
         assert_eq!(param(&r[1], "value"), "file");
-        assert_eq!(r[3].filter, "{path, name}");
+        assert_eq!(r[3].filter, "{path, name}?");
         assert_eq!(param(&r[4], "prefix"), "a/");
         assert_eq!(
             r[5].filter,
-            "group_by(.type) | map({type: (.[0] | .type), count: length})"
+            "group_by(.type?) | map({type: (.[0] | .type?), count: length})"
         );
     }
 
@@ -468,19 +490,19 @@ mod tests {
         // The sample of a large graph holds entities only.
         let r = recipes(&graph(32, 0));
         distinct(&r);
-        let only = "select(.array == \"entities\") | ";
+        let only = "(select(.array == \"entities\") | ";
         // Projections and sums run on the entities only ...
-        assert_eq!(r[0].filter, format!("{only}{{name, entityType}}"));
+        assert_eq!(r[0].filter, format!("{only}{{name, entityType}})?"));
         assert_eq!(r[0].description, "Browse records: name, entityType");
-        assert_eq!(r[3].filter, format!("{only}.name"));
+        assert_eq!(r[3].filter, format!("{only}.name)?"));
         assert_eq!(
             r[8].filter,
-            "map(select(.array == \"entities\")) | group_by(.entityType) | map({entityType: (.[0] | .entityType), count: length})"
+            "map(select(.array? == \"entities\")) | group_by(.entityType?) | map({entityType: (.[0] | .entityType?), count: length})"
         );
         // ... filters on all records, which the relations fall through.
         assert_eq!(
             (r[1].filter.as_str(), param(&r[1], "value")),
-            ("select(.entityType == $value)", "person")
+            ("select(.entityType == $value)?", "person")
         );
         // The tag is no field of the entities: never browsed, counted or searched.
         let own: Vec<&str> = r
@@ -488,7 +510,7 @@ mod tests {
             .map(|r| {
                 r.filter
                     .trim_start_matches(only)
-                    .trim_start_matches("map(select(.array == \"entities\")) | ")
+                    .trim_start_matches("map(select(.array? == \"entities\")) | ")
             })
             .collect();
         assert_eq!(
@@ -499,11 +521,11 @@ mod tests {
         assert_eq!(r[5].description, "Count records in each array");
         assert_eq!(
             r[5].filter,
-            "group_by(.array) | map({array: (.[0] | .array), count: length})"
+            "group_by(.array?) | map({array: (.[0] | .array?), count: length})"
         );
         assert_eq!(
             (r[9].filter.as_str(), param(&r[9], "array")),
-            ("select(.array == $array)", "entities")
+            ("select(.array == $array)?", "entities")
         );
     }
 
@@ -513,7 +535,7 @@ mod tests {
         distinct(&r);
         assert!(
             r[0].filter
-                .starts_with("select(.array == \"entities\") | {name"),
+                .starts_with("(select(.array == \"entities\") | {name"),
             "{:?}",
             r[0]
         );
@@ -527,10 +549,10 @@ mod tests {
             })
             .collect();
         let plain = recipes(&untagged);
-        assert_eq!(plain[0].filter, "{name, entityType}");
+        assert_eq!(plain[0].filter, "{name, entityType}?");
         assert_eq!(
             plain[5].filter,
-            "group_by(.entityType) | map({entityType: (.[0] | .entityType), count: length})"
+            "group_by(.entityType?) | map({entityType: (.[0] | .entityType?), count: length})"
         );
     }
 

@@ -25,6 +25,19 @@ pub(super) fn are_lines(sample: &[Value]) -> bool {
         })
 }
 
+/// A length some sampled lines are longer than: the median's, or one
+/// less when every line is as long.
+fn longer_than(texts: &[&str]) -> usize {
+    let mut lengths: Vec<usize> = texts.iter().map(|t| t.chars().count()).collect();
+    lengths.sort_unstable();
+    let median = lengths.get(lengths.len() / 2).copied().unwrap_or(0);
+    if lengths.last() > Some(&median) {
+        median
+    } else {
+        median.saturating_sub(1)
+    }
+}
+
 /// The ten line recipes, their example values from `sample`.
 pub(super) fn recipes(sample: &[Value]) -> Vec<Recipe> {
     let texts: Vec<&str> = sample.iter().filter_map(|r| r["text"].as_str()).collect();
@@ -50,7 +63,7 @@ pub(super) fn recipes(sample: &[Value]) -> Vec<Recipe> {
     });
     slots.fill(from.zip(to).map(|(from, to)| {
         Recipe::new(
-            "Lines from one number to another",
+            "A range of lines",
             "select(.line >= ($from | tonumber) and .line <= ($to | tonumber))",
         )
         .param("from", from.to_string())
@@ -65,7 +78,7 @@ pub(super) fn recipes(sample: &[Value]) -> Vec<Recipe> {
     }));
     slots.fill(keyword.iter().map(|k| {
         Recipe::new(
-            "Count the lines containing the keyword",
+            "Count lines with the keyword",
             "map(select(.text | test($keyword; \"i\"))) | length",
         )
         .slurp()
@@ -85,7 +98,7 @@ pub(super) fn recipes(sample: &[Value]) -> Vec<Recipe> {
     let paths = texts.iter().all(|t| t.starts_with('/'));
     slots.fill([if paths {
         Recipe::new(
-            "The folders with the most paths (top 10)",
+            "Folders with the most paths (top 10)",
             "map(.text | split(\"/\") | .[:-1] | join(\"/\")) | group_by(.) | sort_by(-length) \
              | .[:10] | map({folder: .[0], count: length})",
         )
@@ -107,20 +120,20 @@ pub(super) fn recipes(sample: &[Value]) -> Vec<Recipe> {
     slots.fill([if paths {
         Recipe::new(
             "Count paths by extension",
-            "map(.text | split(\"/\") | last | split(\".\") | if length > 1 then last else \"\" end) \
-             | group_by(.) | sort_by(-length) | map({extension: .[0], count: length})",
+            "map(.text | split(\"/\") | last | split(\".\") | .[1:] | last // \"\") \
+             | group_by(.) | map({extension: .[0], count: length})",
         )
+        .slurp()
     } else {
         Recipe::new(
-            "The most common first words (top 10)",
-            "map(.text | [scan(\"\\\\S+\")][0] // \"\") | group_by(.) | sort_by(-length) | .[:10] \
-             | map({word: .[0], count: length})",
+            "Lines longer than N characters",
+            "select(.text | length > ($n | tonumber))",
         )
-    }
-    .slurp()]);
+        .param("n", longer_than(&texts).to_string())
+    }]);
     slots.fill([Recipe::new(
-        "Count lines and blank lines",
-        "{lines: length, blank: (map(select(.text | test(\"^\\\\s*$\"))) | length)}",
+        "Count lines and empty lines",
+        "{lines: length, empty: (map(select(.text == \"\")) | length)}",
     )
     .slurp()]);
     slots.finish()

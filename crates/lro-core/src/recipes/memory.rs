@@ -2,6 +2,8 @@
 //! adapt to the detail level (confidence flattened at medium, under
 //! `provenance` at full; content search from medium up). Example values
 //! (namespace prefix, memory type, tag, keyword) come from the sample.
+//! The filters are the spec's, made to run over any records: a record that
+//! is not an object, or whose field has another type, is skipped (`?`).
 
 use serde_json::Value;
 
@@ -44,48 +46,61 @@ pub(super) fn recipes(sample: &[Value], detail: Detail) -> Vec<Recipe> {
         .unwrap_or_else(|| "keyword".to_owned());
 
     let mut recipes = vec![
-        Recipe::new("Titles and namespaces", "[.title, .namespace] | @tsv").raw(),
+        Recipe::new("Titles and namespaces", "[.title, .namespace] | @tsv")
+            .raw()
+            .tolerant(),
         Recipe::new(
             "Filter by namespace prefix",
             "select(.namespace | startswith($namespace))",
         )
+        .tolerant()
         .param("namespace", ns_prefix),
         Recipe::new(
             "Search titles by keyword",
             "select(.title | test($keyword; \"i\"))",
         )
+        .tolerant()
         .param("keyword", keyword.clone()),
-        Recipe::new("IDs, titles and namespaces", "{id, title, namespace}"),
+        Recipe::new("IDs, titles and namespaces", "{id, title, namespace}").tolerant(),
         Recipe::new(
             "Filter by memory type",
             "select(.memory_type == $memory_type)",
         )
+        .tolerant()
         .param("memory_type", mem_type),
         Recipe::new(
             "Count by namespace",
-            "group_by(.namespace) | map({namespace: .[0].namespace, count: length})",
+            "group_by(.namespace?) | map({namespace: .[0].namespace?, count: length})",
         )
         .slurp(),
-        Recipe::new("Filter by tag", "select(any(.tags[]?; . == $tag))").param("tag", tag),
-        Recipe::new("Sort by created date", "sort_by(.created)").slurp(),
+        Recipe::new("Filter by tag", "select(any(.tags[]?; . == $tag))")
+            .tolerant()
+            .param("tag", tag),
+        Recipe::new("Sort by created date", "sort_by(.created?)").slurp(),
     ];
     recipes.extend(match detail {
         Detail::Light => [
-            Recipe::new("Unique namespaces", "map(.namespace) | unique").slurp(),
+            Recipe::new("Unique namespaces", "map(.namespace?) | unique").slurp(),
             Recipe::new(
                 "Count by memory type",
-                "group_by(.memory_type) | map({memory_type: .[0].memory_type, count: length})",
+                "group_by(.memory_type?) | map({memory_type: .[0].memory_type?, count: length})",
             )
             .slurp(),
         ],
+        // Sorted up, then reversed: `-.confidence` stops jq at a record
+        // whose confidence is not a number.
         Detail::Medium => [
-            Recipe::new("Highest confidence first", "sort_by(-.confidence)").slurp(),
+            Recipe::new(
+                "Highest confidence first",
+                "sort_by(.confidence?) | reverse",
+            )
+            .slurp(),
             content_search(keyword),
         ],
         Detail::Full => [
             Recipe::new(
                 "Highest confidence first",
-                "sort_by(-.provenance.confidence)",
+                "sort_by(.provenance?.confidence?) | reverse",
             )
             .slurp(),
             content_search(keyword),
@@ -99,6 +114,7 @@ fn content_search(keyword: String) -> Recipe {
         "Search content by keyword",
         "select(.content | test($pattern; \"i\"))",
     )
+    .tolerant()
     .param("pattern", keyword)
 }
 
@@ -145,11 +161,11 @@ mod tests {
                     assert!(set.recipes.iter().all(|r| !r.filter.contains("content")));
                 }
                 Detail::Medium => {
-                    assert!(nine.contains("-.confidence"));
+                    assert_eq!(nine, "sort_by(.confidence?) | reverse");
                     assert!(ten.contains(".content"));
                 }
                 Detail::Full => {
-                    assert!(nine.contains("-.provenance.confidence"));
+                    assert_eq!(nine, "sort_by(.provenance?.confidence?) | reverse");
                     assert!(ten.contains(".content"));
                 }
             }

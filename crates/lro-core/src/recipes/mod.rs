@@ -27,7 +27,7 @@
 //! assert!(set.memories);
 //! assert_eq!(set.recipes.len(), 10);
 //! let cmd = set.get(2).unwrap().command("/tmp/atlatl-list-x.jsonl");
-//! assert_eq!(cmd, "tail -n +2 /tmp/atlatl-list-x.jsonl | jq -c --arg namespace _semantic 'select(.namespace | startswith($namespace))'");
+//! assert_eq!(cmd, "tail -n +2 /tmp/atlatl-list-x.jsonl | jq -c --arg namespace _semantic 'select(.namespace | startswith($namespace))?'");
 //! ```
 
 mod generic;
@@ -104,6 +104,19 @@ impl Recipe {
         self
     }
 
+    /// The recipe with jq's error suppression around its filter, so that a
+    /// record of another shape (a string among objects, a field of another
+    /// type) prints nothing instead of stopping jq: `F?`, or `(F)?` when
+    /// `F` is a pipe or has an operator at its top level.
+    fn tolerant(mut self) -> Self {
+        self.filter = if is_one_term(&self.filter) {
+            format!("{}?", self.filter)
+        } else {
+            format!("({})?", self.filter)
+        };
+        self
+    }
+
     fn param(mut self, name: &str, default: impl Into<String>) -> Self {
         self.params.push(RecipeParam {
             name: name.to_owned(),
@@ -161,6 +174,31 @@ impl Recipe {
             command: self.jq_part(),
         }
     }
+}
+
+/// Whether `filter` is one jq term, which a postfix `?` applies to whole:
+/// nothing but brackets and strings holds a space or a `|`.
+fn is_one_term(filter: &str) -> bool {
+    let (mut depth, mut string, mut escaped) = (0usize, false, false);
+    for c in filter.chars() {
+        if string {
+            match (escaped, c) {
+                (true, _) => escaped = false,
+                (false, '\\') => escaped = true,
+                (false, '"') => string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            '"' => string = true,
+            '(' | '[' | '{' => depth += 1,
+            ')' | ']' | '}' => depth = depth.saturating_sub(1),
+            ' ' | '|' | ',' if depth == 0 => return false,
+            _ => {}
+        }
+    }
+    true
 }
 
 /// Quotes `s` for a POSIX shell; plain words stay unquoted.
@@ -338,6 +376,19 @@ mod tests {
         // Parameters count: the same filter with another value is another recipe.
         let a = Recipe::new("a", "$v").param("v", "1");
         assert!(!a.same_as(&Recipe::new("a", "$v").param("v", "2")));
+    }
+
+    #[test]
+    fn error_suppression_covers_the_whole_filter() {
+        let t = |f: &str| Recipe::new("d", f).tolerant().filter;
+        assert_eq!(t("select(.a == $v)"), "select(.a == $v)?");
+        assert_eq!(t("{a, b}"), "{a, b}?");
+        assert_eq!(t(r#".["odd key"]"#), r#".["odd key"]?"#);
+        assert_eq!(t("[.a, .b] | @tsv"), "([.a, .b] | @tsv)?");
+        assert_eq!(
+            t(r#"select(.array == "x | y") | .a"#),
+            r#"(select(.array == "x | y") | .a)?"#
+        );
     }
 
     #[test]

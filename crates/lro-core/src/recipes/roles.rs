@@ -8,6 +8,7 @@ use std::collections::BTreeSet;
 use serde_json::{Map, Value};
 
 use super::values;
+use crate::quote::short_key;
 
 /// Names that make a string field the records' label, in order.
 const LABELS: [&str; 9] = [
@@ -53,12 +54,12 @@ pub(super) struct Fields {
 
 impl Fields {
     /// The roles of the fields of `rows`, leaving out the field `skip` (the
-    /// tag of records of several arrays).
+    /// tag of records of several arrays) and keys too long to quote.
     pub(super) fn collect(rows: &[&Map<String, Value>], skip: Option<&str>) -> Self {
         let mut order: Vec<&String> = Vec::new();
         for row in rows {
             for k in row.keys() {
-                if !order.contains(&k) && Some(k.as_str()) != skip {
+                if !order.contains(&k) && Some(k.as_str()) != skip && short_key(k) {
                     order.push(k);
                 }
             }

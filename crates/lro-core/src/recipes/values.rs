@@ -8,7 +8,10 @@
 //! Among the values in at most half the records, the most frequent is taken
 //! (ties to the first met, so a keyword comes from the front of the text,
 //! a title or a subject, and the choice is stable); when none is that rare,
-//! the most frequent that some record lacks.
+//! the most frequent that some record lacks. A value longer than
+//! `quote::MAX_VALUE_CHARS` is never taken: the descriptor quotes it whole.
+
+use crate::quote::{MAX_VALUE_CHARS, short_value};
 
 /// Shortest word taken for a keyword.
 const MIN_WORD_CHARS: usize = 4;
@@ -17,9 +20,10 @@ const SEPARATORS: &[char] = &['/', ':', '-', '.', '_', ' ', '(', '\\'];
 /// Prefix candidates per value: its first cuts.
 const MAX_CUTS: usize = 8;
 
-/// The most common item; ties go to the alphabetically first.
+/// The most common item short enough to quote; ties go to the
+/// alphabetically first.
 pub(super) fn most_common<'a>(items: impl Iterator<Item = &'a str>) -> Option<String> {
-    crate::frequency::most_frequent(items).map(|(s, _)| s.to_owned())
+    crate::frequency::most_frequent(items.filter(|s| short_value(s))).map(|(s, _)| s.to_owned())
 }
 
 /// The most common word of four letters or more, lower case.
@@ -31,7 +35,10 @@ pub(super) fn common_word<'a>(texts: impl Iterator<Item = &'a str>) -> Option<St
 /// Lower-case words of [`MIN_WORD_CHARS`] letters or more.
 fn words(text: &str) -> impl Iterator<Item = String> + '_ {
     text.split(|c: char| !c.is_alphanumeric())
-        .filter(|w| w.chars().count() >= MIN_WORD_CHARS && w.chars().all(char::is_alphabetic))
+        .filter(|w| {
+            (MIN_WORD_CHARS..=MAX_VALUE_CHARS).contains(&w.chars().count())
+                && w.chars().all(char::is_alphabetic)
+        })
         .map(str::to_lowercase)
 }
 
@@ -39,7 +46,9 @@ fn words(text: &str) -> impl Iterator<Item = String> + '_ {
 /// `v2`), for records whose words are all everywhere.
 fn tokens(text: &str) -> impl Iterator<Item = String> + '_ {
     text.split(|c: char| !c.is_ascii_alphanumeric())
-        .filter(|t| t.len() >= 2 && t.bytes().any(|b| b.is_ascii_digit()))
+        .filter(|t| {
+            (2..=MAX_VALUE_CHARS).contains(&t.len()) && t.bytes().any(|b| b.is_ascii_digit())
+        })
         .map(str::to_ascii_lowercase)
 }
 
@@ -118,7 +127,7 @@ pub(super) fn prefix(values: &[&str], avoid: &[&Rows]) -> Option<Chosen> {
             .take(MAX_CUTS);
         for (i, c) in cuts {
             let p = &v[..i + c.len_utf8()];
-            if !p.trim().is_empty() {
+            if !p.trim().is_empty() && short_value(p) {
                 candidates.push(p.to_owned());
             }
         }

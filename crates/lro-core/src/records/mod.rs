@@ -6,7 +6,8 @@
 //! structured content or text, that holds several arrays of objects, the
 //! records of every array tagged with its name (`arrays.rs`); JSONL text;
 //! text of repeated `Key: value` blocks, one record per block (`blocks.rs`);
-//! otherwise one `{"line": n, "text": "..."}` record per line of text. An
+//! otherwise one `{"line": n, "text": "..."}` record per line of text, byte
+//! for byte (`\r` kept). An
 //! array of nodes nesting nodes of their own shape (a directory tree) is
 //! flattened to one record per node with its path (`tree.rs`).
 //!
@@ -25,7 +26,7 @@
 
 mod arrays;
 mod blocks;
-mod scan;
+pub mod scan;
 mod tree;
 
 use std::{borrow::Cow, collections::BTreeMap, sync::OnceLock};
@@ -218,7 +219,7 @@ impl<'a> RecordSet<'a> {
         if let Some(b) = blocks::parse(text) {
             return RecordSet {
                 head: OnceLock::new(),
-                what: Cow::Owned(plural(&b.start.to_lowercase())),
+                what: Cow::Owned(crate::quote::cut(&plural(&b.start.to_lowercase()))),
                 kind: RecordKind::Blocks {
                     start: b.start,
                     heading: b.heading,
@@ -271,9 +272,12 @@ impl<'a> RecordSet<'a> {
         })
     }
 
+    /// One record per line, byte for byte, as `jq -R` reads lines: split
+    /// at `\n`, a `\r` before it kept, blank lines kept, no record after a
+    /// last `\n`.
     fn text_lines(text: &str) -> Self {
         let records = text
-            .lines()
+            .split_terminator('\n')
             .enumerate()
             .map(|(i, line)| {
                 let escaped = serde_json::to_string(line).expect("a str always serializes");
@@ -388,19 +392,31 @@ fn nests_objects(json: &str) -> bool {
 /// when it has one, else objects or values.
 fn array_what(kind: &RecordKind, first: Option<&str>) -> Cow<'static, str> {
     match kind {
-        RecordKind::ObjectField { field } => Cow::Owned(field_what(field)),
+        RecordKind::ObjectField { field } if !is_wrapper(field) => Cow::Owned(field_what(field)),
         _ if first.is_some_and(|r| r.starts_with('{')) => Cow::Borrowed("JSON objects"),
         _ => Cow::Borrowed("JSON values"),
     }
 }
 
+/// Whether `field` names no kind of thing, only a place (`{"result": […]}`,
+/// as the Python SDK wraps a list): its items are then told by their type,
+/// not "500 result".
+fn is_wrapper(field: &str) -> bool {
+    [
+        "result", "results", "data", "items", "content", "value", "values", "output", "response",
+    ]
+    .contains(&field.to_ascii_lowercase().as_str())
+}
+
 /// What the items of the array field `field` are: its name as words
-/// (`search_results`: "search results"), or `items of "a b"`.
+/// (`search_results`: "search results"), else `items of "name"`, a long
+/// name cut.
 fn field_what(field: &str) -> String {
-    if !field.is_empty() && field.chars().all(|c| c.is_alphabetic() || c == '_') {
+    let words = !field.is_empty() && field.chars().all(|c| c.is_alphabetic() || c == '_');
+    if words && crate::quote::short_key(field) {
         field.replace('_', " ")
     } else {
-        format!("items of {field:?}")
+        format!("items of {:?}", crate::quote::cut(field))
     }
 }
 
@@ -434,9 +450,12 @@ fn plural(noun: &str) -> String {
     }
 }
 
+/// A record's text on one line: a line break between tokens is taken out
+/// (whitespace elsewhere is left), a `\r` too, which some readers take for
+/// the end of a line.
 fn compact(raw: &RawValue) -> Cow<'_, str> {
     let text = raw.get();
-    if text.contains('\n') {
+    if memchr::memchr2(b'\n', b'\r', text.as_bytes()).is_some() {
         Cow::Owned(minify(text))
     } else {
         Cow::Borrowed(text)
@@ -543,6 +562,11 @@ mod tests {
         assert_eq!(what("[1, 2]"), "JSON values");
         assert_eq!(what(r#"{"search_results": [1]}"#), "search results");
         assert_eq!(what(r#"{"a b": [1]}"#), r#"items of "a b""#);
+        // A Python SDK list: no "500 result".
+        assert_eq!(what(r#"{"result": [{"a": 1}]}"#), "JSON objects");
+        assert_eq!(what(r#"{"result": [1]}"#), "JSON values");
+        let long = format!(r#"{{"{}": [1]}}"#, "k".repeat(300));
+        assert!(what(&long).len() < 60, "{}", what(&long));
         let structured =
             RecordSet::from_structured(&serde_json::json!({"entities": [{"name": "x"}]})).unwrap();
         assert_eq!(structured.what, "entities");

@@ -19,36 +19,14 @@
 
 use std::collections::BTreeSet;
 
-use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
 use serde_json::{Map, Value, value::RawValue};
+
+use super::scan::Members;
 
 /// Fields that name a node, in order of preference.
 const NAME_KEYS: [&str; 6] = ["path", "name", "title", "label", "id", "key"];
 /// The added field, or the nodes' own when they have it.
 const PATH: &str = "path";
-
-/// An object's fields in the order they were written, values unparsed.
-struct Entries<'a>(Vec<(String, &'a RawValue)>);
-
-impl<'de> Deserialize<'de> for Entries<'de> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct Ordered;
-        impl<'de> Visitor<'de> for Ordered {
-            type Value = Entries<'de>;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a JSON object")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-                let mut entries = Vec::new();
-                while let Some(entry) = map.next_entry()? {
-                    entries.push(entry);
-                }
-                Ok(Entries(entries))
-            }
-        }
-        d.deserialize_map(Ordered)
-    }
-}
 
 /// The field that holds a node's children, and the field that names it.
 #[derive(Debug, PartialEq)]
@@ -109,7 +87,7 @@ pub(super) fn flatten<'a>(
 }
 
 fn node(raw: &str, parent: Option<&str>, shape: &Shape, out: &mut Vec<String>) -> Option<()> {
-    let Entries(entries) = serde_json::from_str(raw).ok()?;
+    let Members(entries) = serde_json::from_str(raw).ok()?;
     let name: String = entries
         .iter()
         .find(|(k, _)| k == shape.name)

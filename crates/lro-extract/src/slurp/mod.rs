@@ -200,8 +200,8 @@ fn is_first((part, opt): &(Part<Term<&str>>, Opt)) -> bool {
     matches!((part, opt), (Part::Index(Term::Num("0")), Opt::Essential))
 }
 
-/// The keys of `.a.b.c` (or `.["a"]`), none optional; `None` for any
-/// other filter.
+/// The keys of `.a.b.c` (or `.["a"]`, or `.a?`); `None` for any other
+/// filter.
 fn path(t: &Term<&str>) -> Option<Vec<String>> {
     let Term::Path(base, parts) = t else {
         return None;
@@ -216,7 +216,9 @@ fn keys(parts: &[(Part<Term<&str>>, Opt)]) -> Option<Vec<String>> {
     parts
         .iter()
         .map(|(part, opt)| match (part, opt) {
-            (Part::Index(k), Opt::Essential) => string_literal(k),
+            // `.a?` reads what `.a` does wherever the fast path answers: a
+            // record on which `.a` would fail makes it decline.
+            (Part::Index(k), _) => string_literal(k),
             _ => None,
         })
         .collect()
@@ -271,6 +273,18 @@ mod tests {
             Slurp::new("group_by(.namespace) | map({ns: (.[0] | .namespace), count: length})"),
             Some(count("ns"))
         );
+        // The recipes' error-suppressing forms.
+        assert_eq!(
+            Slurp::new("group_by(.namespace?) | map({namespace: .[0].namespace?, count: length})"),
+            Some(count("namespace"))
+        );
+        assert_eq!(
+            Slurp::new("sort_by(.created?)"),
+            Some(Slurp::SortBy {
+                path: keys(&["created"]),
+                negate: false
+            })
+        );
         assert_eq!(
             Slurp::new("group_by(.a.b) | map({count: length, b: .[0].a.b})"),
             Some(Slurp::CountBy {
@@ -279,7 +293,6 @@ mod tests {
             })
         );
         for code in [
-            "sort_by(.a?)",
             "sort_by(.a, .b)",
             "sort_by(.a | length)",
             "sort_by(.[0])",

@@ -281,9 +281,10 @@ def test_stdio_big_echo_offloaded_and_jq_reads_it(stdio_transcripts):
     got = op(proxied, "echo", 1)["wire"]
     desc = descriptor_of(got)
     check_big_echo(desc, out, want["content"][0]["text"])
-    # The descriptor also comes as structuredContent, and with no resource link (a
-    # client would follow it with resources/read, which the upstream cannot answer).
-    assert got["structuredContent"]["file_path"] == desc["file_path"]
+    # The descriptor comes once, as text: echo declares no output schema. No
+    # resource link (a client would follow it with resources/read, which the
+    # upstream cannot answer).
+    assert "structuredContent" not in got, got
     assert [c["type"] for c in got["content"]] == ["text"], got["content"]
 
 

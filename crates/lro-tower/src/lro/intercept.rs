@@ -23,7 +23,7 @@ use rmcp::model::{CallToolResult, ContentBlock, JsonObject, ResourceContents};
 use serde_json::{Value, value::RawValue};
 use tokio_util::sync::CancellationToken;
 
-use super::shared::Shared;
+use super::{shared::Shared, tools::Listing};
 use crate::scope::ScopeHints;
 
 /// The result of [`Shared::process`].
@@ -139,6 +139,7 @@ impl Shared {
             principal,
             ct,
             shadowed,
+            listing,
         } = call;
         if result.is_error == Some(true) {
             // Errors are for the model to read in full; they are never offloaded.
@@ -262,7 +263,7 @@ impl Shared {
                 .write_duration(out.write_duration);
                 event::emit(&*self.sink, LroEvent::Offloaded(offloaded));
                 Processed {
-                    result: offloaded_result(&out, result.meta),
+                    result: offloaded_result(&out, result.meta, listing.declares_output(tool)),
                     decision: ToolOutcome::Offloaded,
                     estimated_tokens,
                     records,
@@ -373,6 +374,10 @@ pub(crate) struct Call<'a> {
     /// The inner server has a tool named `lro_extract`, so the guidance
     /// points at the jq recipes instead of ours.
     pub(crate) shadowed: bool,
+    /// What the layer learned of the inner tools: whether a tool declared
+    /// an `outputSchema`, so that its descriptor goes out as
+    /// `structuredContent` too.
+    pub(super) listing: &'a Listing,
 }
 
 enum Payload {
@@ -477,14 +482,23 @@ fn with_arrays(payload: &Payload, arrays: impl IntoIterator<Item = (String, Stri
 }
 
 /// The offloaded tool result: the descriptor as JSON text (what the model
-/// reads) and the same object as structured content. No `resource_link` to
-/// the file: a client follows one with `resources/read`, which the inner
-/// server answers (it does not know the file), and serving it here would
-/// put the whole result into the context the offload kept it out of.
-/// `file_path` is the way in, with a shell or `lro_extract`.
-fn offloaded_result(out: &OffloadOutput, meta: Option<rmcp::model::MetaObject>) -> CallToolResult {
+/// reads) and, only for a tool that declared an `outputSchema`, the same
+/// object as structured content, as the spec asks of such a tool; for any
+/// other, a second copy would only cost the model twice. No
+/// `resource_link` to the file: a client follows one with
+/// `resources/read`, which the inner server answers (it does not know the
+/// file), and serving it here would put the whole result into the context
+/// the offload kept it out of. `file_path` is the way in, with a shell or
+/// `lro_extract`.
+fn offloaded_result(
+    out: &OffloadOutput,
+    meta: Option<rmcp::model::MetaObject>,
+    structured: bool,
+) -> CallToolResult {
     let mut result = CallToolResult::success(vec![ContentBlock::text(out.text.clone())]);
-    result.structured_content = serde_json::from_str(&out.text).ok();
+    if structured {
+        result.structured_content = serde_json::from_str(&out.text).ok();
+    }
     result.meta = meta;
     result
 }
@@ -593,6 +607,7 @@ mod tests {
                     principal: &Principal::anonymous(),
                     ct: &ct,
                     shadowed: false,
+                    listing: &Listing::default(),
                 },
             )
             .await;
@@ -628,6 +643,7 @@ mod tests {
                     principal: &Principal::anonymous(),
                     ct: &CancellationToken::new(),
                     shadowed: false,
+                    listing: &Listing::default(),
                 },
             )
             .await;

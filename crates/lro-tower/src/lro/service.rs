@@ -124,7 +124,7 @@ impl<H: ServerHandler> Lro<H> {
         // Never the session: a client that reconnects is the same caller.
         let principal = self.shared.principal.principal(&cx);
         let span = trace::make_span(&tool, &cx, &principal, self.shared.caller_trace);
-        self.learn_shadow(&cx).await;
+        self.learn_listing(&tool, &cx).await;
         if tool == extract::EXTRACT_TOOL && self.listing.extracts(&self.shared) {
             let result = extract::call(&self.shared, &principal, request.arguments)
                 .instrument(span)
@@ -218,12 +218,18 @@ impl<H: ServerHandler> Lro<H> {
             .await)
     }
 
-    /// Lists the inner handler's tools once, when a call comes before any
-    /// `tools/list`, so that an inner `lro_extract` wins from the first call
-    /// and descriptors point at the right tool.
-    async fn learn_shadow(&self, cx: &RequestContext<RoleServer>) {
+    /// Learns what the layer needs of the inner handler's tools before a
+    /// call to `tool`: its `get_tool` when it has one (an rmcp tool router),
+    /// else, when a call comes before any `tools/list`, one listing of its
+    /// tools, so that an inner `lro_extract` wins from the first call,
+    /// descriptors point at the right tool, and a descriptor goes out as
+    /// `structuredContent` only for a tool that declared an `outputSchema`.
+    async fn learn_listing(&self, tool: &str, cx: &RequestContext<RoleServer>) {
+        if let Some(t) = self.inner.get_tool(tool) {
+            self.listing.note(&t);
+        }
         let adds_tools = self.shared.extractor.is_some() || self.shared.has_context();
-        if !adds_tools || self.listing.listed() {
+        if self.listing.listed() || (!adds_tools && self.listing.knows(tool)) {
             return;
         }
         let mut cx = cx.clone();
@@ -253,11 +259,12 @@ impl<H: ServerHandler> Lro<H> {
     }
 
     /// What [`Shared::process`] needs to know of a call by `principal`.
-    fn call<'a>(&self, principal: &'a Principal, ct: &'a CancellationToken) -> Call<'a> {
+    fn call<'a>(&'a self, principal: &'a Principal, ct: &'a CancellationToken) -> Call<'a> {
         Call {
             principal,
             ct,
             shadowed: self.listing.is_shadowed(),
+            listing: &self.listing,
         }
     }
 }

@@ -3,9 +3,12 @@
 //! tools (`lro_extract`, the context tools) unless the inner handler has
 //! tools of the same names, which then shadow the layer's.
 
-use std::sync::{
-    Arc,
-    atomic::{AtomicBool, Ordering},
+use std::{
+    collections::HashMap,
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicBool, Ordering},
+    },
 };
 
 use rmcp::model::{JsonObject, ListToolsResult, Tool};
@@ -60,6 +63,10 @@ pub(super) struct Listing {
     /// it serves them all, and the layer lists none.
     #[cfg(feature = "context")]
     context_shadowed: Shadow,
+    /// Per inner tool seen in a listing (or by `get_tool`), whether it
+    /// declares an `outputSchema`: only such a tool's descriptor goes out
+    /// as `structuredContent` too.
+    outputs: Mutex<HashMap<String, bool>>,
 }
 
 impl Listing {
@@ -71,6 +78,28 @@ impl Listing {
     /// Gives up learning: the inner handler could not list its tools.
     pub(super) fn give_up(&self) {
         self.listed.store(true, Ordering::Relaxed);
+    }
+
+    /// Notes whether the inner handler's `tool` declares an output schema.
+    pub(super) fn note(&self, tool: &Tool) {
+        self.outputs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(tool.name.to_string(), tool.output_schema.is_some());
+    }
+
+    /// Whether the inner handler's `tool` has been seen, in a listing or
+    /// by `get_tool`.
+    pub(super) fn knows(&self, tool: &str) -> bool {
+        let outputs = self.outputs.lock().unwrap_or_else(|e| e.into_inner());
+        outputs.contains_key(tool)
+    }
+
+    /// Whether the inner handler's `tool` declares an output schema; a tool
+    /// never seen does not (its descriptor goes out as text only).
+    pub(super) fn declares_output(&self, tool: &str) -> bool {
+        let outputs = self.outputs.lock().unwrap_or_else(|e| e.into_inner());
+        outputs.get(tool).copied().unwrap_or(false)
     }
 
     /// Whether the inner handler has its own `lro_extract`.
@@ -127,6 +156,9 @@ impl Listing {
         first_page: bool,
     ) -> ListToolsResult {
         let last_page = list.next_cursor.is_none();
+        for tool in &list.tools {
+            self.note(tool);
+        }
         let has = |names: &[&str]| list.tools.iter().any(|t| names.contains(&t.name.as_ref()));
         if shared.extractor.is_some()
             && self
@@ -201,6 +233,27 @@ fn relax_output_schema(schema: &JsonObject) -> JsonObject {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_tools_seen_with_an_output_schema_declare_one() {
+        let listing = Listing::default();
+        let tool = |name: &str, schema: bool| {
+            let mut t = Tool::new(name.to_owned(), "d", Arc::new(JsonObject::new()));
+            if schema {
+                t.output_schema = Some(Arc::new(JsonObject::new()));
+            }
+            t
+        };
+        listing.note(&tool("typed", true));
+        listing.note(&tool("plain", false));
+        assert!(listing.declares_output("typed"));
+        assert!(!listing.declares_output("plain"));
+        assert!(!listing.declares_output("unseen"));
+        assert!(listing.knows("plain") && !listing.knows("unseen"));
+        // A listing that drops the schema is believed.
+        listing.note(&tool("typed", false));
+        assert!(!listing.declares_output("typed"));
+    }
 
     #[test]
     fn a_shadow_starts_on_any_page_and_ends_on_the_last_page_of_a_listing_without_the_tool() {

@@ -57,6 +57,14 @@ pub fn item(i: usize, size: usize) -> Value {
     json!({"id": format!("item-{i:05}"), "kind": kind, "rank": i % 7, "body": "x".repeat(size)})
 }
 
+/// The output schema `typed` declares: any object.
+fn object_schema() -> std::sync::Arc<rmcp::model::JsonObject> {
+    std::sync::Arc::new(serde_json::Map::from_iter([(
+        "type".to_owned(),
+        json!("object"),
+    )]))
+}
+
 #[tool_router]
 impl TestServer {
     /// `n` records as a JSON array in one text block.
@@ -95,6 +103,19 @@ impl TestServer {
         Ok(CallToolResult::structured(
             json!({"items": items, "total": n}),
         ))
+    }
+
+    /// The same, from a tool that declares an output schema: its
+    /// descriptor goes out as structured content too.
+    #[tool(
+        description = "Return records as structured content, with an output schema",
+        output_schema = object_schema()
+    )]
+    fn typed(
+        &self,
+        Parameters(ItemsArgs { n, size }): Parameters<ItemsArgs>,
+    ) -> Result<CallToolResult, McpError> {
+        self.structured(Parameters(ItemsArgs { n, size }))
     }
 
     /// A large tool error.

@@ -1,0 +1,328 @@
+//! Every descriptor stays within its ceiling, and every recipe runs as
+//! given, whatever the records: generated arrays of mixed element types,
+//! missing and type-changing fields, empty arrays and objects, unicode and
+//! very long keys, long values, hundreds of fields, deep nesting, one-line
+//! blobs and long log lines, offloaded into an output directory of 63
+//! characters with an authenticated caller's `p-{digest}/`.
+//!
+//! The recipes run through the real jq 1.6 (`/usr/bin/jq`; the test fails
+//! when it is missing or another version), one process per recipe, for a
+//! few cases; the ceilings are checked for many more.
+
+use std::{
+    path::{Path, PathBuf},
+    process::Command,
+};
+
+use lro_core::{
+    Detail, GuidanceStyle, OffloadInput, Offloader, RecordSet,
+    fit::{COMPACT_CEILING_TOKENS, SPEC_CEILING_TOKENS, descriptor_tokens},
+    principal::Principal,
+    tokens::{Bpe, TokenEstimator},
+};
+use proptest::{prelude::*, test_runner::Config};
+use serde_json::{Map, Value, json};
+
+/// The longest output directory the ceilings hold for, `p-{digest}` included.
+const DIR_CHARS: usize = 63;
+const JQ: &str = "/usr/bin/jq";
+
+/// A root whose caller's folder, `root/p-{16 hex}`, is [`DIR_CHARS`] long.
+fn root(tmp: &Path) -> PathBuf {
+    let caller = Principal::new("alice").dir(Path::new(""));
+    let pad = DIR_CHARS - tmp.to_str().unwrap().len() - 2 - caller.to_str().unwrap().len();
+    let root = tmp.join("d".repeat(pad));
+    assert_eq!(
+        Principal::new("alice").dir(&root).to_str().unwrap().len(),
+        DIR_CHARS
+    );
+    root
+}
+
+fn keys() -> impl Strategy<Value = String> {
+    prop_oneof![
+        4 => prop::sample::select(vec![
+            "id", "name", "title", "namespace", "memory_type", "level", "msg", "ts", "tags",
+            "count", "score", "path", "created", "content", "type", "a b", "é", "日本語",
+            "ключ", "k\"q", "",
+        ])
+        .prop_map(str::to_owned),
+        1 => "[a-z]{1,8}",
+        1 => (80usize..300).prop_map(|n| "long_key_".repeat(n / 9)),
+    ]
+}
+
+fn scalar() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i32>().prop_map(|n| json!(n)),
+        (-1e6f64..1e6).prop_map(|n| json!(n)),
+        prop::sample::select(vec![
+            "warn",
+            "info",
+            "_semantic/x",
+            "a b c",
+            "2025-01-02",
+            ""
+        ])
+        .prop_map(|s| json!(s)),
+        "[ -~]{0,30}".prop_map(Value::String),
+        "\\PC{0,12}".prop_map(Value::String),
+        (100usize..7000).prop_map(|n| json!("x".repeat(n))),
+    ]
+}
+
+fn value() -> impl Strategy<Value = Value> {
+    scalar().prop_recursive(8, 64, 6, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+            prop::collection::btree_map(keys(), inner, 0..4)
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+        ]
+    })
+}
+
+fn object() -> impl Strategy<Value = Value> {
+    prop::collection::btree_map(keys(), value(), 0..8)
+        .prop_map(|m| Value::Object(m.into_iter().collect()))
+}
+
+/// Records of 100 to 400 fields, a tracker's issues with custom fields.
+fn wide() -> impl Strategy<Value = Value> {
+    (100usize..400, any::<u8>()).prop_map(|(n, seed)| {
+        let o: Map<String, Value> = (0..n)
+            .map(|f| {
+                (
+                    format!("customfield_{f}"),
+                    json!(format!("v{}", (f + seed as usize) % 7)),
+                )
+            })
+            .collect();
+        Value::Object(o)
+    })
+}
+
+/// Memories as the spec shapes them, some fields of other types.
+fn memory() -> impl Strategy<Value = Value> {
+    (0u8..6, scalar(), scalar()).prop_map(|(i, odd, other)| {
+        json!({"id": format!("m{i}"), "title": format!("Cache note {i}"), "namespace": "_semantic/x",
+               "memory_type": if i == 5 { odd } else { json!("semantic") },
+               "tags": if i == 4 { other } else { json!(["perf"]) },
+               "created": "2025-01-01", "content": "text", "provenance": {"confidence": i}})
+    })
+}
+
+fn element(family: u8) -> BoxedStrategy<Value> {
+    let main = match family {
+        0 => object().boxed(),
+        1 => wide().boxed(),
+        _ => memory().boxed(),
+    };
+    // A few elements of other types among the family's.
+    prop_oneof![8 => main, 1 => value()].boxed()
+}
+
+/// A result's text: a JSON array, or text with long lines.
+fn result() -> impl Strategy<Value = String> {
+    prop_oneof![
+        6 => (0u8..3).prop_flat_map(|family| {
+            (prop::collection::vec(element(family), 1..50), any::<bool>()).prop_map(|(v, pretty)| {
+                if pretty {
+                    serde_json::to_string_pretty(&v).unwrap()
+                } else {
+                    serde_json::to_string(&v).unwrap()
+                }
+            })
+        }),
+        1 => (100usize..7000).prop_map(|n| format!("[1,2,] {}", "x".repeat(n))),
+        1 => prop::collection::vec((0usize..3000, "[a-z ]{0,20}"), 1..30).prop_map(|lines| {
+            lines
+                .into_iter()
+                .map(|(n, word)| format!("2025-01-01T00:00:00Z INFO {word} {}", "y".repeat(n)))
+                .collect::<Vec<_>>()
+                .join("\n")
+        }),
+    ]
+}
+
+/// One offload per style and template; the descriptors, and each's file.
+fn offload(root: &Path, text: &str) -> Vec<(GuidanceStyle, bool, String, String)> {
+    let records = RecordSet::from_text(text);
+    let mut out = Vec::new();
+    for style in [GuidanceStyle::Spec, GuidanceStyle::Compact] {
+        for native in [false, true] {
+            let input = OffloadInput::new("recall", "recall", &records, 123_456_789)
+                .principal(Principal::new("alice"))
+                .detail(Some(Detail::Full));
+            let o = Offloader::new(root)
+                .native_extract(native)
+                .guidance(style)
+                .offload(input, &|| false)
+                .unwrap();
+            let file = o.result.path.to_str().unwrap().to_owned();
+            out.push((style, native, o.text, file));
+        }
+    }
+    out
+}
+
+fn check_ceilings(root: &Path, text: &str) -> Result<(), TestCaseError> {
+    for (style, native, descriptor, _) in offload(root, text) {
+        let ceiling = match style {
+            GuidanceStyle::Spec => SPEC_CEILING_TOKENS,
+            GuidanceStyle::Compact => COMPACT_CEILING_TOKENS,
+        };
+        let tokens = descriptor_tokens(&descriptor);
+        prop_assert!(
+            tokens <= ceiling,
+            "{style:?} native={native}: {tokens} tokens over {ceiling}: {descriptor}"
+        );
+    }
+    Ok(())
+}
+
+fn jq_is_1_6() {
+    let out = Command::new(JQ)
+        .arg("--version")
+        .output()
+        .unwrap_or_else(|e| panic!("{JQ} is needed: {e}"));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "jq-1.6");
+}
+
+/// Runs every recipe of every descriptor exactly as given: the spec's
+/// shell commands whole, the compact ones after `tail -n +2 FILE | jq`.
+/// A recipe that another descriptor of the same file has is run once.
+fn check_recipes(root: &Path, text: &str) -> Result<(), TestCaseError> {
+    let mut run = std::collections::BTreeSet::new();
+    for (style, _, descriptor, file) in offload(root, text) {
+        let d: Value = serde_json::from_str(&descriptor).unwrap();
+        for r in d["jq_recipes"].as_array().unwrap() {
+            let command = r["command"].as_str().unwrap();
+            let args = command
+                .rsplit_once(".jsonl | jq ")
+                .map_or(command, |(_, a)| a);
+            if !run.insert(args.to_owned()) {
+                continue;
+            }
+            let command = if command.starts_with("tail ") {
+                command.replace("| jq ", &format!("| {JQ} "))
+            } else {
+                format!("tail -n +2 '{file}' | {JQ} {command}")
+            };
+            prop_assert!(style == GuidanceStyle::Compact || command.contains(&file));
+            let out = Command::new("sh").args(["-c", &command]).output().unwrap();
+            prop_assert!(
+                out.status.success() && out.stderr.is_empty(),
+                "{command}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(Config { cases: 24, failure_persistence: None, ..Config::default() })]
+
+    #[test]
+    fn descriptors_stay_within_their_ceilings(text in result()) {
+        let tmp = tempfile::tempdir().unwrap();
+        check_ceilings(&root(tmp.path()), &text)?;
+    }
+}
+
+proptest! {
+    #![proptest_config(Config { cases: 4, failure_persistence: None, ..Config::default() })]
+
+    #[test]
+    fn every_recipe_runs_as_given_with_jq_1_6(text in result()) {
+        jq_is_1_6();
+        let tmp = tempfile::tempdir().unwrap();
+        check_recipes(&root(tmp.path()), &text)?;
+    }
+}
+
+/// The shapes the issue measured, each within its ceilings; `--nocapture`
+/// prints the figures docs/descriptor-sizing.md gives.
+#[test]
+fn the_issues_shapes_fit() {
+    let wide = |records: usize, fields: usize| {
+        let v: Vec<Value> = (0..records)
+            .map(|i| {
+                let o: Map<String, Value> = (0..fields)
+                    .map(|f| {
+                        (
+                            format!("customfield_{f:05}"),
+                            json!(format!("value {}", (i + f) % 9)),
+                        )
+                    })
+                    .collect();
+                Value::Object(o)
+            })
+            .collect();
+        serde_json::to_string(&v).unwrap()
+    };
+    let long_keys: Vec<Value> = (0..60)
+        .map(|i| {
+            json!({
+                "k".repeat(80): format!("{} {i}", "v".repeat(300)),
+                format!("{}_{}", "key".repeat(100), i % 3): "w".repeat(200),
+                "id": i,
+            })
+        })
+        .collect();
+    let mut deep = json!("leaf");
+    for i in 0..12 {
+        deep = json!({ format!("level{i}"): deep, "n": i });
+    }
+    let deep: Vec<Value> = (0..80).map(|_| deep.clone()).collect();
+    let mixed: Vec<Value> = (0..80)
+        .map(|i| match i % 10 {
+            3 => json!("a string"),
+            7 => json!([1, {"id": 2}]),
+            _ => json!({"id": i, "name": format!("item {i}"), "level": (["warn", "info"][i % 2])}),
+        })
+        .collect();
+    let shapes = [
+        ("50 records of 400 fields", wide(50, 400)),
+        ("200 records of 120 fields", wide(200, 120)),
+        (
+            "keys of 80 to 300 characters",
+            serde_json::to_string(&long_keys).unwrap(),
+        ),
+        (
+            "one line of 7,007 characters",
+            format!("[1,2,] {}", "x".repeat(7000)),
+        ),
+        (
+            "nesting 12 levels deep",
+            serde_json::to_string(&deep).unwrap(),
+        ),
+        (
+            "strings and arrays among objects",
+            serde_json::to_string(&mixed).unwrap(),
+        ),
+    ];
+    let tmp = tempfile::tempdir().unwrap();
+    let root = root(tmp.path());
+    println!("| records | spec shell | spec native | compact shell | compact native |");
+    println!("|---|---|---|---|---|");
+    for (name, text) in &shapes {
+        let figures: Vec<String> = offload(&root, text)
+            .iter()
+            .map(|(style, _, d, _)| {
+                let tokens = descriptor_tokens(d);
+                let ceiling = match style {
+                    GuidanceStyle::Spec => SPEC_CEILING_TOKENS,
+                    GuidanceStyle::Compact => COMPACT_CEILING_TOKENS,
+                };
+                assert!(tokens <= ceiling, "{name}: {tokens} over {ceiling}: {d}");
+                format!("{tokens} ({})", Bpe::O200k.estimate(d))
+            })
+            .collect();
+        println!("| {name} | {} |", figures.join(" | "));
+    }
+    jq_is_1_6();
+    check_recipes(&root, &shapes[5].1).unwrap();
+}
