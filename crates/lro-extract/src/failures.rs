@@ -35,16 +35,16 @@ impl Failures {
     /// The filter failed with `message` on the record on file line `line`
     /// (per record), or on all records (`None`, slurped), after reading up
     /// to file line `read`.
-    pub(crate) fn failed(&mut self, line: Option<usize>, read: usize, message: &str) {
+    pub(crate) fn failed(&mut self, line: Option<usize>, read: usize, message: Message) {
         self.failed += 1;
         self.last_failed = true;
-        if self.first.is_none() {
-            self.first = Some((line, message.to_owned()));
-        }
         if let Some(w) = &mut self.errors {
             // The header is line 1 of the file, and not piped to jq.
             let at = read.saturating_sub(1);
-            let _ = writeln!(w, "jq: error (at <stdin>:{at}): {message}");
+            let _ = writeln!(w, "jq: error (at <stdin>:{at}){}", message.line_tail());
+        }
+        if self.first.is_none() {
+            self.first = Some((line, message.text()));
         }
     }
 
@@ -118,6 +118,34 @@ impl Failures {
     }
 }
 
+/// How jq 1.6 reports a failed record.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Message {
+    /// `jq: error (at <stdin>:N): TEXT`.
+    Text(String),
+    /// `error(v)` of anything but a string or null:
+    /// `jq: error (at <stdin>:N) (not a string): JSON`.
+    NotAString(String),
+}
+
+impl Message {
+    /// What follows `jq: error (at <stdin>:N)` on jq's error line.
+    pub(crate) fn line_tail(&self) -> String {
+        match self {
+            Self::Text(t) => format!(": {t}"),
+            Self::NotAString(v) => format!(" (not a string): {v}"),
+        }
+    }
+
+    /// The text a notice quotes.
+    pub(crate) fn text(&self) -> String {
+        match self {
+            Self::Text(t) => t.clone(),
+            Self::NotAString(v) => format!("{v} (not a string)"),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -128,11 +156,15 @@ mod tests {
         let mut text = tempfile::tempfile().unwrap();
         let mut f = Failures::default();
         f.print_to(Box::new(text.try_clone().unwrap()));
-        f.failed(Some(3), 3, "boolean (true) has no length");
+        f.failed(
+            Some(3),
+            3,
+            Message::Text("boolean (true) has no length".into()),
+        );
         f.succeeded();
         f.too_deep(9);
         assert_eq!(f.counts(), (1, false, 1));
-        f.failed(Some(10), 10, "x");
+        f.failed(Some(10), 10, Message::NotAString("{}".into()));
         assert_eq!(f.counts(), (2, true, 1));
         let mut printed = String::new();
         text.rewind().unwrap();
@@ -142,7 +174,7 @@ mod tests {
             [
                 "jq: error (at <stdin>:2): boolean (true) has no length",
                 "# record on line 9 is nested deeper than jq 1.6 reads (256 levels); skipped",
-                "jq: error (at <stdin>:9): x",
+                "jq: error (at <stdin>:9) (not a string): {}",
             ]
         );
         assert_eq!(

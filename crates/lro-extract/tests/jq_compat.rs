@@ -86,17 +86,18 @@ impl Write for Shared {
 #[derive(Debug)]
 struct Answer {
     stdout: String,
-    /// The `jq: error (at <stdin>:N): …` lines' `<stdin>:N` parts.
+    /// The `jq: error (at <stdin>:N): …` lines, byte for byte after `jq: error `.
     errors: Vec<String>,
     success: bool,
 }
 
-/// The `(at <stdin>:N)` of each jq error line in `stderr`.
+/// Each jq error line in `stderr`, from its `(at <stdin>:N)` on: the
+/// place and jq 1.6's words.
 fn error_places(stderr: &str) -> Vec<String> {
     stderr
         .lines()
         .filter_map(|l| l.strip_prefix("jq: error (at "))
-        .map(|rest| rest.split(')').next().unwrap_or_default().to_owned())
+        .map(str::to_owned)
         .collect()
 }
 

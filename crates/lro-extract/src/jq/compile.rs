@@ -9,14 +9,23 @@ use crate::ExtractError;
 /// A compiled filter.
 pub(crate) type Program = jaq_core::Filter<JqData>;
 
+/// `@text` and `@sh` as jaq-std defines them, through `tostring`.
+const OUR_DEFS: &str = r#"
+def @text: tostring;
+def @sh: [if isarray then .[] end | if . >= "" then "'\(escape_sh)'" else tostring end] | join(" ");
+"#;
+
 /// Compiles `code` with the given global variables (names without `$`).
 pub(crate) fn compile_with_vars(code: &str, vars: &[&str]) -> Result<Program, ExtractError> {
     // `test` and `tostring` are ours (natives: `test` with a compiled-regex
-    // cache, `tostring` printing numbers as jq 1.6 does).
+    // cache, `tostring` printing numbers as jq 1.6 does), and so are `@text`
+    // and `@sh`: jaq's interpolate (`"\(.)"`), which spells numbers jaq's way.
+    const OURS: &[&str] = &["test", "@text", "@sh"];
     let defs = jaq_core::defs()
         .filter(|d| d.name != "tostring")
-        .chain(jaq_std::defs().filter(|d| d.name != "test"))
-        .chain(jaq_json::defs());
+        .chain(jaq_std::defs().filter(|d| !OURS.contains(&d.name)))
+        .chain(jaq_json::defs())
+        .chain(parse(OUR_DEFS, |p| p.defs()).unwrap_or_default());
     let loader = Loader::new(defs);
     let arena = Arena::default();
     let modules = loader

@@ -11,12 +11,14 @@ use super::{
     compile::Program,
     emit::{emit, emit_elements},
     lines::Lines,
+    message::jq_message,
     originals::{ManyOriginals, NoOriginals, OneOriginal, Originals},
     read::{ReadError, parse as read_record, too_deep},
     stop::{Guard, GuardedData, JqData},
 };
 use crate::{
     ExtractError,
+    failures::Message,
     output::{Collector, Flow, Window, floor_char_boundary},
 };
 
@@ -101,7 +103,7 @@ impl Job<'_> {
                 match y {
                     Ok(y) => results.push(y),
                     Err(e) => {
-                        failure = Some(exn_message(e));
+                        failure = exn_message(e);
                         break;
                     }
                 }
@@ -124,7 +126,7 @@ impl Job<'_> {
             drop(results);
             drop(records);
             match failure {
-                Some(message) => out.failures.failed(None, lines.read(), &message),
+                Some(message) => out.failures.failed(None, lines.read(), message),
                 None => out.failures.succeeded(),
             }
             return Ok(());
@@ -179,7 +181,10 @@ impl Job<'_> {
                     }
                     // jq prints the error and goes on with the next record.
                     Err(e) => {
-                        out.failures.failed(Some(line_no), line_no, &exn_message(e));
+                        match exn_message(e) {
+                            Some(m) => out.failures.failed(Some(line_no), line_no, m),
+                            None => out.failures.succeeded(),
+                        }
                         continue 'records;
                     }
                 }
@@ -243,17 +248,18 @@ fn short(mut s: String) -> String {
     s
 }
 
-pub(super) fn exn_message(e: Exn<'_, Val>) -> String {
+/// jq 1.6's report of an exception; `None` for `error(null)`, which ends
+/// the record's outputs without failing it.
+pub(crate) fn exn_message(e: Exn<'_, Val>) -> Option<Message> {
     match e.get_err() {
-        // A string is its own message, as jq prints `error("x")`.
-        Ok(err) => short(match err.into_val() {
-            Val::TStr(s) | Val::BStr(s) => String::from_utf8_lossy(&s).into_owned(),
-            other => other.to_string(),
+        Ok(err) => jq_message(err).map(|m| match m {
+            Message::Text(t) => Message::Text(short(t)),
+            Message::NotAString(v) => Message::NotAString(short(v)),
         }),
-        Err(other) => match other.get_halt() {
+        Err(other) => Some(Message::Text(match other.get_halt() {
             Ok(code) => format!("halt({code}) is not available in lro_extract"),
             Err(_) => "internal jaq control flow escaped".to_owned(),
-        },
+        })),
     }
 }
 
@@ -276,10 +282,18 @@ pub(crate) fn eval_values(code: &str, inputs: &[Value]) -> Result<Vec<Value>, Ex
     let mut out = Vec::new();
     for input in inputs {
         for y in program.id.run((ctx.clone(), from_value(input))) {
-            let y = y.map_err(|e| ExtractError::Runtime {
-                line: None,
-                message: exn_message(e),
-            })?;
+            let y = match y {
+                Ok(y) => y,
+                Err(e) => match exn_message(e) {
+                    Some(m) => {
+                        return Err(ExtractError::Runtime {
+                            line: None,
+                            message: m.text(),
+                        });
+                    }
+                    None => break,
+                },
+            };
             out.push(to_value(&y, 0, &NoOriginals)?);
         }
     }

@@ -44,6 +44,7 @@
 //! * `natives`: our custom jq functions.
 //! * `job` and `lines`: running a filter over the records of a file.
 //! * `originals`: the original lines of records that pass through unchanged.
+//! * `message`: jaq's runtime errors in jq 1.6's words.
 //! * `emit` and `convert`: handing results to the collector, cut to fit;
 //!   jaq values to JSON text and to `serde_json` values.
 
@@ -52,6 +53,7 @@ mod convert;
 mod emit;
 mod job;
 mod lines;
+mod message;
 mod natives;
 mod originals;
 pub(crate) mod project;

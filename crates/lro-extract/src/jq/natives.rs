@@ -6,13 +6,21 @@
 use jaq_core::{DataT, Exn, Native, box_iter::box_once, native::v};
 use jaq_json::Val;
 
-use super::{convert::write_num, originals::NoOriginals, stop::JqData};
+use super::{convert::write_num, message::described, originals::NoOriginals, stop::JqData};
 
 /// Our natives: jaq-core's, jaq-std's and jaq-json's, minus the ones a query
 /// must not reach, with a cancellable `range`.
 pub(super) fn natives() -> Vec<jaq_core::native::Fun<JqData>> {
     const BLOCKED: &[&str] = &["range", "env", "halt", "input", "inputs"];
-    let ours: [jaq_core::native::Fun<JqData>; 9] = [
+    let ours: [jaq_core::native::Fun<JqData>; 13] = [
+        ("keys", v(0), Native::<JqData>::new(|cv| keys(cv, true))),
+        (
+            "keys_unsorted",
+            v(0),
+            Native::<JqData>::new(|cv| keys(cv, false)),
+        ),
+        ("startswith", v(1), Native::<JqData>::new(startswith_native)),
+        ("endswith", v(1), Native::<JqData>::new(endswith_native)),
         ("test", v(1), Native::<JqData>::new(test1_native)),
         ("test", v(2), Native::<JqData>::new(test2_native)),
         ("range", v(3), Native::<JqData>::new(range_native)),
@@ -60,6 +68,59 @@ fn test1_native<'a>(
     box_once(regex_test(&cv.1, &re, "").map_err(Exn::from))
 }
 
+/// `keys` and `keys_unsorted`, failing in jq 1.6's words (jaq's fail as
+/// iterating does).
+fn keys<'a>(
+    cv: jaq_core::Cv<'a, JqData>,
+    sorted: bool,
+) -> jaq_core::ValXs<'a, <JqData as DataT>::V<'a>> {
+    let keys = match &cv.1 {
+        Val::Obj(o) => {
+            let mut keys: Vec<Val> = o.keys().cloned().collect();
+            if sorted {
+                keys.sort();
+            }
+            keys
+        }
+        Val::Arr(a) => (0..a.len()).map(Val::from).collect(),
+        other => {
+            return box_once(Err(Exn::from(jaq_core::Error::str(format_args!(
+                "{} has no keys",
+                described(other)
+            )))));
+        }
+    };
+    box_once(Ok(Val::Arr(keys.into())))
+}
+
+fn startswith_native<'a>(
+    cv: jaq_core::Cv<'a, JqData>,
+) -> jaq_core::ValXs<'a, <JqData as DataT>::V<'a>> {
+    affix(cv, "startswith", <[u8]>::starts_with)
+}
+
+fn endswith_native<'a>(
+    cv: jaq_core::Cv<'a, JqData>,
+) -> jaq_core::ValXs<'a, <JqData as DataT>::V<'a>> {
+    affix(cv, "endswith", <[u8]>::ends_with)
+}
+
+/// `startswith`/`endswith`, failing in jq 1.6's words (jaq's say `cannot
+/// use null as string`, as for any function wanting a string).
+fn affix<'a>(
+    mut cv: jaq_core::Cv<'a, JqData>,
+    name: &str,
+    has: fn(&[u8], &[u8]) -> bool,
+) -> jaq_core::ValXs<'a, <JqData as DataT>::V<'a>> {
+    let needle = cv.0.pop_var();
+    box_once(match (&cv.1, &needle) {
+        (Val::TStr(s), Val::TStr(n)) => Ok(Val::Bool(has(s, n))),
+        _ => Err(Exn::from(jaq_core::Error::str(format_args!(
+            "{name}() requires string inputs"
+        )))),
+    })
+}
+
 fn test2_native<'a>(
     mut cv: jaq_core::Cv<'a, JqData>,
 ) -> jaq_core::ValXs<'a, <JqData as DataT>::V<'a>> {
@@ -90,7 +151,8 @@ thread_local! {
 fn regex_test(input: &Val, re: &Val, flags: &str) -> Result<Val, jaq_core::Error<Val>> {
     let Val::TStr(text) = input else {
         return Err(jaq_core::Error::str(format_args!(
-            "{input} cannot be matched, as it is not a string"
+            "{} cannot be matched, as it is not a string",
+            described(input)
         )));
     };
     let Val::TStr(pattern) = re else {
@@ -182,12 +244,14 @@ fn csv_native<'a>(cv: jaq_core::Cv<'a, JqData>) -> jaq_core::ValXs<'a, <JqData a
 }
 
 /// jq's `@tsv` / `@csv` (not provided by jaq's libraries): an array of
-/// scalars to one row. `@tsv` escapes `\\`, tab, newline and CR; `@csv`
-/// quotes strings, doubling quotes; null is empty.
+/// scalars to one row. `@tsv` escapes `\\`, tab, newline, CR and NUL; `@csv`
+/// quotes strings, doubling quotes (both write NUL as `\0`, as jq 1.6
+/// does); null is empty.
 fn format_row(v: &Val, kind: &str) -> Result<Val, jaq_core::Error<Val>> {
     let Val::Arr(items) = v else {
         return Err(jaq_core::Error::str(format_args!(
-            "cannot {kind}-format {v}, only an array can be"
+            "{} cannot be {kind}-formatted, only array",
+            described(v)
         )));
     };
     let mut row = Vec::new();
@@ -206,6 +270,7 @@ fn format_row(v: &Val, kind: &str) -> Result<Val, jaq_core::Error<Val>> {
                         b'\t' => row.extend_from_slice(b"\\t"),
                         b'\n' => row.extend_from_slice(b"\\n"),
                         b'\r' => row.extend_from_slice(b"\\r"),
+                        0 => row.extend_from_slice(b"\\0"),
                         b => row.push(b),
                     }
                 }
@@ -213,16 +278,19 @@ fn format_row(v: &Val, kind: &str) -> Result<Val, jaq_core::Error<Val>> {
             Val::TStr(s) | Val::BStr(s) => {
                 row.push(b'"');
                 for &b in s.iter() {
-                    if b == b'"' {
-                        row.push(b'"');
+                    match b {
+                        b'"' => row.extend_from_slice(b"\"\""),
+                        0 => row.extend_from_slice(b"\\0"),
+                        b => row.push(b),
                     }
-                    row.push(b);
                 }
                 row.push(b'"');
             }
             other => {
+                // jq 1.6 says csv for `@tsv` too.
                 return Err(jaq_core::Error::str(format_args!(
-                    "{other} is not valid in a {kind} row"
+                    "{} is not valid in a csv row",
+                    described(other)
                 )));
             }
         }
@@ -268,12 +336,12 @@ mod tests {
         assert_eq!(out, [json!([3, 2])]);
         let out = eval_values(
             "[.t, .u, null, 1] | @tsv",
-            &[json!({"t": "a\tb\\", "u": "c"})],
+            &[json!({"t": "a\tb\\", "u": "c\u{0}"})],
         )
         .unwrap();
-        assert_eq!(out, [json!("a\\tb\\\\\tc\t\t1")]);
-        let out = eval_values("[.t, 2, true] | @csv", &[json!({"t": "say \"hi\""})]).unwrap();
-        assert_eq!(out, [json!("\"say \"\"hi\"\"\",2,true")]);
+        assert_eq!(out, [json!("a\\tb\\\\\tc\\0\t\t1")]);
+        let out = eval_values("[.t, 2, true] | @csv", &[json!({"t": "say \"hi\"\u{0}"})]).unwrap();
+        assert_eq!(out, [json!("\"say \"\"hi\"\"\\0\",2,true")]);
         assert!(eval_values("[{}] | @tsv", &[json!(null)]).is_err());
         let out = eval_values(
             "select(.s | test(\"CACHE\"; \"i\"))",
@@ -285,11 +353,27 @@ mod tests {
         assert_eq!(out, [json!([0, 3, 6, 9])]);
         let out = eval_values("[range(5; 0; -2)]", &[json!(null)]).unwrap();
         assert_eq!(out, [json!([5, 3, 1])]);
+        let out = eval_values(
+            "keys, ({b: 1, a: 2} | keys_unsorted), ([1, 2] | keys), (.b | startswith(\"x\"), endswith(\"z\"))",
+            &[json!({"b": "xyz", "a": 1})],
+        )
+        .unwrap();
+        assert_eq!(
+            out,
+            [
+                json!(["a", "b"]),
+                json!(["b", "a"]),
+                json!([0, 1]),
+                json!(true),
+                json!(true)
+            ]
+        );
     }
 
     #[test]
     fn numbers_in_text_are_jq_1_6_s() {
-        // Each line as `jq -c` (jq 1.6) prints it.
+        // Each line as `jq -c` (jq 1.6) prints it; the formats as
+        // `jq -c '@text, @sh, @html, (.[0] | @text, @sh)'` does.
         let input: serde_json::Value =
             serde_json::from_str("[0.00001, 1e20, 0.1, 3, -0.0, 12345678901234567890]").unwrap();
         let out = eval_values("tostring, (.[] | tostring), tojson, join(\",\")", &[input]).unwrap();
@@ -298,6 +382,20 @@ mod tests {
         want.extend(all.split(',').map(|n| json!(n)));
         want.extend([json!(format!("[{all}]")), json!(all)]);
         assert_eq!(out, want);
+        let out = eval_values(
+            "@text, @sh, @html, (.[0] | @text, @sh)",
+            &[json!([1e-5, "a'"])],
+        );
+        let text = r#"[1e-05,"a'"]"#;
+        let sh = r#"1e-05 'a'\'''"#;
+        let html = "[1e-05,&quot;a&apos;&quot;]";
+        assert_eq!(
+            out.unwrap(),
+            [text, sh, html, "1e-05", "1e-05"].map(|s| json!(s))
+        );
+        let out = eval_values(r#"@text "a\(.)", @uri, @base64, @json"#, &[json!(1e-5)]);
+        let want = ["a1e-05", "1e-05", "MWUtMDU=", "1e-05"];
+        assert_eq!(out.unwrap(), want.map(|s| json!(s)));
         // `sort_by` runs its key on an array of one too, and fails as jq.
         assert!(eval_values("sort_by(-.n)", &[json!([{"n": "s"}])]).is_err());
     }
