@@ -123,12 +123,12 @@ pub(crate) fn parse(command: &str, file: &str) -> Result<Recipe, String> {
     })
 }
 
-/// Field paths a filter reads: `.a`, `.a.b` and the keys of object
-/// shorthand `{id, title}`. Paths after `]`, `)` or a variable (`.[0].x`,
+/// Field paths a filter reads: `.a`, `.a.b` (also written `.a?.b?`) and
+/// the keys of object shorthand `{id, title}`. Paths after `]`, `)` or a variable (`.[0].x`,
 /// `$x.y`) belong to other values and are left out.
 pub(crate) fn fields(filter: &str) -> BTreeSet<String> {
     static PATH: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"(^|[^A-Za-z0-9_\]\)\$.])((?:\.[A-Za-z_][A-Za-z0-9_]*)+)").expect("valid")
+        Regex::new(r"(^|[^A-Za-z0-9_\]\)\$.?])((?:\.[A-Za-z_][A-Za-z0-9_]*\??)+)").expect("valid")
     });
     static SHORTHAND: LazyLock<Regex> =
         LazyLock::new(|| Regex::new(r"[{,]\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:[,}])").expect("valid"));
@@ -136,7 +136,8 @@ pub(crate) fn fields(filter: &str) -> BTreeSet<String> {
     let code = strip_strings(filter);
     let mut out: BTreeSet<String> = PATH
         .captures_iter(&code)
-        .map(|c| c[2][1..].to_owned())
+        // `.a?.b?` (errors suppressed) reads the path `a.b`.
+        .map(|c| c[2][1..].replace('?', ""))
         .collect();
     // Overlapping shorthand keys (`{a, b, c}`) need repeated passes.
     let mut rest = code.clone();
@@ -344,6 +345,11 @@ mod tests {
             f("sort_by(-.provenance.confidence)"),
             ["provenance.confidence"]
         );
+        assert_eq!(
+            f("sort_by(.provenance?.confidence?) | reverse"),
+            ["provenance.confidence"]
+        );
+        assert_eq!(f("select(.title? == $t)?"), ["title"]);
         assert_eq!(
             f("group_by(.namespace) | map({namespace: .[0].namespace, count: length})"),
             ["namespace"]

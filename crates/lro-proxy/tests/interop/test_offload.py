@@ -105,7 +105,9 @@ def test_recipes_name_only_fields_the_records_have(offloaded, which):
     desc = descriptor(offloaded[which])
     _, records = records_of(desc)
     keys = set().union(*(r.keys() for r in records))
-    assert keys == set(desc["line_schema"]["properties"]), desc["line_schema"]
+    # The schema names only fields the records have; past the descriptor's
+    # budget (this test's long directory) it names fewer, or none.
+    assert set(desc["line_schema"].get("properties", {})) <= keys, desc["line_schema"]
     for n, recipe in enumerate(desc["jq_recipes"], 1):
         refs = field_refs(jq_filter(recipe["command"]))
         assert refs <= keys, f"recipe {n} names {sorted(refs - keys)} not in {sorted(keys)}: {recipe['command']}"
