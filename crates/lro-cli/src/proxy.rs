@@ -176,6 +176,10 @@ async fn run(
     shared.preflight().await?;
     let offload = Offload::new(cfg).context_store_roots(args.context_store_roots.iter().cloned());
     host.run(offload, |layer, shutdown| async move {
+        // The upstream offloads nothing behind the proxy flag: its own
+        // `lro_extract` or context tools would read without the caller's
+        // principal, so the layer's answer and the upstream's are hidden.
+        let layer = layer.own_tools_win(true);
         let served = match args.http.zip(guard) {
             None => {
                 let handler = layer.layer(Proxy::new(shared.clone()));

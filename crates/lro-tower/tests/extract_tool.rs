@@ -276,6 +276,32 @@ async fn a_server_that_drops_its_own_lro_extract_gets_the_layers_after_a_new_lis
     assert_eq!(extract(path).await, OWN);
 }
 
+/// Behind `lro proxy` (`own_tools_win`), the layer's `lro_extract` answers,
+/// with the caller's principal, and the server's of the same name is never
+/// listed or called: it would read without a principal.
+#[tokio::test]
+async fn when_the_layers_tools_win_the_servers_own_lro_extract_is_hidden() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Shadowing::default();
+    server.own.store(true, Ordering::Relaxed);
+    let client = connect(
+        LroLayer::new(config(dir.path(), 500))
+            .extract_isolation(())
+            .own_tools_win(true)
+            .wrap(server.clone()),
+    )
+    .await;
+    let tools = client.list_all_tools().await.unwrap();
+    let extracts: Vec<_> = tools.iter().filter(|t| t.name == EXTRACT_TOOL).collect();
+    assert_eq!(extracts.len(), 1, "{tools:?}");
+    assert_ne!(extracts[0].description.as_deref(), Some(OWN));
+    let d = first_json(&call(&client, "items", json!({"n": 300})).await);
+    assert!(d["guidance"].as_str().unwrap().contains(EXTRACT_TOOL), "{d}");
+    let path = d["file_path"].as_str().unwrap();
+    let r = call(&client, EXTRACT_TOOL, json!({"file_path": path, "count": true})).await;
+    assert_eq!(r.content[0].as_text().unwrap().text.trim(), r#"{"count":300}"#);
+}
+
 /// Every definition goes to the model on every turn: each tool the layer
 /// adds keeps its description within what clients keep (Claude Code cuts
 /// at 2,048 characters) and its whole definition within 3,000.

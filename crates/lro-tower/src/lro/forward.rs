@@ -158,6 +158,9 @@ impl<H: ServerHandler> ServerHandler for Lro<H> {
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
         self.listing.own_tool(&self.shared, name).or_else(|| {
+            if Listing::hides(&self.shared, name) {
+                return None;
+            }
             let tool = self.inner.get_tool(name)?;
             Some(Listing::relaxed(&self.shared, tool))
         })

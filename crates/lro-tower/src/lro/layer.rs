@@ -86,11 +86,27 @@ impl LroLayer {
     /// Adds the context-offload tools (`context_offload`, `context_grep`,
     /// `context_read_file`) next to the server's, served by `offloader`
     /// (whose store roots confine every path). A tool of the same name on
-    /// the server wins. Defaults to none.
+    /// the server wins, unless [`LroLayer::own_tools_win`]. Defaults to
+    /// none.
     #[cfg(feature = "context")]
     #[must_use]
     pub fn context_tools(self, offloader: lro_context::ContextOffloader) -> Self {
         self.map(|s| s.context = Some(offloader))
+    }
+
+    /// Sets whether the layer's own tools (`lro_extract`, the context
+    /// tools) answer even where the server has tools of the same names,
+    /// which are then hidden from its listings and never called. Defaults
+    /// to false: the server's tool of the same name wins, as a server that
+    /// offloads its own results keeps its own extraction.
+    ///
+    /// `lro proxy` sets it. Behind the proxy flag an upstream offloads
+    /// nothing, so its `lro_extract` has none of the caller's results to
+    /// read, and it would read, without the caller's principal, from its
+    /// own directory (by default the same user's anonymous root).
+    #[must_use]
+    pub fn own_tools_win(self, win: bool) -> Self {
+        self.map(|s| s.own_tools_win = win)
     }
 
     /// Sets where the caller's [`Principal`](lro_core::principal::Principal)

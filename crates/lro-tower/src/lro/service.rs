@@ -149,6 +149,15 @@ impl<H: ServerHandler> Lro<H> {
             .await;
             return Ok(CallToolResponse::Complete(result));
         }
+        if Listing::hides(&self.shared, &tool) {
+            // The layer serves no tool of this name, and the server's is
+            // hidden: as rmcp answers a tool it does not have.
+            trace::on_failure(&span, "tool_not_found");
+            return Err(McpError::invalid_params(
+                format!("no tool named {tool:?}"),
+                None,
+            ));
+        }
         async move {
             let bypass = is_proxy(&cx) || !self.shared.enabled_for(&tool);
             let scope = LroScope::new();

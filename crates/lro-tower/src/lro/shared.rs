@@ -35,6 +35,9 @@ pub(crate) struct Shared {
     pub(crate) caller_trace: CallerTrace,
     /// The object store results go to, when not the output directory.
     pub(crate) remote: Option<Remote>,
+    /// The layer's own tools answer, and the inner handler's tools of the
+    /// same names are hidden (`LroLayer::own_tools_win`).
+    pub(crate) own_tools_win: bool,
 }
 
 impl Shared {
@@ -112,6 +115,7 @@ impl Shared {
             context: None,
             caller_trace,
             remote: None,
+            own_tools_win: false,
         }
     }
 

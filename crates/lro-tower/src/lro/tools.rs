@@ -1,7 +1,9 @@
 //! The tool listing as the layer presents it: the inner handler's tools,
 //! their output schemas relaxed to admit a descriptor, plus the layer's own
 //! tools (`lro_extract`, the context tools) unless the inner handler has
-//! tools of the same names, which then shadow the layer's.
+//! tools of the same names, which then shadow the layer's; or, when the
+//! layer's own tools win (`LroLayer::own_tools_win`, as `lro proxy` sets
+//! it), the inner handler's tools of those names are hidden instead.
 
 use std::{
     collections::HashMap,
@@ -107,6 +109,20 @@ impl Listing {
         self.shadowed.is_on()
     }
 
+    /// Whether `name` is one of the layer's own tools' names that the
+    /// inner handler may not serve: the layer's tools win, so the inner
+    /// handler's tool of that name is neither listed nor called.
+    pub(super) fn hides(shared: &Shared, name: &str) -> bool {
+        if !shared.own_tools_win {
+            return false;
+        }
+        #[cfg(feature = "context")]
+        if context::CONTEXT_TOOLS.contains(&name) {
+            return true;
+        }
+        name == extract::EXTRACT_TOOL
+    }
+
     /// Whether `lro_extract` is ours to serve.
     pub(super) fn extracts(&self, shared: &Shared) -> bool {
         shared.extractor.is_some() && !self.is_shadowed()
@@ -156,6 +172,8 @@ impl Listing {
         first_page: bool,
     ) -> ListToolsResult {
         let last_page = list.next_cursor.is_none();
+        // Hidden, so never a shadow: the layer's own tools answer.
+        list.tools.retain(|t| !Self::hides(shared, &t.name));
         for tool in &list.tools {
             self.note(tool);
         }
