@@ -95,8 +95,9 @@ impl FromStr for Detail {
 
 /// Metadata header written as the first line of an offloaded JSONL file.
 ///
-/// The spec's struct, field for field; it changes only with the spec, so it
-/// is not `#[non_exhaustive]`.
+/// The spec's struct, field for field, and `bytes`, which lets a reader
+/// tell a damaged file (see [`crate::integrity`]); it changes only with the
+/// spec, so it is not `#[non_exhaustive]`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OffloadHeader {
     /// Marker identifying this as an LRO header. Always `"lro_header"`.
@@ -116,6 +117,10 @@ pub struct OffloadHeader {
     pub estimated_tokens: usize,
     /// Detail level used for serialization.
     pub detail: Detail,
+    /// Bytes of the record lines after the header, each with its newline:
+    /// set by the writer, absent in files written before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<u64>,
 }
 
 impl OffloadHeader {
@@ -136,6 +141,7 @@ impl OffloadHeader {
             timestamp: iso8601(OffsetDateTime::now_utc()),
             estimated_tokens,
             detail,
+            bytes: None,
         }
     }
 }

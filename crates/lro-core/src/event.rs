@@ -486,12 +486,13 @@ fn trace(event: &LroEvent) {
             write_ms = e.write_duration.as_secs_f64() * 1e3,
             "result offloaded"
         ),
-        // A failed write is recovered by the truncation fallback: a warning, not an error.
+        // A failed write is recovered by the truncation fallback: a warning,
+        // not an error. Its `reason` only: the error's text names the temp
+        // file, and so the result (it goes to the event sink).
         LroEvent::OffloadWriteFailed(e) => tracing::warn!(
             event = "offload_write_failed",
             tool = %e.tool,
             operation = %e.operation,
-            error = %e.error,
             reason = e.reason.as_str(),
             records_total = e.records_total,
             records_kept = e.records_kept,
@@ -533,6 +534,52 @@ fn trace(event: &LroEvent) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every field of every event, as text.
+    #[derive(Default)]
+    struct Fields(std::sync::Mutex<String>);
+
+    impl tracing::field::Visit for &Fields {
+        fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+            let mut seen = self.0.lock().unwrap();
+            seen.push_str(&format!("{}={value:?} ", field.name()));
+        }
+    }
+
+    impl tracing::Subscriber for &'static Fields {
+        fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+            true
+        }
+        fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+            tracing::span::Id::from_u64(1)
+        }
+        fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+        fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+        fn event(&self, event: &tracing::Event<'_>) {
+            event.record(&mut &**self);
+        }
+        fn enter(&self, _: &tracing::span::Id) {}
+        fn exit(&self, _: &tracing::span::Id) {}
+    }
+
+    #[test]
+    fn the_warning_for_a_failed_write_names_no_file() {
+        let fields: &'static Fields = Box::leak(Box::default());
+        let error = "cannot write offload file /o/.atlatl-list-01K.jsonl.tmp: No space left";
+        let failed = OffloadWriteFailed::new(
+            "list",
+            "list",
+            error,
+            crate::metric::label::WriteFailureReason::StorageFull,
+        );
+        tracing::subscriber::with_default(fields, || {
+            emit(&(), LroEvent::OffloadWriteFailed(failed));
+        });
+        let seen = fields.0.lock().unwrap().clone();
+        assert!(seen.contains("offload_write_failed"), "{seen}");
+        assert!(seen.contains("storage_full"), "{seen}");
+        assert!(!seen.contains("atlatl-") && !seen.contains("/o/"), "{seen}");
+    }
 
     #[test]
     fn memory_sink_collects() {

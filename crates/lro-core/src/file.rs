@@ -432,7 +432,14 @@ fn write_lines<W: Write, R: AsRef<str>>(
     records: &[R],
     cancelled: &dyn Fn() -> bool,
 ) -> Result<u64, BodyError> {
-    let header = serde_json::to_string(header).map_err(io::Error::other)?;
+    // The records' size goes into the header, so a reader can tell a body
+    // cut short or grown (`crate::integrity`).
+    let body: u64 = records.iter().map(|r| r.as_ref().len() as u64 + 1).sum();
+    let header = OffloadHeader {
+        bytes: Some(body),
+        ..header.clone()
+    };
+    let header = serde_json::to_string(&header).map_err(io::Error::other)?;
     out.write_all(header.as_bytes())?;
     out.write_all(b"\n")?;
     let mut bytes = header.len() as u64 + 1;

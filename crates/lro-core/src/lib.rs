@@ -52,6 +52,7 @@ pub mod file;
 pub mod fit;
 mod frequency;
 pub mod handle;
+pub mod integrity;
 pub mod metric;
 pub mod object;
 pub mod offload;

@@ -24,8 +24,10 @@ use tokio::io::{AsyncWrite, AsyncWriteExt as _};
 
 use crate::{Key, Store, StoreError};
 
-/// What [`copy`] wrote.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What [`copy`] wrote: counted as it passed, so a reader can check an
+/// offload file against its header (`lro_core::integrity`) without reading
+/// it again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub struct Copied {
     /// Bytes written.
@@ -33,6 +35,27 @@ pub struct Copied {
     /// Whether the whole object was copied (`false` when it stopped after
     /// the lines asked for).
     pub complete: bool,
+    /// Newlines written.
+    pub lines: u64,
+    /// Bytes of the first line, its newline included, when one ended.
+    pub first_line: Option<u64>,
+}
+
+impl Copied {
+    /// Counts `chunk`, written after what is counted so far.
+    fn count(&mut self, chunk: &[u8]) {
+        if self.first_line.is_none()
+            && let Some(end) = chunk.iter().position(|&b| b == b'\n')
+        {
+            self.first_line = Some(self.bytes + end as u64 + 1);
+        }
+        self.lines += bytecount(chunk);
+        self.bytes += chunk.len() as u64;
+    }
+}
+
+fn bytecount(chunk: &[u8]) -> u64 {
+    chunk.iter().filter(|&&b| b == b'\n').count() as u64
 }
 
 /// Copies `key` into `out` as its bytes arrive; with `lines`, stops after
@@ -53,7 +76,7 @@ pub async fn copy<W: AsyncWrite + Unpin>(
         source,
     };
     let mut stream = store.get(key).await?;
-    let mut bytes = 0u64;
+    let mut copied = Copied::default();
     let mut left = lines;
     while let Some(chunk) = stream.next().await {
         let chunk = chunk?;
@@ -62,10 +85,8 @@ pub async fn copy<W: AsyncWrite + Unpin>(
                 Ok(end) => {
                     out.write_all(&chunk[..end]).await.map_err(body)?;
                     out.flush().await.map_err(body)?;
-                    return Ok(Copied {
-                        bytes: bytes + end as u64,
-                        complete: false,
-                    });
+                    copied.count(&chunk[..end]);
+                    return Ok(copied);
                 }
                 Err(seen) => {
                     left = Some(n - seen);
@@ -75,13 +96,11 @@ pub async fn copy<W: AsyncWrite + Unpin>(
             None => chunk.len(),
         };
         out.write_all(&chunk[..take]).await.map_err(body)?;
-        bytes += take as u64;
+        copied.count(&chunk[..take]);
     }
     out.flush().await.map_err(body)?;
-    Ok(Copied {
-        bytes,
-        complete: true,
-    })
+    copied.complete = true;
+    Ok(copied)
 }
 
 /// The end of the `n`th line in `chunk` (after its newline), or how many
@@ -108,5 +127,14 @@ mod tests {
         assert_eq!(newline_after(b"a\nb\nc", 2), Ok(4));
         assert_eq!(newline_after(b"a\nb", 3), Err(1));
         assert_eq!(newline_after(b"", 1), Err(0));
+    }
+
+    #[test]
+    fn counts_span_chunks() {
+        let mut c = Copied::default();
+        for chunk in [&b"hea"[..], b"d\na\n", b"b"] {
+            c.count(chunk);
+        }
+        assert_eq!((c.bytes, c.lines, c.first_line), (8, 2, Some(5)));
     }
 }

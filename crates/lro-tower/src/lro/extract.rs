@@ -244,7 +244,13 @@ pub(crate) async fn call(
             // cut between results (never inside one): an extraction result
             // is never offloaded again, which would loop.
             let mut content = vec![ContentBlock::text(out.results())];
-            content.extend(out.notice.map(ContentBlock::text));
+            let notice = match (&copy, out.notice) {
+                // The next part is asked for by the handle: the copy is gone
+                // when this call ends.
+                (Some(copy), Some(notice)) => Some(by_handle(&notice, &copy.path, &named)),
+                (_, notice) => notice,
+            };
+            content.extend(notice.map(ContentBlock::text));
             CallToolResult::success(content)
         }
         Err(e) => {
@@ -269,9 +275,29 @@ pub(crate) async fn call(
     }
 }
 
+/// `notice` with the request for the next part naming `handle`, where it
+/// named the working copy at `copy`.
+fn by_handle(notice: &str, copy: &std::path::Path, handle: &str) -> String {
+    let quoted = |v: &str| serde_json::to_string(v).expect("strings serialize");
+    notice.replace(
+        &format!("\"file_path\":{}", quoted(&copy.to_string_lossy())),
+        &format!("\"handle\":{}", quoted(handle)),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_next_part_names_the_handle_not_the_copy() {
+        let copy = std::path::Path::new("/o/.fetch-x/atlatl-a-01K.jsonl");
+        let notice = r#"cut; next part: {"file_path":"/o/.fetch-x/atlatl-a-01K.jsonl","query":".","offset":7}"#;
+        assert_eq!(
+            by_handle(notice, copy, "lro:a-01K"),
+            r#"cut; next part: {"handle":"lro:a-01K","query":".","offset":7}"#
+        );
+    }
 
     #[test]
     fn the_schema_names_exactly_the_request_fields() {

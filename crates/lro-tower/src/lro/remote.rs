@@ -9,6 +9,11 @@
 //! removed when the call ends: no copy outlives the call. A line window
 //! copies only the lines it shows, and one more to know whether more
 //! follow.
+//!
+//! A copy is checked against its header as it is made
+//! (`lro_core::integrity`): a whole copy by the records and bytes it
+//! counted, a line window by the object's size, which the store's metadata
+//! gives before the read. A damaged object is reported, never read.
 
 use std::{path::PathBuf, sync::Arc, time::Duration};
 
@@ -82,6 +87,14 @@ pub(crate) enum FetchError {
         "this server's store credentials are temporary, so it makes no download URLs: use lro_extract"
     )]
     NoPresign,
+    /// The object does not hold what its header says was written.
+    #[error("lro_extract cannot read {handle:?}: {damage}")]
+    Damaged {
+        /// The handle as given.
+        handle: String,
+        /// How it differs.
+        damage: lro_core::integrity::Damaged,
+    },
     /// The scratch copy could not be made on this replica.
     /// The text says no more: the local error names this server's
     /// directories.
@@ -151,20 +164,31 @@ impl Remote {
             let limit = w.limit.unwrap_or(lro_extract::DEFAULT_LINE_LIMIT) as u64;
             offset.saturating_add(limit).saturating_add(2)
         });
+        // A window's check needs the object's size: from the store's
+        // metadata, before the read.
+        let size = match lines {
+            Some(_) => {
+                let seen = tokio::time::timeout(self.timeout, self.store.head(&key)).await;
+                Some(read_outcome(handle, seen)?.size)
+            }
+            None => None,
+        };
         let copied = tokio::time::timeout(
             self.timeout,
             lro_store::fetch::copy(&*self.store, &key, &mut file, lines),
         )
         .await;
-        match copied {
+        let copied = match copied {
             // Writing the local copy failed, not the store.
-            Ok(Err(StoreError::Body { source, .. })) => Err(scratch(source)),
-            read => read_outcome(handle, read).map(|_| Fetched {
-                dir,
-                _slot: slot,
-                path,
-            }),
-        }
+            Ok(Err(StoreError::Body { source, .. })) => return Err(scratch(source)),
+            read => read_outcome(handle, read)?,
+        };
+        check_copy(handle, &path, copied, size)?;
+        Ok(Fetched {
+            dir,
+            _slot: slot,
+            path,
+        })
     }
 
     /// One download URL of `principal`'s result named `handle`, valid for
@@ -185,6 +209,36 @@ impl Remote {
             .map_err(|source| store_error(handle, source.kind(), Some(source)))?
             .ok_or(FetchError::NoPresign)
     }
+}
+
+/// Whether the copy at `path` holds what its header says: by what the copy
+/// counted when it is whole, else by the object's `size`.
+fn check_copy(
+    handle: &str,
+    path: &std::path::Path,
+    copied: lro_store::fetch::Copied,
+    size: Option<u64>,
+) -> Result<(), FetchError> {
+    use lro_core::integrity::{Seen, check};
+    let damaged = |damage| {
+        // No handle: the log is not the caller's.
+        tracing::warn!("a stored result does not hold what was written; it was not read");
+        FetchError::Damaged {
+            handle: handle.to_owned(),
+            damage,
+        }
+    };
+    // A header that does not read is the extractor's to report, as for a
+    // file.
+    let (Some(header_len), Ok(header)) = (copied.first_line, lro_core::file::read_header(path))
+    else {
+        return Ok(());
+    };
+    let seen = match size {
+        Some(size) if !copied.complete => Seen::sized(header_len, size),
+        _ => Seen::whole(header_len, copied.bytes, copied.lines - 1),
+    };
+    check(&header, seen).map_err(damaged)
 }
 
 /// What a read of the store, bounded by the store timeout, tells the
