@@ -246,6 +246,12 @@ fn serve(args: &ServeArgs) -> Result<(), CliError> {
         .build()
         .map_err(|err| CliError::Runtime(format!("cannot start the runtime: {err}")))?;
     runtime.block_on(async {
+        // As the hosts name folders: never kept in a store root, where a
+        // caller's grep or read_file could reach it.
+        let cfg =
+            lro_core::OffloadConfig::load(None).map_err(|e| CliError::Usage(e.to_string()))?;
+        let key = lro_host::folder_key(&cfg, None).await?;
+        let service = service.principal_key(key);
         if let Some(secs) = args.retention_secs {
             tokio::spawn(retain(dirs, std::time::Duration::from_secs(secs)));
         }

@@ -53,12 +53,24 @@ use serde_json::{Value, json};
 #[derive(Debug, Clone)]
 pub struct Service {
     offloader: ContextOffloader,
+    key: Option<lro_core::principal::FolderKey>,
 }
 
 impl Service {
     /// A service over `offloader`, whose roots confine every path.
     pub fn new(offloader: ContextOffloader) -> Self {
-        Self { offloader }
+        Self {
+            offloader,
+            key: None,
+        }
+    }
+
+    /// Sets the key principal folders are named with (see
+    /// [`Principal::keyed`]). Defaults to none: the unkeyed digest.
+    #[must_use]
+    pub fn principal_key(mut self, key: lro_core::principal::FolderKey) -> Self {
+        self.key = Some(key);
+        self
     }
 
     /// The routes, without the guards ([`serve`] puts them in front).
@@ -170,6 +182,10 @@ async fn run<T: Send + 'static>(
     // Anonymous unless an authenticating layer put a principal in the
     // request's extensions.
     let principal = principal.map(|Extension(p)| p).unwrap_or_default();
+    let principal = match &service.key {
+        Some(key) => principal.keyed(key),
+        None => principal,
+    };
     let Json(args) = match payload {
         Ok(body) => body,
         Err(e) => {

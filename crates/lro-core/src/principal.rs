@@ -9,7 +9,11 @@
 //! name, with its 80 random bits, is the capability.
 //!
 //! Only [`Principal::digest`] is ever written down (offload headers, store
-//! keys) or logged: the name itself may be an e-mail address.
+//! keys) or logged: the name itself may be an e-mail address. A server
+//! names folders with a keyed digest ([`Principal::keyed`], HMAC-SHA256
+//! under its [`FolderKey`]), so a folder, a store key or a presigned URL
+//! does not tell whose it is to anyone who can guess names: without the
+//! key, `p-2bd806c97f0e00af` is just "alice".
 //!
 //! ```
 //! use lro_core::principal::{Principal, short_digest};
@@ -39,12 +43,27 @@ const ANONYMOUS: &str = "anonymous";
 
 /// An authenticated caller, or the anonymous one. Cheap to clone.
 #[derive(Clone, PartialEq, Eq, Hash)]
-pub struct Principal(Arc<str>);
+pub struct Principal(Arc<str>, Arc<str>);
 
 impl Principal {
-    /// The principal named `name`, as the transport authenticated it.
+    /// The principal named `name`, as the transport authenticated it, its
+    /// digest unkeyed (see [`Principal::keyed`]).
     pub fn new(name: impl AsRef<str>) -> Self {
-        Self(Arc::from(name.as_ref()))
+        let name = name.as_ref();
+        Self(Arc::from(name), Arc::from(short_digest(name)))
+    }
+
+    /// This principal with its digest, and so its folder, keyed by `key`
+    /// (HMAC-SHA256, 16 hex digits as before). The anonymous principal has
+    /// no folder and stays as it is.
+    #[must_use]
+    pub fn keyed(self, key: &FolderKey) -> Self {
+        if self.is_anonymous() {
+            return self;
+        }
+        let mac = key.mac(self.0.as_bytes());
+        let digest: String = mac[..8].iter().map(|b| format!("{b:02x}")).collect();
+        Self(self.0, Arc::from(digest))
     }
 
     /// The principal of every unauthenticated call.
@@ -63,10 +82,11 @@ impl Principal {
         &self.0
     }
 
-    /// 16 hex digits of the SHA-256 of the name: what store keys and logs
-    /// carry.
+    /// 16 hex digits of the SHA-256 of the name, or of its HMAC under the
+    /// server's key once [`Principal::keyed`]: what folders, store keys and
+    /// logs carry.
     pub fn digest(&self) -> String {
-        short_digest(&self.0)
+        self.1.to_string()
     }
 
     /// This principal's own folder under a store `root`: `root` itself for
@@ -109,6 +129,91 @@ impl fmt::Debug for Principal {
     }
 }
 
+/// The server's secret that principal folders are named with
+/// ([`Principal::keyed`]). Replicas of one store share it through their
+/// configuration; a server with none configured generates one and keeps it
+/// ([`FolderKey::load_or_create`]). Never shown: `Debug` prints no byte.
+#[derive(Clone, PartialEq, Eq)]
+pub struct FolderKey(Arc<[u8]>);
+
+impl fmt::Debug for FolderKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("FolderKey(..)")
+    }
+}
+
+/// The name of the file a generated [`FolderKey`] is kept in.
+pub const FOLDER_KEY_FILE: &str = ".principal-key";
+
+impl FolderKey {
+    /// The key `secret` (its text, trimmed), or none when it is empty.
+    pub fn new(secret: &str) -> Option<Self> {
+        let secret = secret.trim();
+        (!secret.is_empty()).then(|| Self(Arc::from(secret.as_bytes())))
+    }
+
+    /// A new random key's text: 64 hex digits from the system's random
+    /// source.
+    ///
+    /// # Errors
+    ///
+    /// When `/dev/urandom` cannot be read.
+    pub fn generate() -> std::io::Result<String> {
+        use std::io::Read as _;
+        let mut bytes = [0u8; 32];
+        std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
+        Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+    }
+
+    /// The key kept in `dir`'s [`FOLDER_KEY_FILE`], made (0600, and never
+    /// replaced) when there is none: every server on that directory names
+    /// folders alike, across restarts.
+    ///
+    /// # Errors
+    ///
+    /// When the file cannot be read or made, or holds no key.
+    pub fn load_or_create(dir: &Path) -> std::io::Result<Self> {
+        use std::{io::Write as _, os::unix::fs::OpenOptionsExt as _};
+        std::fs::create_dir_all(dir)?;
+        let path = dir.join(FOLDER_KEY_FILE);
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)
+        {
+            Ok(mut file) => file.write_all(Self::generate()?.as_bytes())?,
+            Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(err) => return Err(err),
+        }
+        let text = std::fs::read_to_string(&path)?;
+        Self::new(&text).ok_or_else(|| {
+            std::io::Error::new(std::io::ErrorKind::InvalidData, "the key file is empty")
+        })
+    }
+
+    /// HMAC-SHA256 of `message` under this key (RFC 2104).
+    fn mac(&self, message: &[u8]) -> [u8; 32] {
+        const BLOCK: usize = 64;
+        let mut block = [0u8; BLOCK];
+        if self.0.len() > BLOCK {
+            block[..32].copy_from_slice(&Sha256::digest(&self.0));
+        } else {
+            block[..self.0.len()].copy_from_slice(&self.0);
+        }
+        let pad = |byte: u8| block.map(|b| b ^ byte);
+        let inner = Sha256::new()
+            .chain_update(pad(0x36))
+            .chain_update(message)
+            .finalize();
+        Sha256::new()
+            .chain_update(pad(0x5c))
+            .chain_update(inner)
+            .finalize()
+            .into()
+    }
+}
+
 /// 16 hex digits of the SHA-256 of `text`: how a result's name or a
 /// principal appears in logs and spans, enough to correlate and too little
 /// to use.
@@ -136,6 +241,51 @@ mod tests {
         let alice = Principal::new("alice");
         assert_eq!(alice.dir(root), root.join(format!("p-{}", alice.digest())));
         assert_ne!(alice.dir(root), Principal::new("bob").dir(root));
+    }
+
+    #[test]
+    fn keyed_folders_are_hmac_sha256_and_differ_by_key() {
+        // RFC 4231, test case 2.
+        let key = FolderKey::new("Jefe").unwrap();
+        let mac = key.mac(b"what do ya want for nothing?");
+        let hex: String = mac.iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(
+            hex,
+            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+        );
+        let alice = Principal::new("alice");
+        let keyed = alice.clone().keyed(&key);
+        assert_eq!(keyed.name(), "alice");
+        assert_eq!(keyed.digest().len(), 16);
+        assert_ne!(keyed.digest(), alice.digest());
+        assert_ne!(
+            keyed.folder(),
+            alice
+                .clone()
+                .keyed(&FolderKey::new("other").unwrap())
+                .folder()
+        );
+        assert!(keyed.folder().unwrap().starts_with("p-"));
+        let anon = Principal::anonymous().keyed(&key);
+        assert!(anon.is_anonymous() && anon.folder().is_none());
+        assert!(!format!("{key:?}").contains("Jefe"));
+    }
+
+    #[test]
+    fn a_generated_key_is_kept_and_read_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = FolderKey::load_or_create(dir.path()).unwrap();
+        let b = FolderKey::load_or_create(dir.path()).unwrap();
+        assert_eq!(a, b);
+        let text = std::fs::read_to_string(dir.path().join(FOLDER_KEY_FILE)).unwrap();
+        assert_eq!(text.len(), 64);
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(dir.path().join(FOLDER_KEY_FILE))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+        assert!(FolderKey::new("  ").is_none());
     }
 
     #[test]

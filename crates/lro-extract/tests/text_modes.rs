@@ -132,3 +132,40 @@ fn grep_over_json_records_searches_their_lines() {
     assert!(first.starts_with("11:{"), "{first}");
     assert!(first.contains("\"id\":\"mem-000010\""), "{first}");
 }
+
+/// `.` over a record larger than the output limit: what fits of it, or a
+/// notice saying that not even one part fits and how to narrow the query;
+/// never empty text without a word.
+#[test]
+fn a_record_larger_than_the_output_limit_gets_a_notice() {
+    let dir = tempfile::tempdir().unwrap();
+    for (records, what) in [
+        (
+            vec![json!({"id": "a", "content": "word ".repeat(4000)})],
+            "a long field",
+        ),
+        (
+            vec![json!({"content": "word ".repeat(4000)})],
+            "one long field",
+        ),
+        (vec![json!("word ".repeat(4000))], "a long string"),
+    ] {
+        let file = offload(dir.path(), "big", &records, Detail::Full);
+        for keep in [false, true] {
+            let ex = Extractor::new(
+                ExtractConfig::new(dir.path())
+                    .max_output_tokens(200)
+                    .keep_values(keep),
+            );
+            let mut req = ExtractRequest::new(file.path.to_string_lossy());
+            req.query = Some(".".into());
+            let out = ex.run(&req).unwrap();
+            assert!(
+                out.notice.is_some() && out.text.contains("# "),
+                "{what}, keep {keep}: {:?} / {:?}",
+                out.text,
+                out.notice
+            );
+        }
+    }
+}

@@ -17,6 +17,10 @@ pub enum HostError {
     /// opened (a malformed URL, an S3 configuration the client refuses).
     #[error("cannot open the offload store")]
     Store(#[source] Box<lro_store::StoreError>),
+    /// The key principal folders are named with could not be read or
+    /// made (`principal_key_file`, the store's, or the output directory's).
+    #[error("cannot read or make the principal key")]
+    PrincipalKey(#[source] Box<dyn std::error::Error + Send + Sync>),
     /// A context store root could not be created or resolved. The message
     /// names the flag both hosts take them from.
     #[error("cannot use --context-store-root")]

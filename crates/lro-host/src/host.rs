@@ -145,7 +145,8 @@ impl Host {
         }
         // Kept alive while serving: dropping the handle stops the schedule.
         let cleanup = cleanup.start().await.map_err(HostError::Cleanup)?;
-        let mut layer = LroLayer::new(offload.cfg);
+        let key = folder_key(&offload.cfg, store.as_deref()).await?;
+        let mut layer = LroLayer::new(offload.cfg).principal_key(key);
         if let Some(store) = store {
             layer = layer.store(store);
         }
@@ -182,4 +183,32 @@ impl Host {
 /// Flushes spans off the async workers: it blocks on the exporter.
 async fn shutdown_telemetry(telemetry: TelemetryGuard) {
     let _ = tokio::task::spawn_blocking(move || telemetry.shutdown()).await;
+}
+
+/// The key principal folders are named with: `cfg`'s `principal_key_file`,
+/// else `store`'s own (made by the first replica), else the one kept in the
+/// output directory (made on first start). [`Host::run`] gives it to the
+/// layer; a face without the layer (`lro context serve`) calls it itself.
+///
+/// # Errors
+///
+/// [`HostError::PrincipalKey`] when it cannot be read or made.
+pub async fn folder_key(
+    cfg: &lro_core::OffloadConfig,
+    store: Option<&dyn lro_store::Store>,
+) -> Result<lro_core::principal::FolderKey, HostError> {
+    use lro_core::principal::FolderKey;
+    let key_error = |e: Box<dyn std::error::Error + Send + Sync>| HostError::PrincipalKey(e);
+    match (&cfg.principal_key_file, store) {
+        (Some(path), _) => {
+            let text = std::fs::read_to_string(path).map_err(|e| key_error(e.into()))?;
+            FolderKey::new(&text).ok_or_else(|| key_error("the principal key file is empty".into()))
+        }
+        (None, Some(store)) => lro_store::folder_key::shared(store)
+            .await
+            .map_err(|e| key_error(e.into())),
+        (None, None) => {
+            FolderKey::load_or_create(&cfg.resolved_output_dir()).map_err(|e| key_error(e.into()))
+        }
+    }
 }

@@ -57,6 +57,6 @@ mod signal;
 mod stdio;
 
 pub use error::HostError;
-pub use host::{Host, HostBuilder, Offload};
+pub use host::{Host, HostBuilder, Offload, folder_key};
 pub use signal::{Shutdown, shutdown_signal};
 pub use stdio::serve_stdio;

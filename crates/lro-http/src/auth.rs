@@ -23,7 +23,12 @@
 //! # Ok::<(), lro_http::auth::TokenError>(())
 //! ```
 
-use std::{fmt, path::Path};
+use std::{
+    fmt,
+    path::{Path, PathBuf},
+    sync::{Arc, RwLock},
+    time::SystemTime,
+};
 
 use axum::body::Body;
 use http::{Request, header};
@@ -75,44 +80,58 @@ pub enum TokenError {
 
 /// The configured tokens and the principals they name. Empty means no
 /// authentication: every request passes, with no principal (anonymous).
+///
+/// A token file is read again when it changes (its size, time or inode, seen
+/// on the next request): a token removed from it is refused from then on,
+/// one added is taken. A file that then does not read keeps its previous
+/// tokens, with a warning. Clones share the tokens, and so every reload.
 #[derive(Clone, Default)]
 pub struct Tokens {
-    entries: Vec<([u8; 32], Principal)>,
+    state: Arc<RwLock<State>>,
 }
 
-impl fmt::Debug for Tokens {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Tokens({} configured)", self.entries.len())
-    }
+type Entry = ([u8; 32], Principal);
+
+#[derive(Default)]
+struct State {
+    /// From flags, variables and text.
+    fixed: Vec<Entry>,
+    /// From token files, each with what it held when last read.
+    files: Vec<TokenFile>,
 }
 
-impl Tokens {
-    /// No tokens: no authentication.
-    #[must_use]
-    pub fn new() -> Self {
-        Self::default()
+struct TokenFile {
+    path: PathBuf,
+    stamp: Option<Stamp>,
+    entries: Vec<Entry>,
+}
+
+/// What tells a file changed: its size, modification time and inode (a
+/// file replaced by a rename has another).
+type Stamp = (u64, Option<SystemTime>, u64);
+
+fn stamp(path: &Path) -> Option<Stamp> {
+    use std::os::unix::fs::MetadataExt as _;
+    let meta = std::fs::metadata(path).ok()?;
+    Some((meta.len(), meta.modified().ok(), meta.ino()))
+}
+
+impl State {
+    fn all(&self) -> impl Iterator<Item = &Entry> {
+        self.fixed
+            .iter()
+            .chain(self.files.iter().flat_map(|f| f.entries.iter()))
     }
 
-    /// How many tokens are configured.
-    #[must_use]
-    pub fn len(&self) -> usize {
-        self.entries.len()
-    }
-
-    /// Whether no token is configured (no authentication).
-    #[must_use]
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
-    }
-
-    /// Adds `token` for `principal`.
-    ///
-    /// # Errors
-    ///
-    /// [`TokenError`] when the token is empty or not header-safe, the
-    /// principal is empty or `anonymous`, or the token names another
-    /// principal already; `origin` says where the entry came from.
-    pub fn add(&mut self, token: &str, principal: &str, origin: &str) -> Result<(), TokenError> {
+    /// Adds one entry to `list` (the fixed ones, or a file's being read),
+    /// refusing a token that names another principal anywhere.
+    fn add(
+        &self,
+        list: &mut Vec<Entry>,
+        token: &str,
+        principal: &str,
+        origin: &str,
+    ) -> Result<(), TokenError> {
         let origin = origin.to_owned();
         let principal = principal.trim();
         if token.is_empty() || principal.is_empty() || !token.bytes().all(|b| b.is_ascii_graphic())
@@ -124,14 +143,113 @@ impl Tokens {
             return Err(TokenError::Reserved { origin });
         }
         let hash = digest(token);
-        match self.entries.iter().find(|(h, _)| *h == hash) {
-            Some((_, known)) if *known == principal => Ok(()),
+        let known = self
+            .all()
+            .chain(list.iter())
+            .find(|(h, _)| *h == hash)
+            .map(|(_, p)| p.clone());
+        match known {
+            Some(known) if known == principal => Ok(()),
             Some(_) => Err(TokenError::Conflict { origin }),
             None => {
-                self.entries.push((hash, principal));
+                list.push((hash, principal));
                 Ok(())
             }
         }
+    }
+
+    /// The entries of a token file's text, checked against every other
+    /// entry but those of file `skip` (the one being read again).
+    fn parse(
+        &self,
+        text: &str,
+        source: &str,
+        skip: Option<usize>,
+    ) -> Result<Vec<Entry>, TokenError> {
+        let others = State {
+            fixed: self.fixed.clone(),
+            files: (self.files.iter().enumerate())
+                .filter(|(i, _)| Some(*i) != skip)
+                .map(|(_, f)| TokenFile {
+                    path: f.path.clone(),
+                    stamp: f.stamp,
+                    entries: f.entries.clone(),
+                })
+                .collect(),
+        };
+        let mut list = Vec::new();
+        for (n, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let origin = format!("{source} line {}", n + 1);
+            let (token, principal) = split_entry(line, &origin)?;
+            others.add(&mut list, token, principal, &origin)?;
+        }
+        Ok(list)
+    }
+}
+
+fn split_entry<'a>(entry: &'a str, origin: &str) -> Result<(&'a str, &'a str), TokenError> {
+    let (token, principal) =
+        entry
+            .trim()
+            .rsplit_once('=')
+            .ok_or_else(|| TokenError::Malformed {
+                origin: origin.to_owned(),
+            })?;
+    Ok((token.trim(), principal))
+}
+
+impl fmt::Debug for Tokens {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Tokens({} configured)", self.len())
+    }
+}
+
+impl Tokens {
+    /// No tokens: no authentication.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, State> {
+        self.state.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, State> {
+        self.state.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// How many tokens are configured.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.read().all().count()
+    }
+
+    /// Whether no token is configured (no authentication). A face with a
+    /// token file is authenticated even while the file holds none.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        let state = self.read();
+        state.fixed.is_empty() && state.files.is_empty()
+    }
+
+    /// Adds `token` for `principal`.
+    ///
+    /// # Errors
+    ///
+    /// [`TokenError`] when the token is empty or not header-safe, the
+    /// principal is empty or `anonymous`, or the token names another
+    /// principal already; `origin` says where the entry came from.
+    pub fn add(&mut self, token: &str, principal: &str, origin: &str) -> Result<(), TokenError> {
+        let mut state = self.write();
+        let mut fixed = std::mem::take(&mut state.fixed);
+        let added = state.add(&mut fixed, token, principal, origin);
+        state.fixed = fixed;
+        added
     }
 
     /// Adds one `TOKEN=PRINCIPAL` entry (the principal follows the last
@@ -141,14 +259,8 @@ impl Tokens {
     ///
     /// As [`Tokens::add`], and when the entry has no `=`.
     pub fn add_entry(&mut self, entry: &str, origin: &str) -> Result<(), TokenError> {
-        let (token, principal) =
-            entry
-                .trim()
-                .rsplit_once('=')
-                .ok_or_else(|| TokenError::Malformed {
-                    origin: origin.to_owned(),
-                })?;
-        self.add(token.trim(), principal, origin)
+        let (token, principal) = split_entry(entry, origin)?;
+        self.add(token, principal, origin)
     }
 
     /// Adds the entries of a token file's text: one a line; blank lines and
@@ -182,7 +294,8 @@ impl Tokens {
         Ok(())
     }
 
-    /// Adds the entries of the token file at `path`.
+    /// Adds the entries of the token file at `path`, and reads it again
+    /// whenever it changes.
     ///
     /// # Errors
     ///
@@ -190,11 +303,60 @@ impl Tokens {
     /// [`Tokens::add_text`].
     pub fn add_file(&mut self, path: &Path) -> Result<(), TokenError> {
         let shown = path.display().to_string();
+        let stamp = stamp(path);
         let text = std::fs::read_to_string(path).map_err(|source| TokenError::File {
             path: shown.clone(),
             source,
         })?;
-        self.add_text(&text, &shown)
+        let mut state = self.write();
+        let entries = state.parse(&text, &shown, None)?;
+        state.files.push(TokenFile {
+            path: path.to_owned(),
+            stamp,
+            entries,
+        });
+        Ok(())
+    }
+
+    /// Reads again every token file that changed since it was last read.
+    fn refresh(&self) {
+        let changed: Vec<(usize, Option<Stamp>)> = {
+            let state = self.read();
+            state
+                .files
+                .iter()
+                .enumerate()
+                .filter_map(|(i, f)| {
+                    let now = stamp(&f.path);
+                    (now != f.stamp).then_some((i, now))
+                })
+                .collect()
+        };
+        if changed.is_empty() {
+            return;
+        }
+        let mut state = self.write();
+        for (i, now) in changed {
+            let path = state.files[i].path.clone();
+            let read = std::fs::read_to_string(&path)
+                .map_err(|source| TokenError::File {
+                    path: path.display().to_string(),
+                    source,
+                })
+                .and_then(|text| state.parse(&text, &path.display().to_string(), Some(i)));
+            state.files[i].stamp = now;
+            match read {
+                Ok(entries) => {
+                    state.files[i].entries = entries;
+                    tracing::info!(tokens = state.all().count(), "bearer token file reloaded");
+                }
+                // The text names the file and the line, never a token.
+                Err(err) => tracing::warn!(
+                    %err,
+                    "a bearer token file changed and does not read; its previous tokens stay"
+                ),
+            }
+        }
     }
 
     /// The principal `presented` names, if any. Every configured token is
@@ -203,8 +365,9 @@ impl Tokens {
     #[must_use]
     pub fn authenticate(&self, presented: &str) -> Option<Principal> {
         let hash = digest(presented);
+        let state = self.read();
         let mut found = None;
-        for (known, principal) in &self.entries {
+        for (known, principal) in state.all() {
             if bool::from(known.ct_eq(&hash)) {
                 found = Some(principal);
             }
@@ -226,6 +389,7 @@ impl Check for Tokens {
         if self.is_empty() {
             return Ok(());
         }
+        self.refresh();
         let presented = request
             .headers()
             .get(header::AUTHORIZATION)
@@ -278,6 +442,30 @@ mod tests {
         assert!(err.to_string().starts_with("ENV entry 2: "), "{err}");
         assert!(!err.to_string().contains("abc"), "never the token: {err}");
         t.add_entry("abc==alice", "again").unwrap();
+    }
+
+    #[test]
+    fn a_changed_token_file_is_read_again_and_a_bad_one_keeps_its_tokens() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("tokens");
+        std::fs::write(&file, "old-tok=alice\nbob-tok=bob\n").unwrap();
+        let mut t = Tokens::new();
+        t.add_entry("fixed-tok=carol", "--bearer").unwrap();
+        t.add_file(&file).unwrap();
+        let guard = t.clone();
+        let check = |token: &str| guard.check(&mut request(Some(&format!("Bearer {token}"))));
+        assert!(check("old-tok").is_ok() && check("bob-tok").is_ok());
+        // Alice's token is revoked and replaced, by a rename as editors do.
+        let next = dir.path().join("tokens.new");
+        std::fs::write(&next, "new-tok=alice\nbob-tok=bob\n").unwrap();
+        std::fs::rename(&next, &file).unwrap();
+        assert_eq!(check("old-tok"), Err(Refusal::Unauthorized));
+        assert!(check("new-tok").is_ok() && check("bob-tok").is_ok());
+        assert!(check("fixed-tok").is_ok(), "flags stay");
+        // A file that does not read keeps what it held.
+        std::fs::write(&file, "no equals sign, and longer than before\n").unwrap();
+        assert!(check("new-tok").is_ok());
+        assert_eq!(t.len(), 3);
     }
 
     #[test]

@@ -40,6 +40,7 @@ pub mod cli;
 mod jsonrpc;
 pub mod origin;
 pub mod refusal;
+pub mod reshape;
 pub mod serve;
 pub mod sessions;
 pub mod slots;
@@ -57,6 +58,7 @@ use crate::{
     check::CheckLayer,
     origin::{BadOrigin, OriginPolicy},
     refusal::{Respond, Responder},
+    reshape::ReshapeLayer,
     serve::Limits,
     sessions::SessionsLayer,
     slots::SlotsLayer,
@@ -92,7 +94,8 @@ pub enum GuardError {
 /// `Mcp-Session-Id`), a request slot (503 after the queue timeout), the body read
 /// whole (413, 408, and for `POST` a 400 with -32700 unless it is JSON, or
 /// with -32600 unless it is one JSON-RPC message), then the face's own
-/// service.
+/// service, whose 405, 406 and 415 answers are put in the face's shape
+/// ([`reshape`]).
 #[derive(Debug, Clone)]
 pub struct Guard {
     bind: SocketAddr,
@@ -212,6 +215,7 @@ impl Guard {
         let limits = &self.limits;
         let responder = &self.responder;
         ServiceBuilder::new()
+            .layer(ReshapeLayer::with_responder(responder.clone()))
             .layer(CheckLayer::with_responder(
                 self.origins.clone(),
                 responder.clone(),

@@ -65,6 +65,21 @@ pub enum Refusal {
     /// transport answers for an unknown or ended session).
     #[error("Session not found")]
     UnknownSession,
+    /// The route does not take the request's method (405); the text is the
+    /// service's own, when it gave one.
+    #[error("{}", or_default(.0, "this method is not allowed here"))]
+    MethodNotAllowed(String),
+    /// The `Accept` header names nothing the face answers with (406).
+    #[error("{}", or_default(.0, "the Accept header names no type this server answers with"))]
+    NotAcceptable(String),
+    /// The `Content-Type` is not one the face reads (415).
+    #[error("{}", or_default(.0, "the Content-Type is not one this server reads"))]
+    UnsupportedMediaType(String),
+}
+
+/// `text`, or `default` when it is empty.
+fn or_default<'a>(text: &'a str, default: &'a str) -> &'a str {
+    if text.is_empty() { default } else { text }
 }
 
 impl Refusal {
@@ -81,6 +96,9 @@ impl Refusal {
             }
             Self::Busy => StatusCode::SERVICE_UNAVAILABLE,
             Self::UnknownSession => StatusCode::NOT_FOUND,
+            Self::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
+            Self::NotAcceptable(_) => StatusCode::NOT_ACCEPTABLE,
+            Self::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
         }
     }
 

@@ -43,6 +43,7 @@ pub mod config;
 pub mod env;
 pub mod error;
 pub mod fetch;
+pub mod folder_key;
 pub mod key;
 pub mod local;
 pub mod metered;

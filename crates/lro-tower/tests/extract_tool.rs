@@ -296,10 +296,21 @@ async fn when_the_layers_tools_win_the_servers_own_lro_extract_is_hidden() {
     assert_eq!(extracts.len(), 1, "{tools:?}");
     assert_ne!(extracts[0].description.as_deref(), Some(OWN));
     let d = first_json(&call(&client, "items", json!({"n": 300})).await);
-    assert!(d["guidance"].as_str().unwrap().contains(EXTRACT_TOOL), "{d}");
+    assert!(
+        d["guidance"].as_str().unwrap().contains(EXTRACT_TOOL),
+        "{d}"
+    );
     let path = d["file_path"].as_str().unwrap();
-    let r = call(&client, EXTRACT_TOOL, json!({"file_path": path, "count": true})).await;
-    assert_eq!(r.content[0].as_text().unwrap().text.trim(), r#"{"count":300}"#);
+    let r = call(
+        &client,
+        EXTRACT_TOOL,
+        json!({"file_path": path, "count": true}),
+    )
+    .await;
+    assert_eq!(
+        r.content[0].as_text().unwrap().text.trim(),
+        r#"{"count":300}"#
+    );
 }
 
 /// Every definition goes to the model on every turn: each tool the layer

@@ -3,10 +3,10 @@
 //! whole read and by a line window, and a cut answer's next part is asked
 //! for by the handle, and works.
 
-mod support;
 #[path = "../../lro-store/tests/store/support/seaweed.rs"]
 #[allow(dead_code)]
 mod seaweed;
+mod support;
 
 use std::{sync::Arc, time::Duration};
 

@@ -149,6 +149,13 @@ pub struct OffloadConfig {
     /// download URL of the caller's result, valid 5 minutes, for clients
     /// with a shell; only with static credentials. Defaults to `false`.
     pub presign: bool,
+    /// A file holding the secret principal folders are named with
+    /// (`p-` and 16 hex digits of HMAC-SHA256 of the principal's name, see
+    /// [`Principal::keyed`](crate::principal::Principal::keyed)): replicas
+    /// that share folders must share it. Defaults to none: a key generated
+    /// on first start and kept in the store (object `lro-principal-key`)
+    /// or, without one, in `output_dir/.principal-key`.
+    pub principal_key_file: Option<PathBuf>,
     /// Cron expression with seconds for the cleanup task. Defaults to hourly.
     pub cleanup_schedule: String,
     /// Disk quota of the whole offload directory: a write that would pass
@@ -195,6 +202,7 @@ impl Default for OffloadConfig {
             store: String::new(),
             store_timeout_seconds: DEFAULT_STORE_TIMEOUT_SECONDS,
             presign: false,
+            principal_key_file: None,
             cleanup_schedule: DEFAULT_CLEANUP_SCHEDULE.to_owned(),
             max_total_bytes: Some(DEFAULT_MAX_TOTAL_BYTES),
             max_principal_bytes: Some(DEFAULT_MAX_PRINCIPAL_BYTES),

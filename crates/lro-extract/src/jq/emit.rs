@@ -54,6 +54,14 @@ pub(super) fn emit(
         out.cut_budget();
         return Ok(Flow::Stop);
     }
+    // A record read only in the fields the filter needs (a projection of
+    // `.`, whose line is printed as it is) is shortened from its whole line:
+    // the projection has none of its fields.
+    if let Some(line) = orig.original(y)
+        && let Ok(whole) = super::read::parse(line)
+    {
+        return shorten(&whole, render, out, &NoOriginals);
+    }
     shorten(y, render, out, orig)
 }
 

@@ -121,6 +121,17 @@ impl LroLayer {
         self.map(|s| s.principal = Arc::new(source))
     }
 
+    /// Sets the key principal folders are named with: each caller's
+    /// principal is [keyed](lro_core::principal::Principal::keyed) with it
+    /// before any offload or read, so folders, store keys and download URLs
+    /// do not tell whose they are. Defaults to none (the unkeyed digest);
+    /// the hosts (lro-host, `lro`) always set one, from
+    /// `principal_key_file` or kept where results are.
+    #[must_use]
+    pub fn principal_key(self, key: lro_core::principal::FolderKey) -> Self {
+        self.map(|s| s.folder_key = Some(key))
+    }
+
     /// Sets what a W3C `traceparent` in a request's `_meta` (MCP
     /// 2026-07-28) makes of the layer's `tools/call` span: the caller's
     /// span as its parent, or as a link. Defaults to the configuration's

@@ -122,7 +122,7 @@ impl<H: ServerHandler> Lro<H> {
     ) -> Result<CallToolResponse, McpError> {
         let tool = request.name.to_string();
         // Never the session: a client that reconnects is the same caller.
-        let principal = self.shared.principal.principal(&cx);
+        let principal = self.shared.caller(&cx);
         let span = trace::make_span(&tool, &cx, &principal, self.shared.caller_trace);
         self.learn_listing(&tool, &cx).await;
         if tool == extract::EXTRACT_TOOL && self.listing.extracts(&self.shared) {
@@ -216,7 +216,7 @@ impl<H: ServerHandler> Lro<H> {
         let ct = cx.ct.clone();
         let proxy = is_proxy(&cx);
         // The same principal as the call that started the task would get.
-        let principal = self.shared.principal.principal(&cx);
+        let principal = self.shared.caller(&cx);
         let got = self.inner.get_task(request, cx).await?;
         if proxy {
             return Ok(got);

@@ -35,6 +35,8 @@ pub(crate) struct Shared {
     pub(crate) caller_trace: CallerTrace,
     /// The object store results go to, when not the output directory.
     pub(crate) remote: Option<Remote>,
+    /// The key principals are keyed with (`LroLayer::principal_key`).
+    pub(crate) folder_key: Option<lro_core::principal::FolderKey>,
     /// The layer's own tools answer, and the inner handler's tools of the
     /// same names are hidden (`LroLayer::own_tools_win`).
     pub(crate) own_tools_win: bool,
@@ -69,6 +71,18 @@ impl Shared {
             .clone()
             .sink(Arc::new(lro_store::BlockingSink::new(store.clone())));
         self.remote = Some(Remote::new(store, dir, timeout, &self.cfg.extraction));
+    }
+
+    /// The caller of the request `cx`: the principal source's, keyed.
+    pub(crate) fn caller(
+        &self,
+        cx: &rmcp::service::RequestContext<rmcp::RoleServer>,
+    ) -> lro_core::principal::Principal {
+        let principal = self.principal.principal(cx);
+        match &self.folder_key {
+            Some(key) => principal.keyed(key),
+            None => principal,
+        }
     }
 
     /// Whether the layer serves the context tools (never in a build without
@@ -116,6 +130,7 @@ impl Shared {
             caller_trace,
             remote: None,
             own_tools_win: false,
+            folder_key: None,
         }
     }
 
