@@ -214,7 +214,9 @@ fn mcp(args: &McpArgs) -> Result<(), CliError> {
     let roots =
         Roots::new(&args.store_roots).map_err(|e| CliError::Usage(format!("--store-root: {e}")))?;
     // Only the context tools: no result of this server is ever offloaded.
-    let cfg = lro_core::OffloadConfig::default()
+    // The configuration's `store` shares the entries with every replica.
+    let cfg = lro_core::OffloadConfig::load(None)
+        .map_err(|e| CliError::Usage(e.to_string()))?
         .enabled(false)
         .extract(false);
     let handler = lro_tower::LroLayer::new(cfg)
@@ -250,8 +252,15 @@ fn serve(args: &ServeArgs) -> Result<(), CliError> {
         // caller's grep or read_file could reach it.
         let cfg =
             lro_core::OffloadConfig::load(None).map_err(|e| CliError::Usage(e.to_string()))?;
-        let key = lro_host::folder_key(&cfg, None).await?;
-        let service = service.principal_key(key);
+        // The configuration's `store` shares the entries with every replica,
+        // as the layer's context tools do.
+        let store = lro_store::from_config(&cfg)
+            .map_err(|e| CliError::Runtime(format!("cannot open the offload store: {e}")))?;
+        let key = lro_host::folder_key(&cfg, store.as_deref()).await?;
+        let mut service = service.principal_key(key);
+        if let Some(store) = store {
+            service = service.store(store);
+        }
         if let Some(secs) = args.retention_secs {
             tokio::spawn(retain(dirs, std::time::Duration::from_secs(secs)));
         }

@@ -47,6 +47,7 @@ use axum::{
 use lro_context::{ContextError, ContextOffloader, FileContents};
 use lro_core::principal::Principal;
 use lro_http::{Guard, body::Expect, refusal::Refusal};
+use lro_store::mirror::{Mirror, Op};
 use serde_json::{Value, json};
 
 /// The service's state: the offloader, with its store roots.
@@ -54,6 +55,7 @@ use serde_json::{Value, json};
 pub struct Service {
     offloader: ContextOffloader,
     key: Option<lro_core::principal::FolderKey>,
+    mirror: Option<Mirror>,
 }
 
 impl Service {
@@ -62,7 +64,19 @@ impl Service {
         Self {
             offloader,
             key: None,
+            mirror: None,
         }
+    }
+
+    /// Shares entries through `store` with every replica given the same
+    /// store roots in the same order: each stored file is copied to it, and
+    /// copied back, for its owner only, before a read or a grep on a
+    /// replica that lacks it (`lro_store::mirror`, as the layer's context
+    /// tools do). Defaults to none: entries stay on this server's disk.
+    #[must_use]
+    pub fn store(mut self, store: std::sync::Arc<dyn lro_store::Store>) -> Self {
+        self.mirror = Some(Mirror::new(store, self.offloader.store_roots().clone()));
+        self
     }
 
     /// Sets the key principal folders are named with (see
@@ -80,14 +94,18 @@ impl Service {
             .route(
                 "/context_offload",
                 handler(
+                    Op::Offload,
                     |o, p, args| o.offload_json(p, args, FileContents::Included),
                     |v| (StatusCode::OK, Json(v)).into_response(),
                 ),
             )
-            .route("/grep", handler(ContextOffloader::grep_json, answer))
+            .route(
+                "/grep",
+                handler(Op::Grep, ContextOffloader::grep_json, answer),
+            )
             .route(
                 "/read_file",
-                handler(ContextOffloader::read_file_json, answer),
+                handler(Op::ReadFile, ContextOffloader::read_file_json, answer),
             )
             .fallback(|| async { refuse(StatusCode::NOT_FOUND, "no such route".to_owned()) })
             // The guard has bounded the body already.
@@ -172,8 +190,9 @@ fn error_reply(err: &ContextError) -> Response {
 
 /// Runs `op` on the body off the async threads; `ok` turns its result into
 /// the response.
-async fn run<T: Send + 'static>(
+async fn run<T: Stored>(
     service: Service,
+    kind: Op,
     payload: Result<Json<Value>, JsonRejection>,
     principal: Option<Extension<Principal>>,
     op: fn(&ContextOffloader, &Principal, Value) -> Result<T, ContextError>,
@@ -195,8 +214,17 @@ async fn run<T: Send + 'static>(
             );
         }
     };
-    match tokio::task::spawn_blocking(move || op(&service.offloader, &principal, args)).await {
-        Ok(Ok(out)) => ok(out),
+    if let Some(mirror) = &service.mirror {
+        mirror.before(&principal, kind, &args).await;
+    }
+    let (offloader, who) = (service.offloader.clone(), principal.clone());
+    match tokio::task::spawn_blocking(move || op(&offloader, &who, args)).await {
+        Ok(Ok(mut out)) => {
+            if let (Some(mirror), Some(answer)) = (&service.mirror, out.stored()) {
+                mirror.share(&principal, answer).await;
+            }
+            ok(out)
+        }
         Ok(Err(e)) => error_reply(&e),
         Err(e) => refuse(
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -211,7 +239,8 @@ fn answer(text: String) -> Response {
 
 /// The `POST` handler of one route: `op` on the JSON body, as the caller's
 /// principal, its answer shaped by `ok`.
-fn handler<T: Send + 'static>(
+fn handler<T: Stored>(
+    kind: Op,
     op: fn(&ContextOffloader, &Principal, Value) -> Result<T, ContextError>,
     ok: fn(T) -> Response,
 ) -> MethodRouter<Service> {
@@ -219,7 +248,23 @@ fn handler<T: Send + 'static>(
         move |State(service): State<Service>,
               principal: Option<Extension<Principal>>,
               payload: Result<Json<Value>, JsonRejection>| {
-            run(service, payload, principal, op, ok)
+            run(service, kind, payload, principal, op, ok)
         },
     )
 }
+
+/// An answer, and the offload answer whose stored files a shared store
+/// copies.
+trait Stored: Send + 'static {
+    fn stored(&mut self) -> Option<&mut Value> {
+        None
+    }
+}
+
+impl Stored for Value {
+    fn stored(&mut self) -> Option<&mut Value> {
+        Some(self)
+    }
+}
+
+impl Stored for String {}

@@ -47,6 +47,8 @@ pub mod folder_key;
 pub mod key;
 pub mod local;
 pub mod metered;
+#[cfg(feature = "context")]
+pub mod mirror;
 #[cfg(feature = "s3")]
 pub mod remote;
 pub mod sink;

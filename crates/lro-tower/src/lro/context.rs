@@ -2,14 +2,14 @@
 //! `context_offload`, `context_grep` and `context_read_file`, with the
 //! semantics of ReMe's HTTP API (crate `lro-context`).
 
-use std::{path::PathBuf, sync::Arc};
+use std::sync::Arc;
 
 use lro_context::{ContextOffloader, FileContents};
 use lro_core::principal::Principal;
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool};
 use serde_json::{Value, json};
 
-use super::mirror::Mirror;
+use lro_store::mirror::{Mirror, Op};
 
 /// The tools' names.
 pub const CONTEXT_TOOLS: [&str; 3] = ["context_offload", "context_grep", "context_read_file"];
@@ -76,7 +76,7 @@ pub(crate) fn tools() -> Vec<Tool> {
 /// entries. Bad input is a tool error naming the field, never a protocol
 /// error. With a shared store (`mirror`), entries are copied to it after an
 /// offload, and copied back from it before a read or a grep on a replica
-/// that lacks them (see `mirror.rs`).
+/// that lacks them (see `lro_store::mirror`).
 pub(crate) async fn call(
     offloader: &ContextOffloader,
     mirror: Option<&Mirror>,
@@ -86,19 +86,12 @@ pub(crate) async fn call(
 ) -> CallToolResult {
     let args = Value::Object(arguments.unwrap_or_default());
     if let Some(mirror) = mirror {
-        let path = |field: &str| args.get(field).and_then(Value::as_str).map(PathBuf::from);
-        match name {
-            "context_read_file" => {
-                if let Some(path) = path("absolute_path") {
-                    mirror.pull_file(principal, &path).await;
-                }
-            }
-            "context_grep" => {
-                let dir = path("path").unwrap_or_else(|| PathBuf::from("."));
-                mirror.pull_dir(principal, &dir).await;
-            }
-            _ => {}
-        }
+        let op = match name {
+            "context_read_file" => Op::ReadFile,
+            "context_grep" => Op::Grep,
+            _ => Op::Offload,
+        };
+        mirror.before(principal, op, &args).await;
     }
     let offloader = offloader.clone();
     let name = name.to_owned();
@@ -114,7 +107,7 @@ pub(crate) async fn call(
     match done {
         Ok(Ok(Answer::Offloaded(mut v))) => {
             if let Some(mirror) = mirror {
-                share(mirror, principal, &mut v).await;
+                mirror.share(principal, &mut v).await;
             }
             CallToolResult::success(vec![ContentBlock::text(v.to_string())])
         }
@@ -129,28 +122,4 @@ pub(crate) async fn call(
 enum Answer {
     Offloaded(Value),
     Text(String),
-}
-
-/// Copies an offload's stored files to the shared store; one that could not
-/// be copied is named in the answer's warnings (only this replica has it).
-async fn share(mirror: &Mirror, principal: &Principal, answer: &mut Value) {
-    let files: Vec<PathBuf> = answer["metadata"]["stored_files"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .map(PathBuf::from)
-        .collect();
-    let failed = mirror.push(principal, &files).await;
-    if failed.is_empty() {
-        return;
-    }
-    let warning = json!(format!(
-        "{} stored file(s) could not be copied to the shared store: only this server can read them back",
-        failed.len()
-    ));
-    match answer["metadata"]["warnings"].as_array_mut() {
-        Some(warnings) => warnings.push(warning),
-        None => answer["metadata"]["warnings"] = json!([warning]),
-    }
 }

@@ -41,8 +41,6 @@ mod extract;
 mod forward;
 mod intercept;
 mod layer;
-#[cfg(feature = "context")]
-mod mirror;
 mod remote;
 mod service;
 mod shared;

@@ -136,7 +136,10 @@ impl<H: ServerHandler> Lro<H> {
             // Its answer is the history the caller asked for: never offloaded.
             // With a shared store, entries are copied through it.
             let mirror = self.shared.remote.as_ref().map(|remote| {
-                super::mirror::Mirror::new(remote.store.clone(), offloader.store_roots().clone())
+                lro_store::mirror::Mirror::new(
+                    remote.store.clone(),
+                    offloader.store_roots().clone(),
+                )
             });
             let result = super::context::call(
                 offloader,

@@ -1,16 +1,16 @@
-//! The context tools on a shared store: what one replica's
-//! `context_offload` stores, any replica's `context_read_file` and
-//! `context_grep` find.
+//! Context entries on a shared store: what one replica's context offload
+//! stores, any replica's read and grep find, for the layer's context tools
+//! (lro-tower) and the ReMe HTTP service (lro-context-http) alike.
 //!
 //! lro-context keeps its entries as files under its store roots, and its
 //! placement (the caller's own area, every file reached through an open
 //! handle) stays the only judge of who reads what. The store holds a copy
 //! of each entry, under `context/{root index}/{path in the root}`:
-//! written after `context_offload` stored it, and copied back into the
-//! same path on a replica that lacks it, before a read or a grep there.
-//! Only paths in the caller's own area are ever copied back, so another
-//! principal's entry never lands on disk for the asking. Replicas must be
-//! given the same store roots, in the same order.
+//! written after an offload stored it, and copied back into the same path
+//! on a replica that lacks it, before a read or a grep there. Only paths in
+//! the caller's own area are ever copied back, so another principal's
+//! entry never lands on disk for the asking. Replicas must be given the
+//! same store roots, in the same order.
 //!
 //! Entries keep the context store's retention (none by default): cleanup
 //! does not expire them; a bucket lifecycle rule on `PREFIX/context/` does.
@@ -23,21 +23,36 @@ use std::{
 use futures::TryStreamExt as _;
 use lro_context::Roots;
 use lro_core::principal::{Principal, is_principal_folder};
-use lro_store::{Key, Store};
+use serde_json::{Value, json};
+
+use crate::{Key, Store};
 use tokio::io::AsyncWriteExt as _;
 
 /// Where context entries are kept in the store.
 const CONTEXT: &str = "context";
 
+/// What a context request does, for [`Mirror::before`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Op {
+    /// Stores entries (`context_offload`).
+    Offload,
+    /// Searches a directory (`context_grep`, `/grep`).
+    Grep,
+    /// Reads one file (`context_read_file`, `/read_file`).
+    ReadFile,
+}
+
 /// The store copy of the context roots.
 #[derive(Debug, Clone)]
-pub(crate) struct Mirror {
+pub struct Mirror {
     store: Arc<dyn Store>,
     roots: Roots,
 }
 
 impl Mirror {
-    pub(crate) fn new(store: Arc<dyn Store>, roots: Roots) -> Self {
+    /// Entries of `roots` copied through `store`.
+    pub fn new(store: Arc<dyn Store>, roots: Roots) -> Self {
         Self { store, roots }
     }
 
@@ -72,7 +87,7 @@ impl Mirror {
 
     /// Copies the files `context_offload` just stored into the store; the
     /// paths whose copy failed.
-    pub(crate) async fn push(&self, principal: &Principal, files: &[PathBuf]) -> Vec<PathBuf> {
+    pub async fn push(&self, principal: &Principal, files: &[PathBuf]) -> Vec<PathBuf> {
         let mut failed = Vec::new();
         for file in files {
             let copied = match (self.key(principal, file), tokio::fs::read(file).await) {
@@ -91,7 +106,7 @@ impl Mirror {
     /// Before a read of `path` (as the caller gave it, resolved against its
     /// area like lro-context does): copies the store's entry there when this
     /// replica lacks it and it is the caller's own.
-    pub(crate) async fn pull_file(&self, principal: &Principal, path: &Path) {
+    pub async fn pull_file(&self, principal: &Principal, path: &Path) {
         let path = self.roots.area_path(principal, path);
         if tokio::fs::try_exists(&path).await.unwrap_or(true) {
             return;
@@ -103,7 +118,7 @@ impl Mirror {
 
     /// Before a grep of `dir`: copies every entry the store holds under it
     /// that this replica lacks, when `dir` is in the caller's own area.
-    pub(crate) async fn pull_dir(&self, principal: &Principal, dir: &Path) {
+    pub async fn pull_dir(&self, principal: &Principal, dir: &Path) {
         let dir = self.roots.area_path(principal, dir);
         let Some((prefix, true)) = self.key(principal, &dir) else {
             return;
@@ -124,6 +139,50 @@ impl Mirror {
         }
     }
 
+    /// Before `op` with the request `args` (the field names are the MCP
+    /// tools' and ReMe's alike: `absolute_path`, `path`): copies back what
+    /// the store holds of the caller's that this replica lacks.
+    pub async fn before(&self, principal: &Principal, op: Op, args: &Value) {
+        let path = |field: &str| args.get(field).and_then(Value::as_str).map(PathBuf::from);
+        match op {
+            Op::ReadFile => {
+                if let Some(path) = path("absolute_path") {
+                    self.pull_file(principal, &path).await;
+                }
+            }
+            Op::Grep => {
+                let dir = path("path").unwrap_or_else(|| PathBuf::from("."));
+                self.pull_dir(principal, &dir).await;
+            }
+            Op::Offload => {}
+        }
+    }
+
+    /// After an offload: copies the files its answer lists
+    /// (`metadata.stored_files`) to the store; one that could not be copied
+    /// is named in the answer's warnings (only this replica has it).
+    pub async fn share(&self, principal: &Principal, answer: &mut Value) {
+        let files: Vec<PathBuf> = answer["metadata"]["stored_files"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .map(PathBuf::from)
+            .collect();
+        let failed = self.push(principal, &files).await;
+        if failed.is_empty() {
+            return;
+        }
+        let warning = json!(format!(
+            "{} stored file(s) could not be copied to the shared store: only this server can read them back",
+            failed.len()
+        ));
+        match answer["metadata"]["warnings"].as_array_mut() {
+            Some(warnings) => warnings.push(warning),
+            None => answer["metadata"]["warnings"] = json!([warning]),
+        }
+    }
+
     /// Writes the object `key` at `path`: directories 0700, the file 0600,
     /// through a temp file and a rename. A failure leaves nothing; the read
     /// then answers as for a missing entry.
@@ -140,7 +199,7 @@ impl Mirror {
                 .mode(0o600)
                 .open(&temp)
                 .await?;
-            lro_store::fetch::copy(&*self.store, key, &mut file, None)
+            crate::fetch::copy(&*self.store, key, &mut file, None)
                 .await
                 .map_err(std::io::Error::other)?;
             file.flush().await?;
@@ -162,8 +221,7 @@ mod tests {
     fn keys_name_the_root_and_the_path_in_it_and_whose_it_is() {
         let tmp = tempfile::tempdir().unwrap();
         let store: Arc<dyn Store> = Arc::new(
-            lro_store::LocalStore::open(&tmp.path().join("bucket"), lro_store::LOCAL_READ_CHUNK)
-                .unwrap(),
+            crate::LocalStore::open(&tmp.path().join("bucket"), crate::LOCAL_READ_CHUNK).unwrap(),
         );
         let roots = Roots::new([tmp.path().join("a"), tmp.path().join("b")]).unwrap();
         let (a, b) = (roots.dirs()[0].clone(), roots.dirs()[1].clone());
