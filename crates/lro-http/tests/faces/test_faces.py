@@ -295,3 +295,58 @@ def test_an_http2_preface_holds_no_connection(start, face):
         sock.close()
     served(port, face)
     assert proc.alive()
+
+
+def request(port: int, method: str, path: str, headers: dict[str, str], body: bytes = b"") -> tuple[int, dict, dict]:
+    """(status, headers by lower-case name, JSON body) of one request."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=PROMPT_S)
+    try:
+        conn.request(method, path, body=body or None, headers=headers)
+        response = conn.getresponse()
+        got = {k.lower(): v for k, v in response.getheaders()}
+        return response.status, got, json.loads(response.read().decode())
+    finally:
+        conn.close()
+
+
+def test_415_406_and_405_are_in_the_faces_own_shape(face, start):
+    """What the service behind the guard refuses by status alone (rmcp's
+    plain-text 415 and 406, axum's empty 405) is worded as every other
+    refusal of the face: a JSON-RPC error on the MCP faces, ReMe's shape on
+    the context service. The status and `Allow` stay."""
+    _, port = start()
+    auth = {"Authorization": f"Bearer {GOOD}"}
+    body = json.dumps(face.good_body()).encode()
+    cases = [("PUT", {**MCP_HEADERS, **auth}, 405)]
+    if face.mcp:
+        cases += [
+            ("POST", {**MCP_HEADERS, **auth, "Content-Type": "text/plain"}, 415),
+            ("POST", {**MCP_HEADERS, **auth, "Accept": "text/html"}, 406),
+        ]
+    for method, headers, status in cases:
+        got, headers_back, answer = request(port, method, face.path, headers, body)
+        assert got == status, (method, got, answer)
+        assert headers_back["content-type"].startswith("application/json"), headers_back
+        if face.mcp:
+            assert answer["jsonrpc"] == "2.0" and answer["id"] is None, answer
+            assert answer["error"]["code"] == -32600 and answer["error"]["message"], answer
+        else:
+            assert answer["success"] is False and answer["answer"], answer
+        if status == 405:
+            assert "POST" in headers_back.get("allow", ""), headers_back
+    served(port, face)
+
+
+def test_a_changed_bearer_file_is_read_again_and_a_revoked_token_is_refused(face, start, tmp_path):
+    tokens = tmp_path / "tokens"
+    tokens.write_text(f"{GOOD}=alice\n")
+    _, port = start("--bearer-file", str(tokens), tokens=None)
+    served(port, face)
+    # Alice's token is replaced, by a rename as editors and secret mounts do.
+    fresh = "fresh-token-0123456789"
+    (tmp_path / "tokens.new").write_text(f"{fresh}=alice\n")
+    (tmp_path / "tokens.new").rename(tokens)
+    status, _, _ = post(port, face, {"Authorization": f"Bearer {GOOD}"})
+    assert status == 401, status
+    status, _, body = post(port, face, {"Authorization": f"Bearer {fresh}"})
+    assert status == 200, (status, body)
