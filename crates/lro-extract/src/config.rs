@@ -59,6 +59,12 @@ pub struct ExtractConfig {
     /// fields a filter reads are parsed. They give the same bytes as the
     /// plain jaq path, only faster; off, every record goes through jaq.
     pub fast_paths: bool,
+    /// Whether a file is checked against its header's `bytes` (the
+    /// records' size the writer puts there) before it is read, from the
+    /// size the file system gives: one cut short or grown is refused as
+    /// damaged. Off for a working copy its maker checked itself (a line
+    /// window's partial copy of a stored result).
+    pub check_size: bool,
     /// Whether [`crate::ExtractOutput::values`] is filled. Off, only its
     /// `text` (what the `lro_extract` tool shows) is built: cheaper, and
     /// much cheaper to send back from a worker process.
@@ -87,6 +93,7 @@ impl Default for ExtractConfig {
             max_output_values: DEFAULT_MAX_OUTPUT_VALUES,
             max_output_tokens: None,
             fast_paths: true,
+            check_size: true,
             keep_values: true,
             memory_budget: DEFAULT_MEMORY_BUDGET,
             max_concurrent: DEFAULT_MAX_CONCURRENT,
@@ -147,6 +154,14 @@ impl ExtractConfig {
     #[must_use]
     pub fn fast_paths(mut self, on: bool) -> Self {
         self.fast_paths = on;
+        self
+    }
+
+    /// Sets whether a file is checked against its header's size before it
+    /// is read ([`ExtractConfig::check_size`]). Defaults to on.
+    #[must_use]
+    pub fn check_size(mut self, on: bool) -> Self {
+        self.check_size = on;
         self
     }
 

@@ -69,6 +69,15 @@ pub enum ExtractError {
     /// The first line is not a valid `lro_header`.
     #[error("bad offload file header: {0}")]
     BadHeader(String),
+    /// The file does not hold what its header says was written (see
+    /// `lro_core::integrity`).
+    #[error("the offloaded result {path} cannot be read: {what}")]
+    Damaged {
+        /// The path as given.
+        path: String,
+        /// How it differs, for the reader.
+        what: String,
+    },
     /// A record line is not valid JSON.
     #[error("record on line {line} is not valid JSON: {message}")]
     BadRecord {

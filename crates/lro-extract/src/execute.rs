@@ -23,10 +23,31 @@ use crate::{
     text,
 };
 
+/// How a file is read: [`ExtractConfig::fast_paths`] and
+/// [`ExtractConfig::check_size`].
+///
+/// [`ExtractConfig::fast_paths`]: crate::ExtractConfig::fast_paths
+/// [`ExtractConfig::check_size`]: crate::ExtractConfig::check_size
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Reading {
+    fast_paths: bool,
+    check_size: bool,
+}
+
+impl Reading {
+    pub(crate) fn of(cfg: &crate::ExtractConfig) -> Self {
+        Self {
+            fast_paths: cfg.fast_paths,
+            check_size: cfg.check_size,
+        }
+    }
+}
+
+/// The header, and the bytes of its line.
 fn read_header(
     reader: &mut impl BufRead,
     file: &ResolvedFile,
-) -> Result<OffloadHeader, ExtractError> {
+) -> Result<(OffloadHeader, u64), ExtractError> {
     let mut line = Vec::new();
     reader
         .read_until(b'\n', &mut line)
@@ -36,8 +57,9 @@ fn read_header(
         })?;
     let text = std::str::from_utf8(&line)
         .map_err(|_| ExtractError::BadHeader("header line is not UTF-8".into()))?;
-    lro_core::file::parse_header(&file.path, text)
-        .map_err(|e| ExtractError::BadHeader(e.to_string()))
+    let header = lro_core::file::parse_header(&file.path, text)
+        .map_err(|e| ExtractError::BadHeader(e.to_string()))?;
+    Ok((header, line.len() as u64))
 }
 
 pub(crate) fn execute(
@@ -47,13 +69,23 @@ pub(crate) fn execute(
     file: ResolvedFile,
     guard: &Guard,
     out: Collector,
-    fast_paths: bool,
+    reading: Reading,
 ) -> Result<ExtractOutput, ExtractError> {
+    let fast_paths = reading.fast_paths;
     let opened = file.open()?;
+    let on_disk = opened.metadata().ok().map(|m| m.len());
     // A hint for reading the records whole; the file may still change.
-    let size = opened.metadata().map_or(0, |m| m.len() as usize);
+    let size = on_disk.unwrap_or(0) as usize;
     let mut reader = BufReader::with_capacity(256 * 1024, opened);
-    let header = read_header(&mut reader, &file)?;
+    let (header, header_len) = read_header(&mut reader, &file)?;
+    // The size the file system gives, against the header's: no read more.
+    if let (true, Some(on_disk)) = (reading.check_size, on_disk) {
+        let seen = lro_core::integrity::Seen::sized(header_len, on_disk);
+        lro_core::integrity::check(&header, seen).map_err(|damage| ExtractError::Damaged {
+            path: req.file_path.clone(),
+            what: damage.to_string(),
+        })?;
+    }
     let mut raw = false;
     // With slurp, offset/limit page the elements of the one result (see
     // `Job::window`); else the stream of results.

@@ -18,7 +18,7 @@ use lro_core::{
 
 use crate::{
     ExtractConfig, ExtractError, ExtractOutput, ExtractRequest, Isolation, Job, ResolvedFile,
-    execute::execute,
+    execute::{Reading, execute},
     gate::Gate,
     guard,
     jq::Guard,
@@ -94,6 +94,16 @@ impl Extractor {
         self
     }
 
+    /// Sets whether files are checked against their header's size before
+    /// they are read. Defaults to [`ExtractConfig::check_size`] (on); the
+    /// layer turns it off for a stored result's working copy, which it
+    /// checked as it copied it.
+    #[must_use]
+    pub fn check_size(mut self, on: bool) -> Self {
+        self.cfg.check_size = on;
+        self
+    }
+
     /// The configuration.
     pub fn config(&self) -> &ExtractConfig {
         &self.cfg
@@ -161,9 +171,9 @@ impl Extractor {
     ) -> Result<ExtractOutput, ExtractError> {
         let (mode, plan) = Plan::new(req)?;
         let collector = self.collector();
-        let fast_paths = self.cfg.fast_paths;
+        let reading = Reading::of(&self.cfg);
         let result = thread::guarded(guard, |guard| {
-            execute(req, mode, plan, file, guard, collector, fast_paths)
+            execute(req, mode, plan, file, guard, collector, reading)
         });
         thread::with_limit(result, self.cfg.timeout)
     }
@@ -226,9 +236,9 @@ impl Extractor {
     ) -> Result<ExtractOutput, ExtractError> {
         let (mode, plan) = Plan::new(req)?;
         let req = req.clone();
-        let fast_paths = self.cfg.fast_paths;
+        let reading = Reading::of(&self.cfg);
         thread::bounded(self.cfg.timeout, &self.active, move |guard| {
-            execute(&req, mode, plan, file, guard, collector, fast_paths)
+            execute(&req, mode, plan, file, guard, collector, reading)
         })
     }
 

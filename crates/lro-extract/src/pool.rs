@@ -199,6 +199,7 @@ impl Isolation for WorkerPool {
             max_output_values: cfg.max_output_values,
             max_output_tokens: cfg.max_output_tokens,
             fast_paths: cfg.fast_paths,
+            check_size: cfg.check_size,
             keep_values: cfg.keep_values,
             estimator: self.estimator,
             exact_band: self.exact_band,

@@ -60,6 +60,7 @@ pub(crate) struct Job {
     pub(crate) max_output_values: usize,
     pub(crate) max_output_tokens: Option<usize>,
     pub(crate) fast_paths: bool,
+    pub(crate) check_size: bool,
     pub(crate) keep_values: bool,
     pub(crate) estimator: Estimator,
     pub(crate) exact_band: f64,
@@ -75,6 +76,7 @@ impl Job {
             .max_output_bytes(self.max_output_bytes)
             .max_output_values(self.max_output_values)
             .fast_paths(self.fast_paths)
+            .check_size(self.check_size)
             .keep_values(self.keep_values);
         match self.max_output_tokens {
             Some(t) => cfg.max_output_tokens(t),
@@ -211,6 +213,10 @@ pub(crate) enum Error {
         source: String,
     },
     BadHeader(String),
+    Damaged {
+        path: String,
+        what: String,
+    },
     BadRecord {
         line: usize,
         message: String,
@@ -259,6 +265,7 @@ impl From<ExtractError> for Error {
                 source: source.to_string(),
             },
             E::BadHeader(m) => Self::BadHeader(m),
+            E::Damaged { path, what } => Self::Damaged { path, what },
             E::BadRecord { line, message } => Self::BadRecord { line, message },
             E::Io { path, source } => Self::Io {
                 path,
@@ -294,6 +301,7 @@ impl From<Error> for ExtractError {
                 source: io::Error::other(source),
             },
             Error::BadHeader(m) => E::BadHeader(m),
+            Error::Damaged { path, what } => E::Damaged { path, what },
             Error::BadRecord { line, message } => E::BadRecord { line, message },
             Error::Io { path, source } => E::Io {
                 path,
@@ -390,6 +398,7 @@ mod tests {
             max_output_values: 1,
             max_output_tokens: None,
             fast_paths: true,
+            check_size: true,
             keep_values: false,
             estimator: Estimator::Chars,
             exact_band: 0.5,

@@ -169,3 +169,45 @@ fn a_record_larger_than_the_output_limit_gets_a_notice() {
         }
     }
 }
+
+/// A file that does not hold what was written (cut at a line end, lines
+/// appended, the header alone) is refused as damaged by every form, from
+/// its size against the header's, before anything is read from it.
+#[test]
+fn a_damaged_file_is_refused_before_it_is_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let records: Vec<Value> = (0..50)
+        .map(|i| json!({"id": i, "text": "word ".repeat(5)}))
+        .collect();
+    let file = offload(dir.path(), "list", &records, Detail::Full);
+    let written = std::fs::read_to_string(&file.path).unwrap();
+    let lines: Vec<&str> = written.lines().collect();
+    let ex = Extractor::new(ExtractConfig::new(dir.path()));
+    let run = |mut req: ExtractRequest| {
+        req.file_path = file.path.to_string_lossy().into_owned();
+        ex.run(&req)
+    };
+    let query = || {
+        let mut r = ExtractRequest::new("");
+        r.query = Some(".id".into());
+        r
+    };
+    assert!(run(query()).is_ok());
+    for body in [
+        lines[..11].join("\n") + "\n",
+        format!("{written}{}\n", lines[1]),
+        format!("{}\n", lines[0]),
+    ] {
+        std::fs::write(&file.path, &body).unwrap();
+        let window: ExtractRequest =
+            serde_json::from_value(json!({"file_path": "", "lines": {"offset": 0, "limit": 2}}))
+                .unwrap();
+        for req in [query(), window] {
+            let err = run(req).unwrap_err().to_string();
+            assert!(
+                err.contains("damaged") && err.contains("50 records"),
+                "{err}"
+            );
+        }
+    }
+}

@@ -220,7 +220,9 @@ pub(crate) async fn call(
             Err(denied) => return refuse(denied.to_string()),
         },
     };
-    let extractor = extractor.root_dir(root);
+    // A working copy was checked as it was made (and a line window's is
+    // partial on purpose).
+    let extractor = extractor.root_dir(root).check_size(copy.is_none());
     let started = Instant::now();
     let req = request.clone();
     let ex = extractor.clone();
