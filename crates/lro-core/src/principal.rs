@@ -33,7 +33,7 @@
 use std::{
     fmt,
     path::{Path, PathBuf},
-    sync::Arc,
+    sync::{Arc, OnceLock},
 };
 
 use sha2::{Digest as _, Sha256};
@@ -132,15 +132,30 @@ impl fmt::Debug for Principal {
 /// The server's secret that principal folders are named with
 /// ([`Principal::keyed`]). Replicas of one store share it through their
 /// configuration; a server with none configured generates one and keeps it
-/// ([`FolderKey::load_or_create`]). Never shown: `Debug` prints no byte.
-#[derive(Clone, PartialEq, Eq)]
-pub struct FolderKey(Arc<[u8]>);
+/// ([`FolderKey::kept_in`]). Never shown: `Debug` prints no byte.
+#[derive(Clone)]
+pub struct FolderKey(Arc<Source>);
+
+enum Source {
+    Secret(Box<[u8]>),
+    /// Read, or made, on first use: a server that only ever sees the
+    /// anonymous principal (stdio) leaves no key file behind.
+    Kept(PathBuf, OnceLock<Box<[u8]>>),
+}
 
 impl fmt::Debug for FolderKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("FolderKey(..)")
     }
 }
+
+impl PartialEq for FolderKey {
+    fn eq(&self, other: &Self) -> bool {
+        self.secret() == other.secret()
+    }
+}
+
+impl Eq for FolderKey {}
 
 /// The name of the file a generated [`FolderKey`] is kept in.
 pub const FOLDER_KEY_FILE: &str = ".principal-key";
@@ -149,7 +164,7 @@ impl FolderKey {
     /// The key `secret` (its text, trimmed), or none when it is empty.
     pub fn new(secret: &str) -> Option<Self> {
         let secret = secret.trim();
-        (!secret.is_empty()).then(|| Self(Arc::from(secret.as_bytes())))
+        (!secret.is_empty()).then(|| Self(Arc::new(Source::Secret(secret.as_bytes().into()))))
     }
 
     /// A new random key's text: 64 hex digits from the system's random
@@ -165,41 +180,49 @@ impl FolderKey {
         Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
     }
 
-    /// The key kept in `dir`'s [`FOLDER_KEY_FILE`], made (0600, and never
-    /// replaced) when there is none: every server on that directory names
-    /// folders alike, across restarts.
+    /// The key kept in `dir`'s [`FOLDER_KEY_FILE`], read on its first use,
+    /// and made then (0600, published whole, never replaced) when there is
+    /// none: every server on that directory names folders alike, across
+    /// restarts. Should it be neither readable nor makeable, this process
+    /// uses a random key of its own, with a warning.
+    pub fn kept_in(dir: impl Into<PathBuf>) -> Self {
+        Self(Arc::new(Source::Kept(dir.into(), OnceLock::new())))
+    }
+
+    /// [`FolderKey::kept_in`], read or made now.
     ///
     /// # Errors
     ///
     /// When the file cannot be read or made, or holds no key.
     pub fn load_or_create(dir: &Path) -> std::io::Result<Self> {
-        use std::{io::Write as _, os::unix::fs::OpenOptionsExt as _};
-        std::fs::create_dir_all(dir)?;
-        let path = dir.join(FOLDER_KEY_FILE);
-        match std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&path)
-        {
-            Ok(mut file) => file.write_all(Self::generate()?.as_bytes())?,
-            Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => {}
-            Err(err) => return Err(err),
+        let secret = load_or_create(dir)?;
+        Ok(Self(Arc::new(Source::Secret(secret))))
+    }
+
+    fn secret(&self) -> &[u8] {
+        match &*self.0 {
+            Source::Secret(secret) => secret,
+            Source::Kept(dir, secret) => secret.get_or_init(|| {
+                load_or_create(dir).unwrap_or_else(|err| {
+                    tracing::warn!(%err, "no principal key could be kept; this process uses one of its own");
+                    Self::generate()
+                        .unwrap_or_else(|_| format!("{:?}", std::time::SystemTime::now()))
+                        .into_bytes()
+                        .into()
+                })
+            }),
         }
-        let text = std::fs::read_to_string(&path)?;
-        Self::new(&text).ok_or_else(|| {
-            std::io::Error::new(std::io::ErrorKind::InvalidData, "the key file is empty")
-        })
     }
 
     /// HMAC-SHA256 of `message` under this key (RFC 2104).
     fn mac(&self, message: &[u8]) -> [u8; 32] {
         const BLOCK: usize = 64;
+        let key = self.secret();
         let mut block = [0u8; BLOCK];
-        if self.0.len() > BLOCK {
-            block[..32].copy_from_slice(&Sha256::digest(&self.0));
+        if key.len() > BLOCK {
+            block[..32].copy_from_slice(&Sha256::digest(key));
         } else {
-            block[..self.0.len()].copy_from_slice(&self.0);
+            block[..key.len()].copy_from_slice(key);
         }
         let pad = |byte: u8| block.map(|b| b ^ byte);
         let inner = Sha256::new()
@@ -212,6 +235,39 @@ impl FolderKey {
             .finalize()
             .into()
     }
+}
+
+/// The key text in `dir`'s [`FOLDER_KEY_FILE`], written first when there is
+/// none: to a temp file, then linked into place, so no reader sees it half
+/// written and of two servers starting at once one key wins.
+fn load_or_create(dir: &Path) -> std::io::Result<Box<[u8]>> {
+    use std::{io::Write as _, os::unix::fs::OpenOptionsExt as _};
+    std::fs::create_dir_all(dir)?;
+    let path = dir.join(FOLDER_KEY_FILE);
+    if !path.exists() {
+        let temp = dir.join(format!("{FOLDER_KEY_FILE}.{}.tmp", ulid::Ulid::new()));
+        let written = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&temp)
+            .and_then(|mut file| file.write_all(FolderKey::generate()?.as_bytes()));
+        let linked = written.and_then(|()| match std::fs::hard_link(&temp, &path) {
+            Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+            other => other,
+        });
+        let _ = std::fs::remove_file(&temp);
+        linked?;
+    }
+    let text = std::fs::read_to_string(&path)?;
+    let text = text.trim();
+    if text.is_empty() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "the principal key file is empty",
+        ));
+    }
+    Ok(text.as_bytes().into())
 }
 
 /// 16 hex digits of the SHA-256 of `text`: how a result's name or a
@@ -286,6 +342,19 @@ mod tests {
             .mode();
         assert_eq!(mode & 0o777, 0o600);
         assert!(FolderKey::new("  ").is_none());
+        // Kept, it is made only when first used, and read back alike.
+        let lazy = tempfile::tempdir().unwrap();
+        let kept = FolderKey::kept_in(lazy.path());
+        assert!(!lazy.path().join(FOLDER_KEY_FILE).exists());
+        let keyed = Principal::new("alice").keyed(&kept);
+        assert!(lazy.path().join(FOLDER_KEY_FILE).exists());
+        let again = Principal::new("alice").keyed(&FolderKey::kept_in(lazy.path()));
+        assert_eq!(keyed.folder(), again.folder());
+        assert_eq!(
+            std::fs::read_dir(lazy.path()).unwrap().count(),
+            1,
+            "no temp file left"
+        );
     }
 
     #[test]

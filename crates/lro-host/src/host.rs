@@ -187,8 +187,8 @@ async fn shutdown_telemetry(telemetry: TelemetryGuard) {
 
 /// The key principal folders are named with: `cfg`'s `principal_key_file`,
 /// else `store`'s own (made by the first replica), else the one kept in the
-/// output directory (made on first start). [`Host::run`] gives it to the
-/// layer; a face without the layer (`lro context serve`) calls it itself.
+/// output directory (made on the first authenticated call). [`Host::run`]
+/// gives it to the layer; a face without the layer (`lro context serve`) calls it itself.
 ///
 /// # Errors
 ///
@@ -207,8 +207,7 @@ pub async fn folder_key(
         (None, Some(store)) => lro_store::folder_key::shared(store)
             .await
             .map_err(|e| key_error(e.into())),
-        (None, None) => {
-            FolderKey::load_or_create(&cfg.resolved_output_dir()).map_err(|e| key_error(e.into()))
-        }
+        // Made on the first authenticated call: a stdio server leaves none.
+        (None, None) => Ok(FolderKey::kept_in(cfg.resolved_output_dir())),
     }
 }
