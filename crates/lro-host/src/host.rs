@@ -186,7 +186,8 @@ async fn shutdown_telemetry(telemetry: TelemetryGuard) {
 }
 
 /// The key principal folders are named with: `cfg`'s `principal_key_file`,
-/// else `store`'s own (made by the first replica), else the one kept in the
+/// else `store`'s own (made by the first replica; when the store fails at
+/// start, this replica's own until it restarts), else the one kept in the
 /// output directory (made on the first authenticated call). [`Host::run`]
 /// gives it to the layer; a face without the layer (`lro context serve`) calls it itself.
 ///
@@ -204,9 +205,24 @@ pub async fn folder_key(
             let text = std::fs::read_to_string(path).map_err(|e| key_error(e.into()))?;
             FolderKey::new(&text).ok_or_else(|| key_error("the principal key file is empty".into()))
         }
-        (None, Some(store)) => lro_store::folder_key::shared(store)
-            .await
-            .map_err(|e| key_error(e.into())),
+        (None, Some(store)) => match lro_store::folder_key::shared(store).await {
+            Ok(key) => Ok(key),
+            // A store that fails now must not keep the server from starting:
+            // offloads fall back to truncation until it answers, as ever.
+            // Folders are then this replica's own until it restarts.
+            Err(err) => {
+                let kind = match &err {
+                    lro_store::folder_key::FolderKeyError::Store(e) => e.kind().as_str(),
+                    _ => "other",
+                };
+                tracing::warn!(
+                    kind,
+                    "the offload store gave no principal key; until restarted, this replica names \
+                     folders with its own (set principal_key_file to share one)"
+                );
+                Ok(FolderKey::kept_in(cfg.resolved_output_dir()))
+            }
+        },
         // Made on the first authenticated call: a stdio server leaves none.
         (None, None) => Ok(FolderKey::kept_in(cfg.resolved_output_dir())),
     }
