@@ -38,6 +38,9 @@ use crate::ProxyError;
 /// is ended.
 const SLOT_WAIT: Duration = Duration::from_secs(1);
 
+/// How often a waiting claim looks again for a seat that fell idle.
+const RECHECK: Duration = Duration::from_millis(100);
+
 /// What holds a slot, as the accounting sees it.
 pub(crate) trait Seat: Send + Sync + 'static {
     /// When it was last used, while nothing is in progress on it; `None`
@@ -199,9 +202,13 @@ impl Slots {
                     drop(mine);
                 }
                 Decision::Wait(refusal) => {
-                    if tokio::time::timeout_at(deadline, freed).await.is_err() {
+                    let now = tokio::time::Instant::now();
+                    if now >= deadline {
                         return Err(refusal);
                     }
+                    // A seat whose call ends sends no news: look again
+                    // now and then, as well as when a slot is given back.
+                    let _ = tokio::time::timeout_at(deadline.min(now + RECHECK), freed).await;
                 }
             }
         }
@@ -311,7 +318,7 @@ mod tests {
     /// A seat idle since it was made (or busy), that a reclaim ends by
     /// dropping the slot it is handed.
     struct Fake {
-        idle: Option<Instant>,
+        idle: Mutex<Option<Instant>>,
         sessionless: bool,
         slot: Mutex<Option<Slot>>,
         reclaimed: AtomicBool,
@@ -319,7 +326,7 @@ mod tests {
 
     impl Seat for Fake {
         fn idle_since(&self) -> Option<Instant> {
-            self.idle
+            *self.idle.lock().unwrap()
         }
 
         fn sessionless(&self) -> bool {
@@ -336,7 +343,7 @@ mod tests {
 
     async fn hold(slots: &Arc<Slots>, who: &str, idle: bool, sessionless: bool) -> Arc<Fake> {
         let seat = Arc::new(Fake {
-            idle: idle.then(Instant::now),
+            idle: Mutex::new(idle.then(Instant::now)),
             sessionless,
             slot: Mutex::default(),
             reclaimed: AtomicBool::new(false),
@@ -400,6 +407,18 @@ mod tests {
             matches!(err, ProxyError::TooManySessions { max: 4 }),
             "{err}"
         );
+    }
+
+    #[tokio::test]
+    async fn a_claim_at_its_share_takes_its_own_seat_once_the_call_on_it_ends() {
+        let slots = slots(2);
+        let bob = hold(&slots, "bob", false, false).await;
+        // Polled first, the claim waits; then bob's call ends.
+        let (next, ()) = tokio::join!(slots.acquire(claim("bob")), async {
+            *bob.idle.lock().unwrap() = Some(Instant::now());
+        });
+        assert!(next.is_ok(), "refused though its own seat fell idle");
+        assert!(bob.reclaimed.load(Ordering::Relaxed));
     }
 
     #[tokio::test]
