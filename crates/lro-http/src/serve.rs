@@ -55,7 +55,7 @@ use tokio::{
 };
 use tower::{Service, ServiceExt as _};
 
-use crate::slots::hold_until_body_ends;
+use crate::{sessions::MAX_BOUND, slots::hold_until_body_ends};
 
 /// The bounds of one face. [`Limits::mcp`] and [`Limits::context`] are the
 /// two faces' defaults; docs/operating.md says why each is what it is.
@@ -106,8 +106,9 @@ impl Limits {
     }
 
     /// The context service's defaults: as [`Limits::mcp`], with 32 MiB
-    /// bodies read within 60 s, and two requests per CPU at once (each runs
-    /// a CPU-bound pass over its history), waiting up to 30 s.
+    /// bodies read within 60 s, two requests per CPU at once (each runs a
+    /// CPU-bound pass over its history), waiting up to 30 s, and no session
+    /// cap (it has no sessions: every request would count as opening one).
     #[must_use]
     pub fn context() -> Self {
         let cpus = std::thread::available_parallelism().map_or(2, usize::from);
@@ -116,6 +117,9 @@ impl Limits {
             max_body_bytes: 32 << 20,
             max_requests: 2 * cpus,
             queue_timeout: Duration::from_secs(30),
+            max_sessions: MAX_BOUND,
+            max_sessions_per_principal: MAX_BOUND,
+            session_idle_timeout: None,
             ..Self::mcp()
         }
     }

@@ -45,7 +45,7 @@ use std::{
 };
 
 use axum::{body::Body, response::Response};
-use http::{Method, Request, StatusCode, Uri};
+use http::{HeaderValue, Method, Request, StatusCode, Uri, header};
 use lro_core::principal::Principal;
 use tower::{Layer, Service, ServiceExt as _};
 
@@ -203,15 +203,28 @@ impl Book {
                 break;
             };
             if self.forget(&old).is_some() {
-                self.evicted.insert(old.clone());
-                self.evicted_order.push_back(old);
+                self.evict(old);
             }
         }
+    }
+
+    /// Refuses `session` from now on, to everyone.
+    fn evict(&mut self, session: String) {
+        self.evicted.insert(session.clone());
+        self.evicted_order.push_back(session);
         while self.evicted_order.len() > MAX_BOUND {
             if let Some(old) = self.evicted_order.pop_front() {
                 self.evicted.remove(&old);
             }
         }
+    }
+
+    /// Unbinds `session` to close it: refused from now on, even should its
+    /// `DELETE` fail, so it is never served unbound.
+    fn close(&mut self, session: String) -> Option<Closing> {
+        let bound = self.unbind(&session)?;
+        self.evict(session.clone());
+        Some((session, bound.owner))
     }
 
     /// Drops `session`'s binding, not its place in `order`.
@@ -265,11 +278,7 @@ impl Book {
                 .map(|(id, _)| id.clone())
                 .take(EXPIRE_AT_ONCE)
                 .collect();
-            for id in expired {
-                if let Some(bound) = self.unbind(&id) {
-                    closing.push((id, bound.owner));
-                }
-            }
+            closing.extend(expired.into_iter().filter_map(|id| self.close(id)));
         }
         if self.at_a_cap(caller, caps) {
             let own_idle = self
@@ -285,9 +294,7 @@ impl Book {
                     Refusal::ServerSessions(caps.total)
                 });
             };
-            if let Some(bound) = self.unbind(&id) {
-                closing.push((id, bound.owner));
-            }
+            closing.extend(self.close(id));
         }
         *self.opening.entry(caller.clone()).or_default() += 1;
         Ok(closing)
@@ -386,14 +393,21 @@ impl Drop for Opening {
     }
 }
 
-/// The `DELETE` that closes `session` in the face, as its owner sends it.
-fn closing_request(uri: &Uri, (session, owner): Closing) -> Option<Request<Body>> {
+/// The `DELETE` that closes `session` in the face, as its owner would send
+/// it to `uri` on `host` (the face checks that a request names a host).
+fn closing_request(
+    uri: &Uri,
+    host: Option<&HeaderValue>,
+    (session, owner): Closing,
+) -> Option<Request<Body>> {
     let mut request = Request::builder()
         .method(Method::DELETE)
-        .uri(uri.path())
-        .header(SESSION_HEADER, session)
-        .body(Body::empty())
-        .ok()?;
+        .uri(uri.clone())
+        .header(SESSION_HEADER, session);
+    if let Some(host) = host {
+        request = request.header(header::HOST, host);
+    }
+    let mut request = request.body(Body::empty()).ok()?;
     if let Some(owner) = owner {
         request.extensions_mut().insert(owner);
     }
@@ -456,11 +470,12 @@ impl Stage for SessionsLayer {
             })
         });
         let uri = request.uri().clone();
+        let host = request.headers().get(header::HOST).cloned();
         let layer = self.clone();
         Box::pin(async move {
             // Closed before the new one opens, so its memory is free first.
             for close in closing {
-                if let Some(delete) = closing_request(&uri, close) {
+                if let Some(delete) = closing_request(&uri, host.as_ref(), close) {
                     tracing::debug!("closing a session for room");
                     let _ = inner.call(delete).await;
                     let _ = inner.ready().await;
@@ -498,7 +513,6 @@ impl Stage for SessionsLayer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tower::ServiceExt as _;
 
     /// An MCP-like service: a request without a session opens `s-1`.
     fn service()
@@ -645,11 +659,15 @@ mod tests {
         }
         assert_eq!(*closed.lock().unwrap(), ["s-2"]);
         assert!(!layer.book().sessions.contains_key("s-2"));
+        assert!(
+            !layer.book().admits("s-2", Some(&Principal::new("bob"))),
+            "refused, closed or not"
+        );
         // At the total, Carol has nothing of her own to close.
         let refused = open("carol").await;
         assert_eq!(refused.status(), StatusCode::SERVICE_UNAVAILABLE);
         // A call in progress in each of Alice's: none of hers is idle.
-        let busy: Vec<_> = ["s-3", "s-4"].map(|id| {
+        let busy = ["s-3", "s-4"].map(|id| {
             svc.clone()
                 .oneshot(request("alice", Some(id), Method::POST))
         });
