@@ -3,6 +3,9 @@
 The real `memory-server --http` with several bearer tokens, driven by the
 official Python SDK over streamable HTTP on 127.0.0.1:
 
+Both wires at once: the flooders speak 2026-07-28 (sessionless) or
+2025-11-25, the quiet tenant 2025-11-25.
+
 - two principals flooding `lro_extract` with filters that run to the time
   limit do not keep a third waiting: the next slot that frees is the
   newcomer's (it runs none), so it is answered within one time limit plus
@@ -22,7 +25,10 @@ from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import AsyncIterator, Iterator
 
+import httpx2
 import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 
 from lrolib import L
 from testkit.paths import MEMORY_SERVER
@@ -59,15 +65,13 @@ def server(tmp_path: Path, who: list[str], env: dict[str, str], grace: float = 8
 
 
 @asynccontextmanager
-async def client(url: str, who: str) -> AsyncIterator:
-    from mcp import ClientSession
-    from mcp.client.streamable_http import streamable_http_client
-    from mcp.shared._httpx_utils import create_mcp_http_client
-
-    http = create_mcp_http_client(headers={"Authorization": f"Bearer {token(who)}"})
-    async with http, streamable_http_client(url, http_client=http) as (read, write), ClientSession(read, write) as s:
-        await s.initialize()
-        yield s
+async def client(url: str, who: str, wire: str) -> AsyncIterator[Client]:
+    """The SDK's client as WHO, on WIRE: "2026-07-28" (sessionless) or "legacy"
+    (2025-11-25, `initialize` and a session)."""
+    headers = {"Authorization": f"Bearer {token(who)}"}
+    async with httpx2.AsyncClient(headers=headers, timeout=60) as http:
+        async with Client(streamable_http_client(url, http_client=http), mode=wire, cache=None) as c:
+            yield c
 
 
 def text(result) -> str:
@@ -85,8 +89,9 @@ async def offload(session) -> str | None:
 
 async def extraction_flood(url: str) -> float:
     names = ["flood1", "flood2", "quiet"]
+    wires = {"flood1": "2026-07-28", "flood2": "legacy", "quiet": "legacy"}
     async with AsyncExitStack() as stack:
-        s = {who: await stack.enter_async_context(client(url, who)) for who in names}
+        s = {who: await stack.enter_async_context(client(url, who, wires[who])) for who in names}
         paths = {who: await offload(s[who]) for who in names}
         assert all(paths.values()), paths
         answered = {who: asyncio.Event() for who in names[:2]}
@@ -105,7 +110,7 @@ async def extraction_flood(url: str) -> float:
             began = time.monotonic()
             own = await s["quiet"].call_tool("lro_extract", {"file_path": paths["quiet"], L.ExtractMode.Recipe: 1})
             waited = time.monotonic() - began
-            assert not getattr(own, "isError", False), text(own)
+            assert not own.is_error, text(own)
         finally:
             # Cancelled, not awaited: the queued calls would take minutes.
             stop.set()
@@ -129,8 +134,9 @@ def test_two_flooding_principals_do_not_starve_a_third(tmp_path: Path):
 
 async def quota_flood(url: str, flooders: list[str]) -> None:
     async with AsyncExitStack() as stack:
-        quiet = await stack.enter_async_context(client(url, "quiet"))
-        s = {who: await stack.enter_async_context(client(url, who)) for who in flooders}
+        quiet = await stack.enter_async_context(client(url, "quiet", "legacy"))
+        wires = ["2026-07-28", "legacy"]
+        s = {who: await stack.enter_async_context(client(url, who, wires[i % 2])) for i, who in enumerate(flooders)}
         first = await offload(quiet)
         assert first, "offloaded"
         kept: dict[str, list[str]] = {who: [] for who in flooders}
