@@ -283,7 +283,7 @@ impl Ledger {
     /// Deletes the oldest offload files of the principals over their fair
     /// share of `quota.total` until a write of `bytes` into the folder `key`
     /// fits (see the module docs); nothing when no such deletions can make
-    /// room. Call it when [`Ledger::reserve`] refused for the total, then
+    /// room, or when the write is over the principal's own quota anyway. Call it when [`Ledger::reserve`] refused for the total, then
     /// reserve again. Only files named as offload files, directly in the
     /// root or in a `p-*` folder, are deleted; symlinks never.
     pub fn make_room(&self, root: &Dir, quota: &Quota, key: &str, bytes: u64) -> Freed {
@@ -293,7 +293,12 @@ impl Ledger {
             return freed;
         };
         usage.retain(|_, used| *used > 0);
-        *usage.entry(key.to_owned()).or_default() += bytes;
+        let mine = usage.entry(key.to_owned()).or_default();
+        *mine += bytes;
+        // Over its own quota the write is refused whatever is deleted.
+        if quota.per_principal.is_some_and(|limit| *mine > limit) {
+            return freed;
+        }
         let share = total / usage.len() as u64;
         let all: u64 = usage.values().sum();
         let mut need = all.saturating_sub(total);
