@@ -40,6 +40,7 @@ use crate::{
     quote::cut,
     recipes::{RecipeSet, SAMPLE_SIZE, is_memory_sample},
     records::{RecordKind, RecordSet},
+    room::make_room,
     root::{PrivateDir, default_output_dir},
     schema::descriptor_line_schema,
     tokens::TokenEstimator,
@@ -335,9 +336,8 @@ impl Offloader {
                 match reserve() {
                     Err(full) if full.scope == QuotaScope::Total && tries < MAKE_ROOM_TRIES => {
                         tries += 1;
-                        let freed = root
-                            .ledger
-                            .make_room(root.dir.dir(), &self.quota, &key, bytes);
+                        let freed =
+                            make_room(&root.ledger, root.dir.dir(), &self.quota, &key, bytes);
                         if freed.files == 0 {
                             return Err(full.into());
                         }
