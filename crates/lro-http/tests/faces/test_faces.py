@@ -274,12 +274,18 @@ def test_slow_headers_are_closed_and_good_requests_answered(face, start):
 
 # The accept loop is lro-http's, the same for every face: one face shows it.
 @pytest.mark.parametrize("face", FACES[:1], ids=lambda f: f.name, indirect=True)
-def test_past_the_connection_cap_a_good_request_waits_its_turn(start, face):
-    proc, port = start("--header-read-timeout", "1", "--max-connections", "4")
+def test_past_the_connection_cap_a_good_request_sheds_the_idle_longest(start, face):
+    """Four connections at most, twelve slow ones, the header-read timeout at
+    its 10 s default: the slow ones past the cap shed the oldest, and so does
+    the good request, which is answered at once."""
+    proc, port = start("--max-connections", "4")
     socks = slow_sockets(port, 12)
     try:
-        # Behind three rounds of four slow connections, each cut after 1 s.
+        began = time.monotonic()
         served(port, face)
+        assert time.monotonic() - began < 1.0, "answered without waiting out the slow ones"
+        # The eight oldest, and one more for the good request, were closed.
+        wait_closed(socks[:9], within=PROMPT_S)
     finally:
         for s in socks:
             s.close()
