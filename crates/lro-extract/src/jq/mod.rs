@@ -51,6 +51,7 @@
 mod compile;
 mod convert;
 mod emit;
+mod fromjson;
 mod job;
 mod lines;
 mod message;
@@ -58,6 +59,7 @@ mod natives;
 mod originals;
 pub(crate) mod project;
 mod read;
+mod rewrite;
 mod stop;
 
 pub(crate) use compile::compile_with_vars;

@@ -1,0 +1,233 @@
+//! A filter rewritten so that jaq computes what jq 1.6 computes, where
+//! jaq's evaluation has no hook of its own:
+//!
+//! * every arithmetic result is piped through `_lro_num`, which rounds it to
+//!   the double jq holds (jaq's integer arithmetic is exact past 2^53), and
+//!   so is every number literal that is not a short integer; the operands
+//!   run in jq's order, `r` outer (jaq runs `l` outer);
+//! * `l % r` is `_lro_rem`, which cuts both to integers as jq 1.6 does
+//!   (`5.5 % 2` is 1);
+//! * `-x` is `_lro_neg`, which fails in jq's words;
+//! * `.[a:b]` answers null on null, as jq 1.6's;
+//! * a string with interpolations, `"a\(f)"`, is `@text "a\(f)"`: jaq
+//!   spells an interpolated number its own way (`1e-5`), and `@text` is
+//!   our `tostring`, which spells it as jq (`1e-05`); its parts run the
+//!   last first, as jq's.
+//!
+//! Every rewritten form is a value, never a path, so `path(…)`, `|=` and
+//! `del(…)` are unaffected. The natives are in `natives.rs`.
+
+use jaq_core::{
+    load::{
+        lex::StrPart,
+        parse::{BinaryOp, Def, Pattern, Term},
+    },
+    ops::Math,
+    path::{Part, Path as P},
+};
+
+type T<'s> = Term<&'s str>;
+
+/// `t` rewritten, the same filter as jq 1.6 runs it.
+pub(super) fn term(t: T<'_>) -> T<'_> {
+    use Term::*;
+    match t {
+        Id | Recurse | Break(_) | Var(_) => t,
+        Num(n) if n.len() <= 15 && n.bytes().all(|b| b.is_ascii_digit()) => Num(n),
+        Num(n) => pipe(Num(n), "_lro_num"),
+        Str(fmt, parts) => string(fmt, parts),
+        Arr(a) => Arr(a.map(|a| Box::new(term(*a)))),
+        Obj(entries) => Obj(entries
+            .into_iter()
+            .map(|(k, v)| (term(k), v.map(term)))
+            .collect()),
+        Neg(t) => pipe(term(*t), "_lro_neg"),
+        BinOp(l, BinaryOp::Math(op), r) => math(term(*l), op, term(*r)),
+        // `l op= r` is `r as $x | l |= . op $x`, with `. op $x` rewritten.
+        BinOp(l, BinaryOp::UpdateMath(op), r) => {
+            let x = "$__lro_u";
+            let update = term(BinOp(Box::new(Id), BinaryOp::Math(op), Box::new(Var(x))));
+            let assign = BinOp(Box::new(term(*l)), BinaryOp::Update, Box::new(update));
+            BinOp(
+                Box::new(term(*r)),
+                BinaryOp::Pipe(Some(Pattern::Var(x))),
+                Box::new(assign),
+            )
+        }
+        BinOp(l, op, r) => BinOp(Box::new(term(*l)), op_(op), Box::new(term(*r))),
+        Label(x, t) => Label(x, Box::new(term(*t))),
+        Fold(name, xs, pat, args) => Fold(
+            name,
+            Box::new(term(*xs)),
+            pattern(pat),
+            args.into_iter().map(term).collect(),
+        ),
+        TryCatch(t, c) => TryCatch(Box::new(term(*t)), c.map(|c| Box::new(term(*c)))),
+        IfThenElse(branches, els) => IfThenElse(
+            branches
+                .into_iter()
+                .map(|(c, t)| (term(c), term(t)))
+                .collect(),
+            els.map(|e| Box::new(term(*e))),
+        ),
+        Def(defs, t) => Def(defs.into_iter().map(def).collect(), Box::new(term(*t))),
+        Call(name, args) => Call(name, args.into_iter().map(term).collect()),
+        Path(t, P(parts)) => path(term(*t), parts),
+    }
+}
+
+/// `t` followed by `parts`, rewritten; a slice `.[a:b]` becomes `if . ==
+/// null then . else .[a:b] end`, as jq 1.6 answers null where jaq fails
+/// (an identity, so the path stays a path).
+fn path<'s>(t: T<'s>, parts: Vec<(Part<T<'s>>, jaq_core::path::Opt)>) -> T<'s> {
+    let mut out = t;
+    let mut run = Vec::new();
+    for (part, opt) in parts {
+        let part = match part {
+            Part::Index(i) => Part::Index(term(i)),
+            Part::Range(None, None) => Part::Range(None, None),
+            Part::Range(from, to) => {
+                let slice = Term::Path(
+                    Box::new(Term::Id),
+                    P(vec![(Part::Range(from.map(term), to.map(term)), opt)]),
+                );
+                let is_null = Term::BinOp(
+                    Box::new(Term::Id),
+                    BinaryOp::Cmp(jaq_core::ops::Cmp::Eq),
+                    Box::new(Term::Call("null", Vec::new())),
+                );
+                let guarded = Term::IfThenElse(vec![(is_null, Term::Id)], Some(Box::new(slice)));
+                if !run.is_empty() {
+                    out = Term::Path(Box::new(out), P(std::mem::take(&mut run)));
+                }
+                out = Term::BinOp(Box::new(out), BinaryOp::Pipe(None), Box::new(guarded));
+                continue;
+            }
+        };
+        run.push((part, opt));
+    }
+    if run.is_empty() {
+        out
+    } else {
+        Term::Path(Box::new(out), P(run))
+    }
+}
+
+/// A definition with its body rewritten.
+pub(super) fn def<'s>(d: Def<&'s str, T<'s>>) -> Def<&'s str, T<'s>> {
+    Def {
+        name: d.name,
+        args: d.args,
+        body: term(d.body),
+    }
+}
+
+/// Names for the parts of one string, bound in jq's order.
+const PARTS: [&str; 8] = [
+    "$__lro_s0",
+    "$__lro_s1",
+    "$__lro_s2",
+    "$__lro_s3",
+    "$__lro_s4",
+    "$__lro_s5",
+    "$__lro_s6",
+    "$__lro_s7",
+];
+
+/// A string: with interpolations, `@text` unless formatted otherwise, and
+/// its parts run as jq 1.6 runs them, the last first (outermost), which
+/// jaq runs the other way round.
+fn string<'s>(fmt: Option<&'s str>, parts: Vec<StrPart<&'s str, T<'s>>>) -> T<'s> {
+    let terms = parts
+        .iter()
+        .filter(|p| matches!(p, StrPart::Term(_)))
+        .count();
+    if terms == 0 {
+        return Term::Str(fmt, parts);
+    }
+    let fmt = fmt.or(Some("@text"));
+    if terms == 1 || terms > PARTS.len() {
+        let parts = parts
+            .into_iter()
+            .map(|p| match p {
+                StrPart::Term(t) => StrPart::Term(term(t)),
+                other => other,
+            })
+            .collect();
+        return Term::Str(fmt, parts);
+    }
+    let mut bound = Vec::new();
+    let mut names = PARTS.iter();
+    let parts = parts
+        .into_iter()
+        .map(|p| match p {
+            StrPart::Term(t) => {
+                let x = names.next().expect("counted");
+                bound.push((term(t), *x));
+                StrPart::Term(Term::Var(*x))
+            }
+            other => other,
+        })
+        .collect();
+    // `pn as $n | … | p1 as $1 | "…\($1)…\($n)"`
+    let mut out = Term::Str(fmt, parts);
+    for (t, x) in bound {
+        out = Term::BinOp(
+            Box::new(t),
+            BinaryOp::Pipe(Some(Pattern::Var(x))),
+            Box::new(out),
+        );
+    }
+    out
+}
+
+fn op_<'s>(op: BinaryOp<&'s str>) -> BinaryOp<&'s str> {
+    match op {
+        BinaryOp::Pipe(Some(p)) => BinaryOp::Pipe(Some(pattern(p))),
+        other => other,
+    }
+}
+
+fn pattern<'s>(p: Pattern<&'s str>) -> Pattern<&'s str> {
+    match p {
+        Pattern::Var(x) => Pattern::Var(x),
+        Pattern::Arr(ps) => Pattern::Arr(ps.into_iter().map(pattern).collect()),
+        Pattern::Obj(entries) => Pattern::Obj(
+            entries
+                .into_iter()
+                .map(|(k, p)| (term(k), pattern(p)))
+                .collect(),
+        ),
+    }
+}
+
+/// `t | name`.
+fn pipe<'s>(t: T<'s>, name: &'s str) -> T<'s> {
+    Term::BinOp(
+        Box::new(t),
+        BinaryOp::Pipe(None),
+        Box::new(Term::Call(name, Vec::new())),
+    )
+}
+
+/// `r as $r | l as $l | $l op $r | _lro_num`: jq's order (`r` outer, so
+/// `r` fails first and `(1,2) + (10,20)` is 11, 12, 21, 22), and jq's
+/// double; `%` as jq 1.6's, `_lro_rem($l; $r)`.
+fn math<'s>(l: T<'s>, op: Math, r: T<'s>) -> T<'s> {
+    let (lv, rv) = ("$__lro_l", "$__lro_r");
+    let (x, y) = (Box::new(Term::Var(lv)), Box::new(Term::Var(rv)));
+    let computed = match op {
+        Math::Rem => Term::Call("_lro_rem", vec![*x, *y]),
+        op => pipe(Term::BinOp(x, BinaryOp::Math(op), y), "_lro_num"),
+    };
+    let inner = Term::BinOp(
+        Box::new(l),
+        BinaryOp::Pipe(Some(Pattern::Var(lv))),
+        Box::new(computed),
+    );
+    Term::BinOp(
+        Box::new(r),
+        BinaryOp::Pipe(Some(Pattern::Var(rv))),
+        Box::new(inner),
+    )
+}
