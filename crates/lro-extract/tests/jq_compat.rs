@@ -326,6 +326,20 @@ fn errors_and_numbers_answer_as_jq_1_6_does() {
     compare_with(&records, &per_record, &slurped, false);
 }
 
+/// The fuzzer's find: a `-0` inside a record sorted by a missing key (the
+/// slurp fast path against jaq).
+#[test]
+fn a_negative_zero_sorts_as_jq_1_6_does() {
+    assert_jq_1_6();
+    let records = [r#"{"":[-0]}"#, r#"{"id":-0,"":[-0.0,0]}"#].map(String::from);
+    let slurped = [
+        "sort_by(.id)",
+        "sort_by(-.id)",
+        "sort_by(.id) | .[0][\"\"][0]",
+    ];
+    compare_with(&records, &["."], &slurped, false);
+}
+
 #[test]
 fn a_deep_record_is_left_out_and_named() {
     assert_jq_1_6();
