@@ -24,7 +24,7 @@ const REGEX: &[&str] = &["matches", "split_matches", "split_"];
 /// or fail otherwise than jq 1.6's.
 pub(super) fn natives() -> Vec<jaq_core::native::Fun<JqData>> {
     const BLOCKED: &[&str] = &["range", "env", "halt", "input", "inputs"];
-    let ours: [jaq_core::native::Fun<JqData>; 25] = [
+    let ours: [jaq_core::native::Fun<JqData>; 26] = [
         ("keys", v(0), Native::<JqData>::new(|cv| keys(cv, true))),
         (
             "keys_unsorted",
@@ -69,6 +69,19 @@ pub(super) fn natives() -> Vec<jaq_core::native::Fun<JqData>> {
             "_lro_matchable",
             v(0),
             Native::<JqData>::new(matchable_native),
+        ),
+        (
+            "_lro_keyed",
+            v(0),
+            Native::<JqData>::new(|cv| box_once(numbered(cv.1)))
+                .with_paths(|cv| {
+                    let (v, path) = cv.1;
+                    box_once(numbered(v).map(|v| (v, path)))
+                })
+                .with_update(|cv, f| match numbered(cv.1) {
+                    Ok(v) => f(v),
+                    Err(e) => box_once(Err(e)),
+                }),
         ),
     ];
     ours.into_iter()
@@ -257,6 +270,17 @@ fn neg_native<'a>(cv: jaq_core::Cv<'a, JqData>) -> jaq_core::ValXs<'a, Val> {
     match cv.1 {
         Val::Num(n) => box_once(Ok(read::as_jq(&Val::Num(-n)))),
         other => fail(format_args!("{} cannot be negated", described(&other))),
+    }
+}
+
+/// What a number indexes, as jq 1.6 has it: an object fails (jaq's answers
+/// null). An identity otherwise, as a value, a path and an update.
+fn numbered<'a>(v: Val) -> Result<Val, Exn<'a, Val>> {
+    match v {
+        Val::Obj(_) => Err(Exn::from(jaq_core::Error::str(
+            "Cannot index object with number",
+        ))),
+        v => Ok(v),
     }
 }
 

@@ -8,7 +8,8 @@
 //! * `l % r` is `_lro_rem`, which cuts both to integers as jq 1.6 does
 //!   (`5.5 % 2` is 1);
 //! * `-x` is `_lro_neg`, which fails in jq's words;
-//! * `.[a:b]` answers null on null, as jq 1.6's;
+//! * `.[a:b]` answers null on null, as jq 1.6's, and `.[0]` (a number
+//!   literal) fails on an object (`_lro_keyed`, a path and an update too);
 //! * a string with interpolations, `"a\(f)"`, is `@text "a\(f)"`: jaq
 //!   spells an interpolated number its own way (`1e-5`), and `@text` is
 //!   our `tostring`, which spells it as jq (`1e-05`); its parts run the
@@ -84,6 +85,19 @@ fn path<'s>(t: T<'s>, parts: Vec<(Part<T<'s>>, jaq_core::path::Opt)>) -> T<'s> {
     let mut run = Vec::new();
     for (part, opt) in parts {
         let part = match part {
+            // `.[0]`: an object fails, as in jq 1.6 (jaq answers null).
+            Part::Index(i) if is_number(&i) => {
+                if !run.is_empty() {
+                    out = Term::Path(Box::new(out), P(std::mem::take(&mut run)));
+                }
+                let mut keyed = Term::Call("_lro_keyed", Vec::new());
+                if matches!(opt, jaq_core::path::Opt::Optional) {
+                    keyed = Term::TryCatch(Box::new(keyed), None);
+                }
+                out = Term::BinOp(Box::new(out), BinaryOp::Pipe(None), Box::new(keyed));
+                run.push((Part::Index(term(i)), opt));
+                continue;
+            }
             Part::Index(i) => Part::Index(term(i)),
             Part::Range(None, None) => Part::Range(None, None),
             Part::Range(from, to) => {
@@ -110,6 +124,15 @@ fn path<'s>(t: T<'s>, parts: Vec<(Part<T<'s>>, jaq_core::path::Opt)>) -> T<'s> {
         out
     } else {
         Term::Path(Box::new(out), P(run))
+    }
+}
+
+/// A number literal, maybe negated.
+fn is_number(t: &T<'_>) -> bool {
+    match t {
+        Term::Num(_) => true,
+        Term::Neg(t) => matches!(**t, Term::Num(_)),
+        _ => false,
     }
 }
 
@@ -230,4 +253,43 @@ fn math<'s>(l: T<'s>, op: Math, r: T<'s>) -> T<'s> {
         BinaryOp::Pipe(Some(Pattern::Var(rv))),
         Box::new(inner),
     )
+}
+#[cfg(test)]
+mod tests {
+    use crate::jq::eval_values;
+    use serde_json::json;
+
+    #[test]
+    fn rewritten_filters_compute_as_jq_1_6() {
+        // Each as `jq -nc` (jq 1.6) prints it.
+        let cases = [
+            ("[(1,2) + (10,20)]", json!([11, 12, 21, 22])),
+            ("[\"\\(1,2)-\\(3,4)\"]", json!(["1-3", "2-3", "1-4", "2-4"])),
+            ("[5.5 % 2, -5.5 % 2, 5 % 2.5]", json!([1, -1, 1])),
+            ("9007199254740993 - 9007199254740992", json!(0)),
+            ("9007199254740992 | . + 1 - .", json!(0)),
+            (
+                "\"\\(0.00001) \\(1e1000)\"",
+                json!("1e-05 1.7976931348623157e+308"),
+            ),
+            (
+                "[1, 2] | [path(.[0]), del(.[0]), (.[-1] |= 3)]",
+                json!([[0], [2], [1, 3]]),
+            ),
+            ("{} | [.[0]?, .[1:]?]", json!([])),
+            ("null | [.[1:2], .[0]]", json!([null, null])),
+            ("[1, 2, 3] | .[1:] |= map(. * 2)", json!([1, 4, 6])),
+            (
+                "{a: 1} | .a += 9007199254740992 | .a - 9007199254740992",
+                json!(0),
+            ),
+        ];
+        for (filter, want) in cases {
+            assert_eq!(
+                eval_values(filter, &[json!(null)]).unwrap(),
+                [want],
+                "{filter}"
+            );
+        }
+    }
 }
