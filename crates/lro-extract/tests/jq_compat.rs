@@ -330,6 +330,35 @@ fn errors_and_numbers_answer_as_jq_1_6_does() {
     compare_with(&records, &per_record, &slurped, false);
 }
 
+/// Line records for the sample of 32, then records of other shapes: the
+/// line recipes (guarded as the others) print what jq prints, fast or not.
+#[test]
+fn line_records_that_change_shape_answer_as_jq_1_6_does() {
+    assert_jq_1_6();
+    let mut records: Vec<String> = (1..=36)
+        .map(|i| format!(r#"{{"line":{i},"text":"step {} took {i} ms\r"}}"#, i % 3))
+        .collect();
+    records.extend(
+        [
+            r#""a string""#,
+            r#"{"line":"x","text":5}"#,
+            r#"{"line":39,"text":{"a":1}}"#,
+            r#"{"text":"no line"}"#,
+            r#"[1,"two"]"#,
+            "null",
+            r#"{"line":42,"text":true}"#,
+        ]
+        .map(String::from),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let file = offload_result(dir.path(), &format!("[{}]", records.join(",")));
+    assert_eq!(
+        file.recipes.get(1).unwrap().filter,
+        "([.line, .text] | @tsv)?"
+    );
+    compare_with(&records, &[], &[], true);
+}
+
 /// The fuzzer's find: a `-0` inside a record sorted by a missing key (the
 /// slurp fast path against jaq).
 #[test]
