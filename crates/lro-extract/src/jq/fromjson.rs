@@ -414,7 +414,7 @@ mod tests {
             .filter_map(|(text, want)| {
                 let want = format!("{want} (while parsing '{text}')");
                 let got = parse(text.as_bytes());
-                (got.as_ref().err() != Some(&want)).then(|| (text, got, want))
+                (got.as_ref().err() != Some(&want)).then_some((text, got, want))
             })
             .collect();
         assert!(wrong.is_empty(), "{wrong:#?}");

@@ -247,7 +247,9 @@ fn rem_native<'a>(mut cv: jaq_core::Cv<'a, JqData>) -> jaq_core::ValXs<'a, Val> 
         return box_once((l % r).map_err(Exn::from));
     };
     let int = |f: f64| {
-        if f >= -9.223_372_036_854_775_808e18 && f < 9.223_372_036_854_775_808e18 {
+        // 2^63: the doubles in [-2^63, 2^63) are the ones an i64 holds.
+        const LIMIT: f64 = 9_223_372_036_854_775_808.0;
+        if (-LIMIT..LIMIT).contains(&f) {
             f as i64
         } else {
             i64::MIN

@@ -127,6 +127,20 @@ fn path<'s>(t: T<'s>, parts: Vec<(Part<T<'s>>, jaq_core::path::Opt)>) -> T<'s> {
     }
 }
 
+/// Whether a rewritten term is one value that cannot fail: `.`, a
+/// variable, a number or a plain string.
+fn pure(t: &T<'_>) -> bool {
+    match t {
+        Term::Id | Term::Var(_) | Term::Num(_) => true,
+        Term::Str(None, parts) => parts.iter().all(|p| !matches!(p, StrPart::Term(_))),
+        Term::BinOp(l, BinaryOp::Pipe(None), r) => {
+            matches!(**l, Term::Num(_))
+                && matches!(**r, Term::Call("_lro_num", ref a) if a.is_empty())
+        }
+        _ => false,
+    }
+}
+
 /// A number literal, maybe negated.
 fn is_number(t: &T<'_>) -> bool {
     match t {
@@ -204,14 +218,14 @@ fn string<'s>(fmt: Option<&'s str>, parts: Vec<StrPart<&'s str, T<'s>>>) -> T<'s
     out
 }
 
-fn op_<'s>(op: BinaryOp<&'s str>) -> BinaryOp<&'s str> {
+fn op_(op: BinaryOp<&str>) -> BinaryOp<&str> {
     match op {
         BinaryOp::Pipe(Some(p)) => BinaryOp::Pipe(Some(pattern(p))),
         other => other,
     }
 }
 
-fn pattern<'s>(p: Pattern<&'s str>) -> Pattern<&'s str> {
+fn pattern(p: Pattern<&str>) -> Pattern<&str> {
     match p {
         Pattern::Var(x) => Pattern::Var(x),
         Pattern::Arr(ps) => Pattern::Arr(ps.into_iter().map(pattern).collect()),
@@ -237,6 +251,16 @@ fn pipe<'s>(t: T<'s>, name: &'s str) -> T<'s> {
 /// `r` fails first and `(1,2) + (10,20)` is 11, 12, 21, 22), and jq's
 /// double; `%` as jq 1.6's, `_lro_rem($l; $r)`.
 fn math<'s>(l: T<'s>, op: Math, r: T<'s>) -> T<'s> {
+    // With one side a single value that cannot fail, the order is moot.
+    if pure(&l) || pure(&r) {
+        return match op {
+            Math::Rem => Term::Call("_lro_rem", vec![l, r]),
+            op => pipe(
+                Term::BinOp(Box::new(l), BinaryOp::Math(op), Box::new(r)),
+                "_lro_num",
+            ),
+        };
+    }
     let (lv, rv) = ("$__lro_l", "$__lro_r");
     let (x, y) = (Box::new(Term::Var(lv)), Box::new(Term::Var(rv)));
     let computed = match op {
