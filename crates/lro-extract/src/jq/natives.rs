@@ -24,7 +24,7 @@ const REGEX: &[&str] = &["matches", "split_matches", "split_"];
 /// or fail otherwise than jq 1.6's.
 pub(super) fn natives() -> Vec<jaq_core::native::Fun<JqData>> {
     const BLOCKED: &[&str] = &["range", "env", "halt", "input", "inputs"];
-    let ours: [jaq_core::native::Fun<JqData>; 26] = [
+    let ours: [jaq_core::native::Fun<JqData>; 27] = [
         ("keys", v(0), Native::<JqData>::new(|cv| keys(cv, true))),
         (
             "keys_unsorted",
@@ -82,6 +82,24 @@ pub(super) fn natives() -> Vec<jaq_core::native::Fun<JqData>> {
                     Ok(v) => f(v),
                     Err(e) => box_once(Err(e)),
                 }),
+        ),
+        // `.[0]?`: an object has nothing there, as a value, a path and an
+        // update (which leaves it as it is).
+        (
+            "_lro_keyed_opt",
+            v(0),
+            Native::<JqData>::new(|cv| match cv.1 {
+                Val::Obj(_) => Box::new(std::iter::empty()),
+                v => box_once(Ok(v)),
+            })
+            .with_paths(|cv| match cv.1 {
+                (Val::Obj(_), _) => Box::new(std::iter::empty()),
+                vp => box_once(Ok(vp)),
+            })
+            .with_update(|cv, f| match cv.1 {
+                o @ Val::Obj(_) => box_once(Ok(o)),
+                v => f(v),
+            }),
         ),
     ];
     ours.into_iter()

@@ -9,7 +9,8 @@
 //!   (`5.5 % 2` is 1);
 //! * `-x` is `_lro_neg`, which fails in jq's words;
 //! * `.[a:b]` answers null on null, as jq 1.6's, and `.[0]` (a number
-//!   literal) fails on an object (`_lro_keyed`, a path and an update too);
+//!   literal) fails on an object (`_lro_keyed`, a path and an update too;
+//!   `.[0]?` is `_lro_keyed_opt`, nothing there);
 //! * a string with interpolations, `"a\(f)"`, is `@text "a\(f)"`: jaq
 //!   spells an interpolated number its own way (`1e-5`), and `@text` is
 //!   our `tostring`, which spells it as jq (`1e-05`); its parts run the
@@ -90,10 +91,11 @@ fn path<'s>(t: T<'s>, parts: Vec<(Part<T<'s>>, jaq_core::path::Opt)>) -> T<'s> {
                 if !run.is_empty() {
                     out = Term::Path(Box::new(out), P(std::mem::take(&mut run)));
                 }
-                let mut keyed = Term::Call("_lro_keyed", Vec::new());
-                if matches!(opt, jaq_core::path::Opt::Optional) {
-                    keyed = Term::TryCatch(Box::new(keyed), None);
-                }
+                let keyed = match opt {
+                    jaq_core::path::Opt::Optional => "_lro_keyed_opt",
+                    jaq_core::path::Opt::Essential => "_lro_keyed",
+                };
+                let keyed = Term::Call(keyed, Vec::new());
                 out = Term::BinOp(Box::new(out), BinaryOp::Pipe(None), Box::new(keyed));
                 run.push((Part::Index(term(i)), opt));
                 continue;
@@ -303,6 +305,11 @@ mod tests {
             ("{} | [.[0]?, .[1:]?]", json!([])),
             ("null | [.[1:2], .[0]]", json!([null, null])),
             ("[1, 2, 3] | .[1:] |= map(. * 2)", json!([1, 4, 6])),
+            ("[1] | [path(.[0]?)]", json!([[0]])),
+            ("{} | del(.[0]?)", json!({})),
+            ("[1, 2] | del(.[0]?)", json!([2])),
+            ("[[1]] | .[0][0] |= 5", json!([[5]])),
+            ("{\"a\": [1, 2]} | .a[1:] = [\"x\"]", json!({"a": [1, "x"]})),
             (
                 "{a: 1} | .a += 9007199254740992 | .a - 9007199254740992",
                 json!(0),
