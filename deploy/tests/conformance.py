@@ -266,21 +266,43 @@ class SideBySide:
 
 
 def _run_target(side: SideBySide, target: str, log_dir: Path) -> None:
-    """`target`'s RUNS, one after the other, each against a target of its own
-    (so what one run leaves behind in a proxy cannot decide the next). A run
-    that cannot complete (a server that does not start, a suite past its
-    timeout) is recorded, so the other runs and the table still happen."""
+    """`target`'s RUNS, one after the other. The fixture gets a fresh server
+    for each run, the baseline; a proxy serves all of them back to back, as
+    one long-lived proxy serves clients of both wires, so what one run leaves
+    behind in it (a principal's sessionless child, idle sessions) must not
+    cost the next a scenario. A run that cannot complete (a server that does
+    not start, a suite past its timeout) is recorded, so the other runs and
+    the table still happen."""
     started = time.monotonic()
     side.results[target], side.errors[target] = {}, {}
-    for i, run in enumerate(RUNS):
-        run_dir = log_dir / f"{re.sub(r'[^a-z0-9]+', '-', target)}-{i}"
+    slug = re.sub(r"[^a-z0-9]+", "-", target)
+
+    def run_all(url: str | None, runs) -> None:
+        for i, run in runs:
+            try:
+                if url is None:
+                    run_dir = log_dir / f"{slug}-{i}"
+                    run_dir.mkdir(parents=True)
+                    with TARGETS[target](run_dir) as fresh:
+                        side.results[target][run] = run_suite(fresh, run)
+                else:
+                    side.results[target][run] = run_suite(url, run)
+            except (AssertionError, RuntimeError, TimeoutError) as exc:
+                side.results[target][run] = {}
+                side.errors[target][run] = f"{type(exc).__name__}: {exc}"
+
+    if target == "direct":
+        run_all(None, enumerate(RUNS))
+    else:
+        run_dir = log_dir / slug
         run_dir.mkdir(parents=True)
         try:
             with TARGETS[target](run_dir) as url:
-                side.results[target][run] = run_suite(url, run)
+                run_all(url, enumerate(RUNS))
         except (AssertionError, RuntimeError, TimeoutError) as exc:
-            side.results[target][run] = {}
-            side.errors[target][run] = f"{type(exc).__name__}: {exc}"
+            for run in RUNS:
+                side.results[target].setdefault(run, {})
+                side.errors[target].setdefault(run, f"{type(exc).__name__}: {exc}")
     side.seconds[target] = time.monotonic() - started
 
 

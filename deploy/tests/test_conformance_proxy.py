@@ -10,6 +10,12 @@ layer and its upstream transport. Every scenario that passes directly must
 pass through the proxy; `dns-rebinding-protection` there hits the proxy's own
 face (a foreign Host and Origin refused, its own served).
 
+Each proxy serves the three runs back to back (2026-07-28, then 2025-11-25,
+then 0.1.16), and each must score as the fixture does fresh: a 2026-07-28
+run leaves its principal's sessionless child holding one of the children,
+which the later runs' sessions, counted with it, reclaim when idle (0.1.16
+used to lose 15 of 30 scenarios to "too many sessions" after it).
+
 The table of scenario x target is printed in the terminal summary
 (deploy/tests/conftest.py). Needs the debug `lro` binary, Node >= 22 and
 deploy/conformance's npm install. Uses only 127.0.0.1.
@@ -50,3 +56,4 @@ def test_the_proxy_face_refuses_dns_rebinding(side_by_side, target: str, run: Ru
     assert run not in side_by_side.errors[target], side_by_side.errors[target][run]
     result = side_by_side.results[target][run]["dns-rebinding-protection"]
     assert result["passed"], conformance.describe_failures({"dns-rebinding-protection": result})
+

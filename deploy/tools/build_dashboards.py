@@ -306,9 +306,10 @@ def variables() -> list[dict]:
     def query_var(name: str, label: str, query: str) -> dict:
         return {
             "allValue": ".*",
-            "current": {},
+            # Grafana's VariableOption needs text and value: All, as a new
+            # dashboard opens (checked against @grafana/schema).
+            "current": {"selected": True, "text": ["All"], "value": ["$__all"]},
             "datasource": DS,
-            "definition": query,
             "hide": 0,
             "includeAll": True,
             "label": label,
@@ -325,7 +326,7 @@ def variables() -> list[dict]:
 
     return [
         {
-            "current": {},
+            # No current value: Grafana takes the default Prometheus source.
             "hide": 0,
             "includeAll": False,
             "label": "Data source",
@@ -365,7 +366,7 @@ def dashboard(uid: str, title: str, description: str, tags: list[str], panels: l
         "graphTooltip": 1,
         "id": None,
         "links": [
-            {"asDropdown": False, "icon": "external link", "includeVars": True, "keepTime": True, "tags": ["lro"], "targetBlank": False, "title": "LRO dashboards", "type": "dashboards"}
+            {"asDropdown": False, "icon": "external link", "includeVars": True, "keepTime": True, "tags": ["lro"], "targetBlank": False, "title": "LRO dashboards", "tooltip": "", "type": "dashboards"}
         ],
         "panels": panels,
         "refresh": "30s",

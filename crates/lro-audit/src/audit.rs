@@ -9,7 +9,9 @@
 //! 2. **offload**: threshold at half the smallest many-record result; the
 //!    offloads, their files and descriptors (Levels 1 and 2).
 //! 3. **boundary**: threshold at the server's own estimate E of that
-//!    result, and at E − 1.
+//!    result, and at E − 1; when the answer at E changed, every call again
+//!    with no threshold in reach, to tell a tool whose answer varies from
+//!    launch to launch from a broken inline path.
 //! 4. **cleanup**: a short TTL; an expired file must go, a fresh one stay.
 //! 5. **write failure**: the output directory under a regular file.
 //! 6. **proxy flag**: the offload launch again, declared a proxy.
@@ -139,15 +141,21 @@ impl Run<'_> {
         }
         session.close().await;
         self.ev.calls = calls;
-        // The boundary call: the smallest inline result of many records.
-        self.ev.boundary = (0..self.ev.calls.len())
+        self.ev.boundary = self.boundary_call();
+        Ok(())
+    }
+
+    /// The boundary call: the smallest inline result of many records, of
+    /// the calls not known to answer differently at each launch.
+    fn boundary_call(&self) -> Option<usize> {
+        (0..self.ev.calls.len())
+            .filter(|i| !self.ev.varying.contains(i))
             .filter(|&i| {
                 self.ev.measured_ok(i).is_some_and(|v| {
                     !result::is_offload(v) && result::records(v).len() >= MIN_RECORDS
                 })
             })
-            .min_by_key(|&i| self.ev.measured_ok(i).map_or(u64::MAX, result::tokens));
-        Ok(())
+            .min_by_key(|&i| self.ev.measured_ok(i).map_or(u64::MAX, result::tokens))
     }
 
     /// Calls everything at half the boundary call's size.
@@ -175,8 +183,61 @@ impl Run<'_> {
     }
 
     /// The boundary call at E − 1 and at E, E being the server's estimate.
+    ///
+    /// An inline answer at E that differs from the measured one is either
+    /// the inline path changing it or a tool whose answer changes by itself
+    /// (the time, the environment each launch gets). A second launch with
+    /// no threshold in reach tells them apart; a call that answers
+    /// differently there too is not judged on, and the next call takes its
+    /// place.
     async fn boundary(&mut self) {
         let Some(b) = self.ev.boundary else { return };
+        self.around_estimate(b).await;
+        let changed = matches!(
+            (&self.ev.at, self.ev.measured_ok(b)),
+            (Some((_, Outcome::Result(r))), Some(m))
+                if !result::is_offload(r) && !result::is_error(r) && !result::same_answer(r, m)
+        );
+        if !changed {
+            return;
+        }
+        let again = self.measure_again().await;
+        self.ev.varying = (0..self.ev.calls.len())
+            .filter(|&i| {
+                matches!(
+                    (again.get(i), self.ev.measured_ok(i)),
+                    (Some(Outcome::Result(r)), Some(m)) if !result::same_answer(r, m)
+                )
+            })
+            .collect();
+        if !self.ev.varying.contains(&b) {
+            return;
+        }
+        // With no other call to judge on, the cleanup, write-failure and
+        // flag launches still use this one: they look at offloads, which a
+        // varying answer does not disturb.
+        if let Some(next) = self.boundary_call() {
+            self.ev.boundary = Some(next);
+            self.around_estimate(next).await;
+        }
+    }
+
+    /// Every call again with no threshold in reach, in a launch of its own.
+    async fn measure_again(&self) -> Vec<Outcome> {
+        let launch = self.launch("measure-again", NO_THRESHOLD, LONG_TTL);
+        let Ok(session) = self.open(Some(&launch), false).await else {
+            return Vec::new();
+        };
+        let mut again = Vec::with_capacity(self.ev.calls.len());
+        for call in &self.ev.calls {
+            again.push(session.call(call).await);
+        }
+        session.close().await;
+        again
+    }
+
+    /// Call `b` at E − 1 and at E.
+    async fn around_estimate(&mut self, b: usize) {
         let estimate = self.ev.offloads.iter().find(|o| o.call == b).and_then(|o| {
             let header = o.file.as_ref().ok().and_then(FileSeen::header);
             let of = |m: &Map<String, Value>| m.get("estimated_tokens").and_then(Value::as_u64);
@@ -189,6 +250,7 @@ impl Run<'_> {
         });
         self.ev.estimate = estimate;
         let call = self.ev.calls[b].clone();
+        self.ev.below = None;
         if let Some(e) = estimate.filter(|&e| e > 0) {
             self.ev.below = Some(self.call_once("below", e - 1, &call).await);
         }

@@ -116,8 +116,12 @@ pub(crate) struct Evidence {
     /// Each call's answer with no threshold in reach (URL: as served).
     pub(crate) measured: Vec<Outcome>,
     /// The call that shows the aggregate rule: the smallest result of at
-    /// least [`MIN_RECORDS`] records.
+    /// least [`MIN_RECORDS`] records, of those not in `varying`.
     pub(crate) boundary: Option<usize>,
+    /// The calls that answered otherwise in a second launch with no
+    /// threshold in reach: their answers vary by themselves (the time, the
+    /// environment), so no inline answer of theirs shows what the layer did.
+    pub(crate) varying: Vec<usize>,
     pub(crate) t_lo: Option<u64>,
     /// Each call's answer at `t_lo`.
     pub(crate) at_lo: Vec<Outcome>,

@@ -135,11 +135,6 @@ impl Report {
         self
     }
 
-    /// The wire the audit spoke to the target, when known.
-    pub fn wire_spoken(&self) -> Option<&Wire> {
-        self.wire.as_ref()
-    }
-
     /// The level proven, 0 to 3.
     pub fn level(&self) -> u8 {
         self.level

@@ -393,10 +393,6 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for Flagged<T> {
     }
 }
 
-/// The `_meta` key of the client info of 2026-07-28 (rmcp keeps its own
-/// private).
-const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
-
 /// `initialize` as a custom request of the same method whose params carry
 /// `clientInfo.proxy: true`; a request whose `_meta` carries client info,
 /// with `proxy: true` added to it; any other message unchanged.
@@ -410,13 +406,8 @@ fn flag_initialize(message: ClientJsonRpcMessage) -> ClientJsonRpcMessage {
         wire::mark_proxy_client_info(&mut params);
         request.request =
             ClientRequest::CustomRequest(CustomRequest::new("initialize", Some(params)));
-    } else if let Some(info) = request
-        .request
-        .get_meta_mut()
-        .get_mut(META_CLIENT_INFO)
-        .and_then(Value::as_object_mut)
-    {
-        info.insert("proxy".to_owned(), Value::Bool(true));
+    } else {
+        wire::mark_proxy_meta(request.request.get_meta_mut());
     }
     JsonRpcMessage::Request(request)
 }
@@ -470,9 +461,12 @@ mod tests {
             rmcp::model::NumberOrString::Number(1),
         );
         let sent = serde_json::to_value(flag_initialize(message)).unwrap();
-        assert_eq!(sent["params"]["_meta"][META_CLIENT_INFO]["proxy"], true);
         assert_eq!(
-            sent["params"]["_meta"][META_CLIENT_INFO]["name"],
+            sent["params"]["_meta"][wire::META_CLIENT_INFO]["proxy"],
+            true
+        );
+        assert_eq!(
+            sent["params"]["_meta"][wire::META_CLIENT_INFO]["name"],
             "lro-audit"
         );
     }

@@ -46,8 +46,13 @@ pub struct ProxyArgs {
     /// Authentication, origins and bounds of the --http face.
     #[command(flatten)]
     pub http_face: lro_http::cli::HttpArgs,
-    /// Children of a command upstream running at once behind --http (one
-    /// per client session); past it, a new session gets a clear error.
+    /// Children of a command upstream running at once behind --http: one
+    /// per 2025-11-25 session, one per principal for sessionless (MCP
+    /// 2026-07-28) requests, counted together. With bearer tokens each
+    /// principal holds at most half (at least one); at the limit a newcomer
+    /// takes its own principal's idle session or child, or another's idle
+    /// sessionless child, never another's session; else it gets HTTP 503
+    /// (429 at its share) with a JSON-RPC error.
     #[arg(long, value_name = "N", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_sessions: u32,
     /// Behind --http, end a session after this many seconds without a
@@ -184,7 +189,9 @@ async fn run(
             None => {
                 let handler = layer.layer(Proxy::new(shared.clone()));
                 match serve::stdio(handler, &shared, shutdown).await {
-                    Ok(serve::Stopped::UpstreamLost(why)) => Err(CliError::Runtime(why)),
+                    Ok(serve::Stopped::UpstreamLost(why) | serve::Stopped::UpstreamFailed(why)) => {
+                        Err(CliError::Runtime(why))
+                    }
                     Ok(_) => Ok(()),
                     Err(err) => Err(err.into()),
                 }
@@ -194,13 +201,7 @@ async fn run(
                     let shared = shared.clone();
                     move || layer.layer(Proxy::new(shared.clone()))
                 };
-                // A command upstream's children are the scarce resource: a
-                // new client takes the slot of the session idle longest.
-                let room = matches!(shared.config().upstream(), Upstream::Command { .. })
-                    .then_some(args.max_sessions as usize);
-                let options = serve::HttpOptions::new()
-                    .session_idle_timeout(idle)
-                    .max_sessions(room);
+                let options = serve::HttpOptions::new().session_idle_timeout(idle);
                 serve::http(addr, options, guard, make, shutdown, |bound| {
                     // The one line tests and scripts wait for.
                     eprintln!("lro proxy listening on http://{bound}{}", serve::MCP_PATH);

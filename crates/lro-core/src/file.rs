@@ -24,7 +24,7 @@
 
 use std::{
     fmt,
-    fs::{self, File},
+    fs::File,
     io::{self, BufRead, BufReader, BufWriter, Write},
     path::{Path, PathBuf},
     time::{Duration, SystemTime},
@@ -271,21 +271,6 @@ fn io_reason(err: &io::Error) -> WriteFailureReason {
     }
 }
 
-/// Creates `dir` (and parents) with mode 0700 where it does not exist.
-pub fn ensure_dir(dir: &Path) -> io::Result<()> {
-    let mut builder = fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::DirBuilderExt;
-        builder.mode(0o700);
-    }
-    builder.create(dir)?;
-    // `create` succeeds on an existing path only when it is a directory, but a
-    // symlink to a directory also passes; that is the operator's choice.
-    Ok(())
-}
-
 /// Writes `header` and `records` (each a single line of JSON) atomically to
 /// `dir/name`. `cancelled` is polled between records; when it returns true the
 /// temp file is removed and [`WriteError::Cancelled`] returned.
@@ -520,6 +505,8 @@ pub fn parse_header(path: &Path, line: &str) -> Result<OffloadHeader, ReadError>
 
 #[cfg(test)]
 mod tests {
+    use std::fs;
+
     use super::*;
 
     fn header(count: usize) -> OffloadHeader {

@@ -61,6 +61,7 @@ pub mod quota;
 mod quote;
 pub mod recipes;
 pub mod records;
+pub mod room;
 pub mod root;
 pub mod schema;
 pub mod tokens;

@@ -36,15 +36,19 @@ use crate::{
     fit, handle,
     object::ObjectSink,
     principal::Principal,
-    quota::{Ledger, Quota, measure},
+    quota::{Ledger, Quota, QuotaScope, measure},
     quote::cut,
     recipes::{RecipeSet, SAMPLE_SIZE, is_memory_sample},
     records::{RecordKind, RecordSet},
+    room::make_room,
     root::{PrivateDir, default_output_dir},
     schema::descriptor_line_schema,
     tokens::TokenEstimator,
     upload::write_object,
 };
+
+/// Times a write at the total quota makes room before it is refused.
+const MAKE_ROOM_TRIES: usize = 3;
 
 /// What to offload.
 #[derive(Debug, Clone)]
@@ -321,10 +325,31 @@ impl Offloader {
         };
         let reservation = if self.quota.is_limited() {
             let bytes = encoded_len(header, &records.records);
-            Some(
+            let reserve = || {
                 root.ledger
-                    .reserve(&self.quota, &key, bytes, || measure(root.dir.dir()))?,
-            )
+                    .reserve(&self.quota, &key, bytes, || measure(root.dir.dir()))
+            };
+            // The principals over their share make room (see `quota`); a
+            // few times, as writers that fit may take the room meanwhile.
+            let mut tries = 0;
+            Some(loop {
+                match reserve() {
+                    Err(full) if full.scope == QuotaScope::Total && tries < MAKE_ROOM_TRIES => {
+                        tries += 1;
+                        let freed =
+                            make_room(&root.ledger, root.dir.dir(), &self.quota, &key, bytes);
+                        if freed.files == 0 {
+                            return Err(full.into());
+                        }
+                        tracing::info!(
+                            files = freed.files,
+                            bytes = freed.bytes,
+                            "total offload quota reached: deleted the oldest results of principals over their share"
+                        );
+                    }
+                    other => break other?,
+                }
+            })
         } else {
             None
         };

@@ -10,6 +10,15 @@
 //! corrects the count ([`Ledger::correct`]). Between passes the count can
 //! only be too high, which refuses early, never too late.
 //!
+//! When a write would pass the total, the principals over their fair share
+//! make room ([`make_room`](crate::room::make_room)): the share is the total divided by the
+//! principals holding bytes (the writer counted, with the write), and the
+//! principal furthest over its share loses its oldest result, then again,
+//! until the write fits. A principal at or under its share never loses a
+//! result this way, so a quiet tenant keeps getting offloads while floods
+//! rotate their own oldest results out; when even that cannot make room the
+//! write is refused as before (the truncation fallback).
+//!
 //! Ledgers are shared per directory inside the process ([`Ledger::for_root`]),
 //! so the layer that writes and the cleanup task that deletes meet without
 //! being wired together. Processes sharing a directory each count only their
@@ -138,6 +147,9 @@ struct State {
 #[derive(Debug, Default)]
 pub struct Ledger {
     state: Mutex<State>,
+    /// One writer makes room at a time, so two do not both delete for one
+    /// write's worth of room.
+    making_room: Mutex<()>,
 }
 
 /// Bytes held for a write in progress; [`Reservation::release`] gives them
@@ -177,6 +189,11 @@ impl Ledger {
             .lock()
             .unwrap_or_else(|e| e.into_inner());
         all.entry(key).or_default().clone()
+    }
+
+    /// Held while one writer makes room (see [`make_room`](crate::room::make_room)).
+    pub(crate) fn room_lock(&self) -> std::sync::MutexGuard<'_, ()> {
+        self.making_room.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -256,6 +273,13 @@ impl Ledger {
             }
         }
         state.usage = Some(usage);
+    }
+
+    /// `bytes` of the folder `key` were deleted.
+    pub(crate) fn forget(&self, key: &str, bytes: u64) {
+        if let Some(used) = self.lock().usage.as_mut().and_then(|u| u.get_mut(key)) {
+            *used = used.saturating_sub(bytes);
+        }
     }
 
     /// The bytes counted now, per folder key (`None` before the first scan).

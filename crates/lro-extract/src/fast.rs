@@ -387,6 +387,10 @@ mod tests {
             "([.title, .namespace] | @tsv)?",
             "{id, title}?",
             ".id?",
+            // The line recipes.
+            "([.line, .text] | @tsv)?",
+            "select(.text | test($v; \"i\"))?",
+            "select(.text | startswith($v))?",
         ] {
             assert!(FastFilter::new(code, &vars()).is_some(), "{code}");
         }

@@ -1,54 +1,24 @@
 //! Admission of extractions: at most `max_concurrent` at once, at most
-//! `max_per_principal` of them for one principal, the rest waiting in one
-//! first-come queue for at most `queue_timeout`.
-//!
-//! The queue is fair between principals: the next slot goes to the oldest
-//! waiter whose principal is under its own limit, so a principal at its
-//! limit never holds up the others (no head-of-line blocking), and one that
-//! floods the queue still runs at most `max_per_principal` at once while
-//! the others take their turns. It is per-principal counting plus one
-//! fair global queue, kept under one mutex because both are decided
-//! together.
+//! `max_per_principal` of them for one principal, the rest waiting for at
+//! most `queue_timeout`, in the [`FairQueue`](crate::fair::FairQueue) whose
+//! rule is in `fair.rs`: a free slot goes to the waiting principal that
+//! runs the fewest, so flooding principals cannot keep a newcomer waiting
+//! longer than one extraction's time limit.
 
 use std::{
-    collections::{HashMap, VecDeque},
     sync::{Condvar, Mutex, MutexGuard, PoisonError},
     time::Instant,
 };
 
 use lro_core::principal::Principal;
 
-use crate::{ExtractConfig, ExtractError};
+use crate::{ExtractConfig, ExtractError, fair::FairQueue};
 
 /// The admission state one extractor and its clones share.
 #[derive(Debug, Default)]
 pub(crate) struct Gate {
-    state: Mutex<State>,
+    state: Mutex<FairQueue>,
     turn: Condvar,
-}
-
-#[derive(Debug, Default)]
-struct State {
-    running: usize,
-    per: HashMap<Principal, usize>,
-    queue: VecDeque<(u64, Principal)>,
-    next: u64,
-}
-
-impl State {
-    /// Whether `ticket` may run now.
-    fn admits(&self, ticket: u64, total: usize, per: usize) -> bool {
-        self.running < total
-            && self
-                .queue
-                .iter()
-                .find(|(_, p)| self.per.get(p).copied().unwrap_or(0) < per)
-                .is_some_and(|(t, _)| *t == ticket)
-    }
-
-    fn leave(&mut self, ticket: u64) {
-        self.queue.retain(|(t, _)| *t != ticket);
-    }
 }
 
 /// A running extraction's slot, given back when dropped.
@@ -59,7 +29,7 @@ pub(crate) struct Permit<'a> {
 }
 
 impl Gate {
-    fn lock(&self) -> MutexGuard<'_, State> {
+    fn lock(&self) -> MutexGuard<'_, FairQueue> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -73,14 +43,9 @@ impl Gate {
         let started = Instant::now();
         let deadline = started + cfg.queue_timeout;
         let mut state = self.lock();
-        let ticket = state.next;
-        state.next += 1;
-        state.queue.push_back((ticket, principal.clone()));
+        let ticket = state.wait(principal);
         loop {
-            if state.admits(ticket, total, per) {
-                state.leave(ticket);
-                state.running += 1;
-                *state.per.entry(principal.clone()).or_default() += 1;
+            if state.admit(ticket, total, per) {
                 return Ok(Permit {
                     gate: self,
                     principal: principal.clone(),
@@ -89,13 +54,13 @@ impl Gate {
             let now = Instant::now();
             if now >= deadline {
                 state.leave(ticket);
-                let own = state.per.get(principal).copied().unwrap_or(0);
+                let own = state.running_of(principal);
                 let reason = if own >= per {
                     format!("this caller already runs {own} extractions (at most {per} at once)")
                 } else {
                     format!(
                         "{} extractions already run (at most {total} at once)",
-                        state.running
+                        state.running()
                     )
                 };
                 drop(state);
@@ -117,21 +82,13 @@ impl Gate {
     /// Extractions running now.
     #[cfg(test)]
     pub(crate) fn running(&self) -> usize {
-        self.lock().running
+        self.lock().running()
     }
 }
 
 impl Drop for Permit<'_> {
     fn drop(&mut self) {
-        let mut state = self.gate.lock();
-        state.running -= 1;
-        if let Some(n) = state.per.get_mut(&self.principal) {
-            *n -= 1;
-            if *n == 0 {
-                state.per.remove(&self.principal);
-            }
-        }
-        drop(state);
+        self.gate.lock().release(&self.principal);
         self.gate.turn.notify_all();
     }
 }
@@ -186,20 +143,5 @@ mod tests {
         assert!(rx.recv_timeout(Duration::from_secs(10)).unwrap());
         waiter.join().unwrap();
         assert_eq!(gate.running(), 0);
-    }
-
-    #[test]
-    fn a_principal_at_its_limit_does_not_block_the_queue() {
-        let gate = Gate::default();
-        let c = cfg(2, 1, 10_000);
-        let (a, b) = (Principal::new("a"), Principal::new("b"));
-        let _a1 = gate.enter(&a, &c).unwrap();
-        // An older waiter of `a` is queued (it cannot run: `a` is at its
-        // limit); `b`, queued after it, is admitted at once.
-        let mut state = gate.lock();
-        state.queue.push_back((99, a.clone()));
-        drop(state);
-        let got = gate.enter(&b, &cfg(2, 1, 0).queue_timeout(Duration::from_millis(10)));
-        assert!(got.is_ok());
     }
 }

@@ -54,6 +54,7 @@ mod error;
 mod execute;
 mod extractor;
 mod failures;
+pub mod fair;
 mod fast;
 mod frame;
 mod gate;

@@ -151,16 +151,23 @@ fn engines(dir: &Path) -> [Extractor; 2] {
 /// Compares every filter and recipe on `records`, written as one array,
 /// with and without the fast paths.
 fn compare(records: &[String]) {
+    compare_with(records, &PER_RECORD, &SLURPED, true);
+}
+
+/// Compares `per_record` and `slurped` filters (and the `where` forms and,
+/// with `recipes`, every recipe) on `records`, with and without the fast
+/// paths.
+fn compare_with(records: &[String], per_record: &[&str], slurped: &[&str], recipes: bool) {
     let dir = tempfile::tempdir().unwrap();
     let text = format!("[{}]", records.join(","));
     let file = offload_result(dir.path(), &text);
     let path = file.path.to_string_lossy().into_owned();
     let mut cases: Vec<(ExtractRequest, Vec<String>, String)> = Vec::new();
-    for query in PER_RECORD {
+    for &query in per_record {
         let req = ExtractRequest::new(&path).query(query);
         cases.push((req, vec!["-c".into(), query.into()], query.into()));
     }
-    for query in SLURPED {
+    for &query in slurped {
         let req = ExtractRequest::new(&path).query(query).slurp(true);
         let args = vec!["-s".into(), "-c".into(), query.into()];
         cases.push((req, args, format!("-s {query}")));
@@ -184,7 +191,7 @@ fn compare(records: &[String]) {
         let what = format!("where {field} {op:?} ({select})");
         cases.push((req, vec!["-c".into(), select.into()], what));
     }
-    for n in 1..=10u8 {
+    for n in (1..=10u8).filter(|_| recipes) {
         let recipe = file.recipes.get(n).unwrap();
         let args = recipe.jq_args(&Default::default());
         let what = format!("recipe {n} ({})", recipe.filter);
@@ -244,6 +251,139 @@ fn the_issue_cases_answer_as_jq_1_6_does() {
         r#"{"k":"x","n":-0,"tags":["x"]}"#.into(),
         "[1,2]".into(),
     ]);
+}
+
+/// Filters that fail where jq 1.6 fails, with its words, on records of
+/// every kind.
+const FAILING: [&str; 27] = [
+    ".k % 2",
+    ".[0]",
+    ".[-1]?",
+    "[.[0]?, .[1:]?]",
+    "[path(.[0])]",
+    "tonumber",
+    ".k | tonumber",
+    "fromjson",
+    ".k | fromjson",
+    "ascii_downcase",
+    "explode",
+    // jq 1.6 aborts on an array holding anything but numbers.
+    "if type == \"array\" and any(.[]; type != \"number\") then 0 else implode end",
+    "split(\",\")",
+    "join(\",\")",
+    "has(\"k\")",
+    "has(0)",
+    ".[1:2]",
+    ".k | test(\"(\")",
+    ".k | match(\"[\")",
+    ".k | sub(\")\"; \"x\")",
+    "test(\"a{2,1}\")",
+    "floor",
+    "sqrt",
+    "-.",
+    ".n % 0.5",
+    ".n % 2",
+    "[.[]?] | join(\"-\")",
+];
+
+/// Numbers as jq 1.6 computes and spells them: interpolated, and past
+/// 2^53, where every step rounds to a double.
+const NUMBERS: [&str; 10] = [
+    "\"\\(.n)\"",
+    "\"n=\\(.n) k=\\(.k)\"",
+    "{\"\\(.n)\": 1}",
+    ".n + 1 - .n",
+    ".n * 3 - .n * 2 - .n",
+    ".n / 3 * 3 == .n",
+    "[.n + 1, .n] | .[0] > .[1]",
+    "9007199254740993 - 9007199254740992",
+    ".n - 1 | . % 7",
+    "-.n",
+];
+
+#[test]
+fn errors_and_numbers_answer_as_jq_1_6_does() {
+    assert_jq_1_6();
+    let records: Vec<String> = [
+        r#"{"k":"abc","n":9007199254740993}"#,
+        r#"{"k":"12","n":0.00001}"#,
+        r#"{"k":"[1]","n":1.0000000000000002}"#,
+        r#"{"k":"1 2","n":-0}"#,
+        r#"{"k":" 7","n":1e20}"#,
+        r#"[1,[2],{"a":null},true]"#,
+        r#""a,b""#,
+        "12345678901234567",
+        "true",
+        "null",
+        "[65,66.7]",
+    ]
+    .map(String::from)
+    .into();
+    let mut per_record = FAILING.to_vec();
+    per_record.extend(NUMBERS);
+    let slurped = [
+        "map(.n?) | add",
+        "[.[] | .n? | numbers] | add - 9007199254740992",
+        "sort_by(.n?) | map(.n?)",
+        "unique_by(.n?) | length",
+        "[.[] | .n? | numbers | . * 1000000007] | sort",
+    ];
+    compare_with(&records, &per_record, &slurped, false);
+}
+
+/// Line records for the sample of 32, then records of other shapes: the
+/// line recipes (guarded as the others) print what jq prints, fast or not.
+#[test]
+fn line_records_that_change_shape_answer_as_jq_1_6_does() {
+    assert_jq_1_6();
+    let mut records: Vec<String> = (1..=36)
+        .map(|i| format!(r#"{{"line":{i},"text":"step {} took {i} ms\r"}}"#, i % 3))
+        .collect();
+    records.extend(
+        [
+            r#""a string""#,
+            r#"{"line":"x","text":5}"#,
+            r#"{"line":39,"text":{"a":1}}"#,
+            r#"{"text":"no line"}"#,
+            r#"[1,"two"]"#,
+            "null",
+            r#"{"line":42,"text":true}"#,
+        ]
+        .map(String::from),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let file = offload_result(dir.path(), &format!("[{}]", records.join(",")));
+    assert_eq!(
+        file.recipes.get(1).unwrap().filter,
+        "([.line, .text] | @tsv)?"
+    );
+    compare_with(&records, &[], &[], true);
+}
+
+/// The fuzzer's find: a `-0` inside a record sorted by a missing key (the
+/// slurp fast path against jaq).
+#[test]
+fn a_negative_zero_sorts_as_jq_1_6_does() {
+    assert_jq_1_6();
+    let slurped = [
+        "sort_by(.id)",
+        "sort_by(-.id)",
+        "sort_by(.id) | .[0][\"\"][0]",
+    ];
+    compare_with(&[r#"{"":[-0]}"#.into()], &["."], &slurped, false);
+    let records = [r#"{"":[-0]}"#, r#"{"id":-0,"":[-0.0,0]}"#].map(String::from);
+    compare_with(&records, &["."], &slurped, false);
+    // As the fuzz target runs it: the default limits, fast against plain.
+    let dir = tempfile::tempdir().unwrap();
+    let file = offload_result(dir.path(), r#"[{"":[-0]}]"#);
+    let config = ExtractConfig::new(dir.path());
+    let req = ExtractRequest::new(file.path.to_string_lossy())
+        .query("sort_by(.id)")
+        .slurp(true);
+    let fast = Extractor::new(config.clone()).run(&req).unwrap();
+    let plain = Extractor::new(config.fast_paths(false)).run(&req).unwrap();
+    assert_eq!(fast.results(), "[{\"\":[-0]}]\n");
+    assert_eq!(plain.results(), fast.results());
 }
 
 #[test]

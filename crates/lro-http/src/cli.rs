@@ -51,8 +51,10 @@ pub struct HttpArgs {
     /// loopback pages are always accepted. Repeat for more.
     #[arg(long = "allow-origin", value_name = "ORIGIN")]
     pub allow_origins: Vec<String>,
-    /// Connections open at once; past it, new ones wait to be accepted
-    /// [default: 1024, or half the open-file limit when lower].
+    /// Connections open at once; past it, a new one closes the connection
+    /// idle longest (never one in a request), or waits to be accepted when
+    /// every one is in a request [default: 1024, or half the open-file
+    /// limit when lower].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_connections: Option<u32>,
     /// Requests in progress at once; past it, a request waits, then gets 503

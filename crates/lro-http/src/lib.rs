@@ -60,7 +60,7 @@ use crate::{
     refusal::{Respond, Responder},
     reshape::ReshapeLayer,
     serve::Limits,
-    sessions::SessionsLayer,
+    sessions::{SessionCaps, SessionsLayer},
     slots::SlotsLayer,
 };
 
@@ -90,8 +90,9 @@ pub enum GuardError {
 
 /// One face's guards and bounds, in the order a request meets them: the
 /// `Host`/`Origin` check (403), the bearer check (401; inserts the
-/// principal), the session binding (404 for another principal's
-/// `Mcp-Session-Id`), a request slot (503 after the queue timeout), the body read
+/// principal), the session binding and caps (404 for another principal's
+/// `Mcp-Session-Id`; 429 or 503 for a new session at a cap with none of
+/// the caller's own idle to close), a request slot (503 after the queue timeout), the body read
 /// whole (413, 408, and for `POST` a 400 with -32700 unless it is JSON, or
 /// with -32600 unless it is one JSON-RPC message), then the face's own
 /// service, whose 405, 406 and 415 answers are put in the face's shape
@@ -224,7 +225,14 @@ impl Guard {
                 self.tokens.clone(),
                 responder.clone(),
             ))
-            .layer(self.sessions.clone())
+            .layer(
+                self.sessions.clone().caps(
+                    SessionCaps::new()
+                        .total(limits.max_sessions)
+                        .per_principal(limits.max_sessions_per_principal)
+                        .idle_timeout(limits.session_idle_timeout),
+                ),
+            )
             .layer(SlotsLayer::with_responder(
                 limits.max_requests,
                 limits.queue_timeout,

@@ -65,6 +65,16 @@ pub enum Refusal {
     /// transport answers for an unknown or ended session).
     #[error("Session not found")]
     UnknownSession,
+    /// The caller holds as many sessions as one principal may, each with a
+    /// call in progress (429); the number is the cap.
+    #[error(
+        "too many sessions: this caller holds {0}, the most one caller may, each with a call in progress; end one (DELETE) or retry when a call ends"
+    )]
+    PrincipalSessions(usize),
+    /// The server holds as many sessions as it may, none of them the
+    /// caller's to close (503); the number is the cap.
+    #[error("too many sessions: the server holds {0}, the most it may; retry shortly")]
+    ServerSessions(usize),
     /// The route does not take the request's method (405); the text is the
     /// service's own, when it gave one.
     #[error("{}", or_default(.0, "this method is not allowed here"))]
@@ -94,26 +104,29 @@ impl Refusal {
             Self::BodyUnreadable(_) | Self::NotJson(_) | Self::NotJsonRpc(_) => {
                 StatusCode::BAD_REQUEST
             }
-            Self::Busy => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Busy | Self::ServerSessions(_) => StatusCode::SERVICE_UNAVAILABLE,
             Self::UnknownSession => StatusCode::NOT_FOUND,
             Self::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
             Self::NotAcceptable(_) => StatusCode::NOT_ACCEPTABLE,
             Self::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Self::PrincipalSessions(_) => StatusCode::TOO_MANY_REQUESTS,
         }
     }
 
     /// The JSON-RPC error code: -32700 (Parse error) for a body that is not
-    /// JSON, -32600 (Invalid Request) for the rest.
+    /// JSON, -32000 (a server error) at a session cap, -32600 (Invalid
+    /// Request) for the rest.
     #[must_use]
     pub fn jsonrpc_code(&self) -> i64 {
         match self {
             Self::NotJson(_) => -32700,
+            Self::PrincipalSessions(_) | Self::ServerSessions(_) => -32000,
             _ => -32600,
         }
     }
 
     /// Adds the headers the status calls for (`WWW-Authenticate: Bearer` on
-    /// 401, `Retry-After` on 503, `Connection: close` after a body that was
+    /// 401, `Retry-After` on 503 and 429, `Connection: close` after a body that was
     /// not read to its end) to `response`, and sets its status. Every
     /// [`Respond`] goes through it, so a closure cannot forget them.
     pub fn finish(&self, mut response: Response) -> Response {
@@ -123,7 +136,7 @@ impl Refusal {
             Self::Unauthorized => {
                 headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
             }
-            Self::Busy => {
+            Self::Busy | Self::ServerSessions(_) | Self::PrincipalSessions(_) => {
                 headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
             }
             Self::TooLarge(_) | Self::BodyTimeout(_) | Self::BodyUnreadable(_) => {

@@ -10,6 +10,16 @@
 //! service answers 404 for it; past [`MAX_BOUND`] bindings the oldest goes
 //! and its session is refused from then on, by everyone.
 //!
+//! Sessions are capped ([`SessionCaps`]): in total, and per principal. A
+//! request that may open a session (a `POST` without one) at a cap first
+//! closes, by sending the face a `DELETE` for it, the caller's own session
+//! idle longest (no call in progress; an open `GET` stream is not a call),
+//! and sessions of anyone idle past the idle timeout, which the face ends
+//! anyway. It never closes another principal's live session: with nothing
+//! of its own to close, the newcomer is refused, 429 at its own cap and 503
+//! at the total, with a JSON-RPC error. So one tenant's flood of
+//! `initialize` calls costs a bounded number of sessions, and only its own.
+//!
 //! MCP 2026-07-28 has no sessions, and its transport says a server SHOULD
 //! ignore an `Mcp-Session-Id` on such a request. The service does, and so
 //! does this layer, but for one case: an id bound to another principal
@@ -20,27 +30,29 @@
 //!
 //! ```
 //! use axum::{Router, routing::post};
-//! use lro_http::sessions::SessionsLayer;
+//! use lro_http::sessions::{SessionCaps, SessionsLayer};
 //!
 //! let app: Router = Router::new()
 //!     .route("/mcp", post(|| async { "hi" }))
-//!     .layer(SessionsLayer::new(()));
+//!     .layer(SessionsLayer::new(()).caps(SessionCaps::new().total(64).per_principal(8)));
 //! ```
 
 use std::{
     collections::{HashMap, HashSet, VecDeque},
     convert::Infallible,
     sync::{Arc, Mutex, PoisonError},
+    time::{Duration, Instant},
 };
 
 use axum::{body::Body, response::Response};
-use http::{Method, Request, StatusCode};
+use http::{HeaderValue, Method, Request, StatusCode, Uri, header};
 use lro_core::principal::Principal;
-use tower::{Layer, Service};
+use tower::{Layer, Service, ServiceExt as _};
 
 use crate::{
     check::{BoxFuture, Stage, Staged},
     refusal::{Refusal, Respond, Responder},
+    slots::hold_until_body_ends,
 };
 
 /// The session header of the MCP streamable-HTTP transport.
@@ -55,6 +67,10 @@ const VERSION_HEADER: &str = "mcp-protocol-version";
 /// one sorts after it.
 const FIRST_SESSIONLESS: &str = "2026-07-28";
 
+/// Sessions expired at once by one newcomer, so none waits on thousands of
+/// `DELETE`s.
+const EXPIRE_AT_ONCE: usize = 64;
+
 /// Whether the request names a sessionless MCP revision (see the module docs).
 fn sessionless<B>(request: &Request<B>) -> bool {
     request
@@ -64,10 +80,66 @@ fn sessionless<B>(request: &Request<B>) -> bool {
         .is_some_and(|version| version >= FIRST_SESSIONLESS)
 }
 
-/// The layer that binds sessions to principals; see the module docs.
+/// How many sessions may be open, and when an idle one counts as ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SessionCaps {
+    /// Sessions open at once, all principals together.
+    pub total: usize,
+    /// Sessions one principal may hold open.
+    pub per_principal: usize,
+    /// A session with nothing in progress for this long is one the face
+    /// ends anyway (rmcp's keep-alive); at a cap it is closed for anyone.
+    pub idle_timeout: Option<Duration>,
+}
+
+impl Default for SessionCaps {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl SessionCaps {
+    /// No cap below [`MAX_BOUND`], no idle timeout.
+    #[must_use]
+    pub fn new() -> Self {
+        Self {
+            total: MAX_BOUND,
+            per_principal: MAX_BOUND,
+            idle_timeout: None,
+        }
+    }
+
+    /// Sets [`SessionCaps::total`] (1 to [`MAX_BOUND`]). Defaults to
+    /// [`MAX_BOUND`].
+    #[must_use]
+    pub fn total(mut self, n: usize) -> Self {
+        self.total = n.clamp(1, MAX_BOUND);
+        self
+    }
+
+    /// Sets [`SessionCaps::per_principal`] (at least 1). Defaults to
+    /// [`MAX_BOUND`].
+    #[must_use]
+    pub fn per_principal(mut self, n: usize) -> Self {
+        self.per_principal = n.max(1);
+        self
+    }
+
+    /// Sets [`SessionCaps::idle_timeout`]. Defaults to none.
+    #[must_use]
+    pub fn idle_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.idle_timeout = timeout;
+        self
+    }
+}
+
+/// The layer that binds sessions to principals and caps them; see the
+/// module docs.
 #[derive(Clone)]
 pub struct SessionsLayer {
     book: Arc<Mutex<Book>>,
+    caps: SessionCaps,
     responder: Responder,
 }
 
@@ -77,38 +149,69 @@ impl std::fmt::Debug for SessionsLayer {
     }
 }
 
+/// One bound session.
+struct Bound {
+    owner: Option<Principal>,
+    /// Requests in progress other than `GET` streams.
+    calls: usize,
+    /// `GET` streams open.
+    streams: usize,
+    /// When a request last began or ended.
+    last: Instant,
+}
+
 #[derive(Default)]
 struct Book {
-    owner: HashMap<String, Option<Principal>>,
+    sessions: HashMap<String, Bound>,
     order: VecDeque<String>,
+    /// Sessions bound, and being opened, per principal.
+    held: HashMap<Option<Principal>, usize>,
+    opening: HashMap<Option<Principal>, usize>,
     /// Ids whose binding was dropped for room: refused, never served
     /// unbound. Bounded like the bindings.
     evicted: HashSet<String>,
     evicted_order: VecDeque<String>,
 }
 
+/// A session to close: its id and owner.
+type Closing = (String, Option<Principal>);
+
 impl Book {
     /// Whether `caller` may use `session`.
     fn admits(&self, session: &str, caller: Option<&Principal>) -> bool {
-        match self.owner.get(session) {
-            Some(owner) => owner.as_ref() == caller,
+        match self.sessions.get(session) {
+            Some(bound) => bound.owner.as_ref() == caller,
             None => !self.evicted.contains(session),
         }
     }
 
-    fn bind(&mut self, session: String, owner: Option<Principal>) {
-        if self.owner.insert(session.clone(), owner).is_none() {
-            self.order.push_back(session);
+    fn bind(&mut self, session: String, owner: Option<Principal>, now: Instant) {
+        if self.sessions.contains_key(&session) {
+            return;
         }
+        *self.held.entry(owner.clone()).or_default() += 1;
+        let bound = Bound {
+            owner,
+            calls: 0,
+            streams: 0,
+            last: now,
+        };
+        self.sessions.insert(session.clone(), bound);
+        self.order.push_back(session);
         while self.order.len() > MAX_BOUND {
             let Some(old) = self.order.pop_front() else {
                 break;
             };
-            if self.owner.remove(&old).is_some() {
-                self.evicted.insert(old.clone());
-                self.evicted_order.push_back(old);
+            if self.forget(&old).is_some() {
+                self.evict(old);
             }
         }
+    }
+
+    /// Refuses `session` from now on, to everyone.
+    fn evict(&mut self, session: String) {
+        self.evicted.insert(session.clone());
+        self.evicted_order.push_back(session);
         while self.evicted_order.len() > MAX_BOUND {
             if let Some(old) = self.evicted_order.pop_front() {
                 self.evicted.remove(&old);
@@ -116,15 +219,127 @@ impl Book {
         }
     }
 
-    fn unbind(&mut self, session: &str) {
-        if self.owner.remove(session).is_some() {
-            self.order.retain(|s| s != session);
+    /// Unbinds `session` to close it: refused from now on, even should its
+    /// `DELETE` fail, so it is never served unbound.
+    fn close(&mut self, session: String) -> Option<Closing> {
+        let bound = self.unbind(&session)?;
+        self.evict(session.clone());
+        Some((session, bound.owner))
+    }
+
+    /// Drops `session`'s binding, not its place in `order`.
+    fn forget(&mut self, session: &str) -> Option<Bound> {
+        let bound = self.sessions.remove(session)?;
+        if let Some(n) = self.held.get_mut(&bound.owner) {
+            *n -= 1;
+            if *n == 0 {
+                self.held.remove(&bound.owner);
+            }
+        }
+        Some(bound)
+    }
+
+    fn unbind(&mut self, session: &str) -> Option<Bound> {
+        let bound = self.forget(session)?;
+        self.order.retain(|s| s != session);
+        Some(bound)
+    }
+
+    /// Sessions of `who`, open or being opened.
+    fn count(&self, who: &Option<Principal>) -> usize {
+        self.held.get(who).copied().unwrap_or(0) + self.opening.get(who).copied().unwrap_or(0)
+    }
+
+    fn total(&self) -> usize {
+        self.sessions.len() + self.opening.values().sum::<usize>()
+    }
+
+    fn at_a_cap(&self, caller: &Option<Principal>, caps: &SessionCaps) -> bool {
+        self.count(caller) >= caps.per_principal || self.total() >= caps.total
+    }
+
+    /// Room for a new session of `caller`: the sessions to close first, or
+    /// the refusal. On success the new session counts as being opened
+    /// until [`Book::opened`].
+    fn make_room(
+        &mut self,
+        caller: &Option<Principal>,
+        caps: &SessionCaps,
+        now: Instant,
+    ) -> Result<Vec<Closing>, Refusal> {
+        let mut closing = Vec::new();
+        if self.at_a_cap(caller, caps)
+            && let Some(timeout) = caps.idle_timeout
+        {
+            let expired: Vec<String> = self
+                .sessions
+                .iter()
+                .filter(|(_, b)| b.calls == 0 && b.streams == 0 && now - b.last >= timeout)
+                .map(|(id, _)| id.clone())
+                .take(EXPIRE_AT_ONCE)
+                .collect();
+            closing.extend(expired.into_iter().filter_map(|id| self.close(id)));
+        }
+        if self.at_a_cap(caller, caps) {
+            let own_idle = self
+                .sessions
+                .iter()
+                .filter(|(_, b)| &b.owner == caller && b.calls == 0)
+                .min_by_key(|(_, b)| b.last)
+                .map(|(id, _)| id.clone());
+            let Some(id) = own_idle else {
+                return Err(if self.count(caller) >= caps.per_principal {
+                    Refusal::PrincipalSessions(caps.per_principal)
+                } else {
+                    Refusal::ServerSessions(caps.total)
+                });
+            };
+            closing.extend(self.close(id));
+        }
+        *self.opening.entry(caller.clone()).or_default() += 1;
+        Ok(closing)
+    }
+
+    /// A session [`Book::make_room`] made room for is open, or was not.
+    fn opened(&mut self, caller: &Option<Principal>) {
+        if let Some(n) = self.opening.get_mut(caller) {
+            *n -= 1;
+            if *n == 0 {
+                self.opening.remove(caller);
+            }
+        }
+    }
+
+    /// A request in `session` begins; whether it is bound.
+    fn begin(&mut self, session: &str, stream: bool, now: Instant) -> bool {
+        let Some(bound) = self.sessions.get_mut(session) else {
+            return false;
+        };
+        if stream {
+            bound.streams += 1;
+        } else {
+            bound.calls += 1;
+        }
+        bound.last = now;
+        true
+    }
+
+    fn end(&mut self, session: &str, stream: bool, now: Instant) {
+        if let Some(bound) = self.sessions.get_mut(session) {
+            let n = if stream {
+                &mut bound.streams
+            } else {
+                &mut bound.calls
+            };
+            *n = n.saturating_sub(1);
+            bound.last = now;
         }
     }
 }
 
 impl SessionsLayer {
-    /// Binds sessions, refusing a foreign one with `respond`.
+    /// Binds sessions, refusing a foreign one with `respond`; no cap below
+    /// [`MAX_BOUND`] until [`SessionsLayer::caps`].
     #[must_use]
     pub fn new(respond: impl Respond) -> Self {
         Self::with_responder(Responder::new(respond))
@@ -133,13 +348,70 @@ impl SessionsLayer {
     pub(crate) fn with_responder(responder: Responder) -> Self {
         Self {
             book: Arc::default(),
+            caps: SessionCaps::new(),
             responder,
         }
+    }
+
+    /// Sets the caps. Defaults to [`SessionCaps::new`].
+    #[must_use]
+    pub fn caps(mut self, caps: SessionCaps) -> Self {
+        self.caps = caps;
+        self
     }
 
     fn book(&self) -> std::sync::MutexGuard<'_, Book> {
         self.book.lock().unwrap_or_else(PoisonError::into_inner)
     }
+}
+
+/// Counts a session's request until its response body ends.
+struct InProgress {
+    layer: SessionsLayer,
+    session: String,
+    stream: bool,
+}
+
+impl Drop for InProgress {
+    fn drop(&mut self) {
+        self.layer
+            .book()
+            .end(&self.session, self.stream, Instant::now());
+    }
+}
+
+/// Counts a session being opened until its answer is back, or the caller
+/// went away.
+struct Opening {
+    layer: SessionsLayer,
+    caller: Option<Principal>,
+}
+
+impl Drop for Opening {
+    fn drop(&mut self) {
+        self.layer.book().opened(&self.caller);
+    }
+}
+
+/// The `DELETE` that closes `session` in the face, as its owner would send
+/// it to `uri` on `host` (the face checks that a request names a host).
+fn closing_request(
+    uri: &Uri,
+    host: Option<&HeaderValue>,
+    (session, owner): Closing,
+) -> Option<Request<Body>> {
+    let mut request = Request::builder()
+        .method(Method::DELETE)
+        .uri(uri.clone())
+        .header(SESSION_HEADER, session);
+    if let Some(host) = host {
+        request = request.header(header::HOST, host);
+    }
+    let mut request = request.body(Body::empty()).ok()?;
+    if let Some(owner) = owner {
+        request.extensions_mut().insert(owner);
+    }
+    Some(request)
 }
 
 impl<S> Layer<S> for SessionsLayer {
@@ -172,15 +444,52 @@ impl Stage for SessionsLayer {
                 .refuse(&Refusal::UnknownSession))));
         }
         let deleting = request.method() == Method::DELETE;
+        let now = Instant::now();
+        // A POST without a session may open one (an `initialize`).
+        let mut closing = Vec::new();
+        let mut opening = None;
+        if session.is_none() && !sessionless && request.method() == Method::POST {
+            match self.book().make_room(&caller, &self.caps, now) {
+                Ok(close) => closing = close,
+                Err(refusal) => {
+                    tracing::debug!(%refusal, "refused: at a session cap");
+                    return Box::pin(std::future::ready(Ok(self.responder.refuse(&refusal))));
+                }
+            }
+            opening = Some(Opening {
+                layer: self.clone(),
+                caller: caller.clone(),
+            });
+        }
+        let in_progress = session.as_ref().filter(|_| !deleting).and_then(|id| {
+            let stream = request.method() == Method::GET;
+            self.book().begin(id, stream, now).then(|| InProgress {
+                layer: self.clone(),
+                session: id.clone(),
+                stream,
+            })
+        });
+        let uri = request.uri().clone();
+        let host = request.headers().get(header::HOST).cloned();
         let layer = self.clone();
         Box::pin(async move {
+            // Closed before the new one opens, so its memory is free first.
+            for close in closing {
+                if let Some(delete) = closing_request(&uri, host.as_ref(), close) {
+                    tracing::debug!("closing a session for room");
+                    let _ = inner.call(delete).await;
+                    let _ = inner.ready().await;
+                }
+            }
             let response = inner.call(request).await?;
             let status = response.status();
             match session {
                 Some(id) if status == StatusCode::NOT_FOUND && !sessionless => {
                     layer.book().unbind(&id);
                 }
-                Some(id) if deleting && status.is_success() => layer.book().unbind(&id),
+                Some(id) if deleting && status.is_success() => {
+                    layer.book().unbind(&id);
+                }
                 Some(_) => {}
                 None => {
                     let issued = response
@@ -188,11 +497,15 @@ impl Stage for SessionsLayer {
                         .get(SESSION_HEADER)
                         .and_then(|v| v.to_str().ok());
                     if let Some(id) = issued {
-                        layer.book().bind(id.to_owned(), caller);
+                        layer.book().bind(id.to_owned(), caller, Instant::now());
                     }
                 }
             }
-            Ok(response)
+            drop(opening);
+            Ok(match in_progress {
+                Some(held) => hold_until_body_ends(response, held),
+                None => response,
+            })
         })
     }
 }
@@ -200,7 +513,6 @@ impl Stage for SessionsLayer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tower::ServiceExt as _;
 
     /// An MCP-like service: a request without a session opens `s-1`.
     fn service()
@@ -258,7 +570,7 @@ mod tests {
             status(request("alice", Some("s-1"), Method::DELETE)).await,
             StatusCode::OK
         );
-        assert!(layer.book().owner.is_empty());
+        assert!(layer.book().sessions.is_empty());
     }
 
     #[tokio::test]
@@ -287,7 +599,7 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(answer.status(), StatusCode::NOT_FOUND);
-        assert!(!layer.book().owner.is_empty(), "still bound to Alice");
+        assert!(!layer.book().sessions.is_empty(), "still bound to Alice");
         // Bob presenting it on either revision is refused.
         for bobs in [
             sessionless("bob"),
@@ -298,14 +610,106 @@ mod tests {
         }
     }
 
+    /// An MCP-like service that opens `s-N` for each POST without a session
+    /// and records the sessions DELETE closed.
+    fn opening_service(
+        closed: Arc<Mutex<Vec<String>>>,
+    ) -> impl Service<Request<Body>, Response = Response, Error = Infallible, Future = impl Send>
+    + Clone
+    + Send
+    + 'static {
+        let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        tower::service_fn(move |r: Request<Body>| {
+            let (closed, next) = (closed.clone(), next.clone());
+            async move {
+                let mut response = Response::new(Body::empty());
+                match r.headers().get(SESSION_HEADER) {
+                    Some(id) if r.method() == Method::DELETE => {
+                        closed.lock().unwrap().push(id.to_str().unwrap().into());
+                        *response.status_mut() = StatusCode::ACCEPTED;
+                    }
+                    Some(_) => {}
+                    None => {
+                        let n = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                        response
+                            .headers_mut()
+                            .insert(SESSION_HEADER, format!("s-{n}").parse().unwrap());
+                    }
+                }
+                Ok::<_, Infallible>(response)
+            }
+        })
+    }
+
+    #[tokio::test]
+    async fn at_the_caps_a_principal_closes_its_own_idle_session_never_anothers() {
+        let closed = Arc::default();
+        let layer = SessionsLayer::new(()).caps(SessionCaps::new().total(4).per_principal(2));
+        let svc = layer.layer(opening_service(Arc::clone(&closed)));
+        let open = |who: &'static str| {
+            let svc = svc.clone();
+            async move { svc.oneshot(request(who, None, Method::POST)).await.unwrap() }
+        };
+        for _ in 0..2 {
+            open("bob").await;
+        }
+        // Alice's third closes her first, s-2; Bob's stay.
+        for _ in 0..3 {
+            assert_eq!(open("alice").await.status(), StatusCode::OK);
+        }
+        assert_eq!(*closed.lock().unwrap(), ["s-2"]);
+        assert!(!layer.book().sessions.contains_key("s-2"));
+        assert!(
+            !layer.book().admits("s-2", Some(&Principal::new("bob"))),
+            "refused, closed or not"
+        );
+        // At the total, Carol has nothing of her own to close.
+        let refused = open("carol").await;
+        assert_eq!(refused.status(), StatusCode::SERVICE_UNAVAILABLE);
+        // A call in progress in each of Alice's: none of hers is idle.
+        let busy = ["s-3", "s-4"].map(|id| {
+            svc.clone()
+                .oneshot(request("alice", Some(id), Method::POST))
+        });
+        let mut held = Vec::new();
+        for call in busy {
+            held.push(call.await.unwrap());
+        }
+        assert_eq!(open("alice").await.status(), StatusCode::TOO_MANY_REQUESTS);
+        drop(held);
+        assert_eq!(open("alice").await.status(), StatusCode::OK);
+        let closed = closed.lock().unwrap().clone();
+        assert!(
+            closed.len() == 2 && ["s-3", "s-4"].contains(&closed[1].as_str()),
+            "{closed:?}"
+        );
+        assert_eq!(layer.book().count(&Some(Principal::new("bob"))), 2);
+    }
+
+    #[test]
+    fn at_a_cap_sessions_idle_past_the_timeout_are_closed_for_anyone() {
+        let mut book = Book::default();
+        let caps = SessionCaps::new()
+            .total(1)
+            .idle_timeout(Some(Duration::from_secs(60)));
+        let long_ago = Instant::now();
+        book.bind("old".into(), Some(Principal::new("bob")), long_ago);
+        let later = long_ago + Duration::from_secs(61);
+        let closing = book.make_room(&Some(Principal::new("alice")), &caps, later);
+        assert_eq!(
+            closing.unwrap(),
+            [("old".into(), Some(Principal::new("bob")))]
+        );
+    }
+
     #[test]
     fn past_the_cap_the_oldest_session_is_refused_not_unbound() {
         let mut book = Book::default();
         let alice = Some(Principal::new("alice"));
         for i in 0..=MAX_BOUND {
-            book.bind(format!("s-{i}"), alice.clone());
+            book.bind(format!("s-{i}"), alice.clone(), Instant::now());
         }
-        assert_eq!(book.owner.len(), MAX_BOUND);
+        assert_eq!(book.sessions.len(), MAX_BOUND);
         assert!(!book.admits("s-0", alice.as_ref()), "evicted: refused");
         assert!(book.admits("s-1", alice.as_ref()));
         assert!(book.admits("never-bound", None), "the service decides");

@@ -27,7 +27,7 @@ use std::{
 use axum::{body::Body, response::Response};
 use bytes::Bytes;
 use http::Request;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::Semaphore;
 use tower::{Layer, Service};
 
 use crate::{
@@ -86,23 +86,27 @@ impl Stage for SlotsLayer {
                 return Ok(layer.responder.refuse(&Refusal::Busy));
             };
             let response = inner.call(request).await?;
-            Ok(response.map(|body| {
-                Body::new(Held {
-                    body,
-                    _permit: permit,
-                })
-            }))
+            Ok(hold_until_body_ends(response, permit))
         })
     }
 }
 
-/// A response body that holds its request's slot until it is dropped.
-struct Held {
-    body: Body,
-    _permit: OwnedSemaphorePermit,
+/// `response` with a body that keeps `held` (a slot, a drop guard) until
+/// the body is dropped: when it ends, or when the client goes away.
+pub(crate) fn hold_until_body_ends<T: Send + Unpin + 'static>(
+    response: Response,
+    held: T,
+) -> Response {
+    response.map(|body| Body::new(Held { body, _held: held }))
 }
 
-impl http_body::Body for Held {
+/// A response body that keeps something until it is dropped.
+struct Held<T> {
+    body: Body,
+    _held: T,
+}
+
+impl<T: Unpin> http_body::Body for Held<T> {
     type Data = Bytes;
     type Error = axum::Error;
 

@@ -54,8 +54,14 @@ impl ProxyConfig {
         }
     }
 
-    /// Children of a command upstream running at once (one per client
-    /// session); past it, `initialize` gets an error. At least 1.
+    /// Children of a command upstream running at once: one per 2025-11-25
+    /// client session and one per principal's sessionless (2026-07-28)
+    /// requests, counted together. Each principal but the anonymous one
+    /// holds at most half (at least one). At the limit a new child takes
+    /// the slot of its own principal's idle session or child, or of another
+    /// principal's idle sessionless child, never another principal's
+    /// session; else its request gets an error (HTTP 503, or 429 at its
+    /// share, on the HTTP face). At least 1.
     ///
     /// Defaults to 16.
     #[must_use]

@@ -24,7 +24,6 @@ use rmcp::{
         StreamableHttpClientTransport, streamable_http_client::StreamableHttpClientTransportConfig,
     },
 };
-use tokio::sync::OwnedSemaphorePermit;
 
 use crate::{
     ProxyError, ProxyShared, Upstream,
@@ -34,6 +33,7 @@ use crate::{
     flag::FlaggingClient,
     listen::Listeners,
     relay::{Failure, ProgressMap, Relay, forward},
+    slots::{Claim, Slot},
     telemetry,
     upstream::redact_urls,
     wire::{self, Wire},
@@ -59,7 +59,7 @@ pub(crate) struct Connection {
     listeners: Listeners,
     /// The HTTP connection was lost; recorded once.
     lost: AtomicBool,
-    _slot: Option<OwnedSemaphorePermit>,
+    _slot: Option<Slot>,
 }
 
 impl Drop for Connection {
@@ -69,16 +69,31 @@ impl Drop for Connection {
 }
 
 impl Connection {
-    /// Opens a connection to the configured upstream: starts the child or
-    /// reaches the URL, then runs `lifecycle` (`initialize`, or the
-    /// `server/discover` probe) with `relay`'s client parameters.
+    /// Opens a connection to the configured upstream: takes a child slot
+    /// for `claim`, starts the child or reaches the URL, then runs
+    /// `lifecycle` (`initialize`, or the `server/discover` probe) with
+    /// `relay`'s client parameters.
     pub(crate) async fn open(
         shared: &ProxyShared,
+        claim: Claim,
+        relay: Relay,
+        lifecycle: ClientLifecycleMode,
+    ) -> Result<Arc<Self>, ProxyError> {
+        let slot = shared.slot(claim).await?;
+        let opened = Self::start(shared, slot, relay, lifecycle).await;
+        // What the stdio face's exit status reports, when its client goes.
+        shared.record_open(opened.as_ref().err().map(ToString::to_string));
+        opened
+    }
+
+    /// [`Connection::open`] once it has its slot.
+    async fn start(
+        shared: &ProxyShared,
+        slot: Option<Slot>,
         relay: Relay,
         lifecycle: ClientLifecycleMode,
     ) -> Result<Arc<Self>, ProxyError> {
         let cfg = shared.config();
-        let slot = shared.slot().await?;
         let (upstream_tokens, client_tokens, listeners) = (
             relay.upstream_tokens.clone(),
             relay.client_tokens.clone(),

@@ -54,11 +54,23 @@ pub enum ProxyError {
         #[source]
         source: Box<dyn Error + Send + Sync>,
     },
-    /// Every child slot of a command upstream is in use (`--max-sessions`).
+    /// Every child slot of a command upstream is in use (`--max-sessions`)
+    /// by calls in progress or other principals' sessions.
     #[error(
-        "too many sessions: {max} upstream children are running, one per session (raise --max-sessions, or close a session)"
+        "too many sessions: all {max} upstream children are in use (--max-sessions); retry shortly, or close an idle session"
     )]
     TooManySessions {
+        /// The configured maximum.
+        max: usize,
+    },
+    /// The caller's principal holds its share of the child slots, each
+    /// with a call in progress.
+    #[error(
+        "too many sessions for one caller: each holds at most {share} of the {max} upstream children (--max-sessions), and all of yours have a call in progress; retry when one ends, or close a session"
+    )]
+    PrincipalShare {
+        /// The most one principal may hold.
+        share: usize,
         /// The configured maximum.
         max: usize,
     },
@@ -81,6 +93,16 @@ impl ProxyError {
     /// This error as the JSON-RPC error the client receives.
     pub(crate) fn into_mcp(self) -> rmcp::ErrorData {
         rmcp::ErrorData::internal_error(self.to_string(), None)
+    }
+
+    /// The HTTP status of a refusal at a slot cap: 503 when every slot is
+    /// taken, 429 when the caller holds its share; `None` for the rest.
+    pub(crate) fn cap_status(&self) -> Option<http::StatusCode> {
+        match self {
+            Self::TooManySessions { .. } => Some(http::StatusCode::SERVICE_UNAVAILABLE),
+            Self::PrincipalShare { .. } => Some(http::StatusCode::TOO_MANY_REQUESTS),
+            _ => None,
+        }
     }
 }
 

@@ -23,7 +23,9 @@ use rmcp::{
 };
 use sse_stream::{Error as SseError, Sse};
 
-use crate::{post, wire::CLIENT_INFO as META_CLIENT_INFO};
+use lro_core::wire::{self, META_CLIENT_INFO};
+
+use crate::post;
 
 /// `message` with the spec's proxy flag, `clientInfo.proxy: true`, added
 /// where a request carries the client's identity: the `initialize` params,
@@ -32,13 +34,8 @@ use crate::{post, wire::CLIENT_INFO as META_CLIENT_INFO};
 pub(crate) fn mark_message(mut message: ClientJsonRpcMessage) -> ClientJsonRpcMessage {
     if let JsonRpcMessage::Request(request) = &mut message
         && request.request.get_meta().contains_key(META_CLIENT_INFO)
-        && let Some(info) = request
-            .request
-            .get_meta_mut()
-            .get_mut(META_CLIENT_INFO)
-            .and_then(serde_json::Value::as_object_mut)
     {
-        info.insert("proxy".to_owned(), serde_json::Value::Bool(true));
+        wire::mark_proxy_meta(request.request.get_meta_mut());
     }
     let JsonRpcMessage::Request(JsonRpcRequest {
         jsonrpc,

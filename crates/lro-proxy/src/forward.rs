@@ -9,7 +9,7 @@ use rmcp::{
     service::{NotificationContext, RequestContext, SubscriptionContext},
 };
 
-use crate::{Proxy, ProxyError, wire::Wire};
+use crate::{Proxy, wire::Wire};
 
 /// Takes the expected variant out of an upstream answer. rmcp reads answers
 /// as an untagged union, so an answer may land in a look-alike variant; it
@@ -68,9 +68,7 @@ impl ServerHandler for Proxy {
         if Wire::of(&cx.meta) == Wire::Modern {
             return Err(McpError::method_not_found::<InitializeResultMethod>());
         }
-        self.initialize_upstream(request, cx.peer)
-            .await
-            .map_err(ProxyError::into_mcp)?;
+        self.initialize_upstream(request, &cx).await?;
         Ok(self.get_info())
     }
 

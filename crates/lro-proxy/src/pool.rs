@@ -25,6 +25,7 @@ use std::{
     time::{Duration, Instant},
 };
 
+use futures::future::BoxFuture;
 use lro_core::principal::Principal;
 use rmcp::{
     ErrorData as McpError, RoleServer,
@@ -37,12 +38,14 @@ use rmcp::{
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    ProxyError, ProxyShared,
+    ProxyShared,
     connection::{Connection, shutting_down},
     listen::{self, Listeners},
+    refusal,
     relay::ProgressMap,
     relay::Relay,
     session::flag_as_proxy,
+    slots::{Claim, Seat, principal},
     wire::Wire,
 };
 
@@ -134,8 +137,9 @@ impl Pool {
         request: ClientRequest,
         cx: RequestContext<RoleServer>,
     ) -> Result<ServerResult, McpError> {
-        let entry = self.enter(shared, principal(&cx));
-        let conn = self.connect(shared, &entry.0).await?;
+        let who = principal(&cx);
+        let entry = self.enter(shared, who.clone());
+        let conn = self.connect(shared, &cx, who, &entry.0).await?;
         conn.call(shared, request, cx).await
     }
 
@@ -146,8 +150,11 @@ impl Pool {
         shared: &ProxyShared,
         cx: SubscriptionContext,
     ) -> Result<(), McpError> {
-        let entry = self.enter(shared, principal(cx.request_context()));
-        let conn = self.connect(shared, &entry.0).await?;
+        let who = principal(cx.request_context());
+        let entry = self.enter(shared, who.clone());
+        let conn = self
+            .connect(shared, cx.request_context(), who, &entry.0)
+            .await?;
         match conn.wire() {
             Wire::Modern => listen::relay(conn.peer(), cx).await,
             Wire::Legacy => listen::fan_out(conn.listeners(), conn.peer(), cx).await,
@@ -161,8 +168,9 @@ impl Pool {
         shared: &ProxyShared,
         cx: &RequestContext<RoleServer>,
     ) -> Result<Arc<Connection>, McpError> {
-        let entry = self.enter(shared, principal(cx));
-        self.connect(shared, &entry.0).await
+        let who = principal(cx);
+        let entry = self.enter(shared, who.clone());
+        self.connect(shared, cx, who, &entry.0).await
     }
 
     /// The principal's entry, marked in use (under the map's lock, so the
@@ -181,10 +189,15 @@ impl Pool {
         InFlight(entry)
     }
 
+    /// The entry's connection, opened for `principal` if there is none;
+    /// a refusal at a slot cap is marked on `cx`'s request (see
+    /// [`refusal::answer`]).
     async fn connect(
         &self,
         shared: &ProxyShared,
-        entry: &Entry,
+        cx: &RequestContext<RoleServer>,
+        principal: Principal,
+        entry: &Arc<Entry>,
     ) -> Result<Arc<Connection>, McpError> {
         if let Some(conn) = entry.current() {
             return Ok(conn);
@@ -206,9 +219,17 @@ impl Pool {
         };
         // The old connection (a dead child) goes before a new one takes a slot.
         entry.conn.write().expect("poisoned").take();
+        let claim = Claim {
+            principal: principal.clone(),
+            seat: Arc::new(PoolSeat {
+                pool: shared.pool_weak(),
+                principal,
+                entry: Arc::downgrade(entry),
+            }),
+        };
         let conn = tokio::select! {
-            opened = Connection::open(shared, relay, lifecycle) => {
-                opened.map_err(ProxyError::into_mcp)?
+            opened = Connection::open(shared, claim, relay, lifecycle) => {
+                opened.map_err(|err| refusal::answer(err, cx))?
             }
             // A request waiting for the connection ends with the proxy too.
             () = shared.closing().cancelled() => return Err(shutting_down()),
@@ -216,6 +237,25 @@ impl Pool {
         *self.info.write().expect("poisoned") = conn.info();
         *entry.conn.write().expect("poisoned") = Some(conn.clone());
         Ok(conn)
+    }
+
+    /// Ends `principal`'s connection, when `entry` is still its entry and
+    /// no call is in progress on it; whether it ended.
+    fn evict(&self, principal: &Principal, entry: &Arc<Entry>) -> bool {
+        let mut entries = self.entries.lock().expect("poisoned");
+        let ours = entries
+            .get(principal)
+            .is_some_and(|held| Arc::ptr_eq(held, entry));
+        if !ours || entry.activity().calls > 0 {
+            return false;
+        }
+        entries.remove(principal);
+        drop(entries);
+        // Its slot comes back with the connection, even while the entry
+        // itself is still referenced.
+        let conn = entry.conn.write().expect("poisoned").take();
+        drop(conn);
+        true
     }
 
     /// Ends every connection (their children exit).
@@ -255,14 +295,38 @@ async fn reap(pool: Weak<Pool>, timeout: Duration, closing: CancellationToken) {
     }
 }
 
-/// Who is calling: the principal the HTTP face's authentication put in the
-/// request's extensions; anonymous on stdio and without authentication.
-fn principal(cx: &RequestContext<RoleServer>) -> Principal {
-    cx.extensions
-        .get::<http::request::Parts>()
-        .and_then(|parts| parts.extensions.get::<Principal>())
-        .cloned()
-        .unwrap_or_else(Principal::anonymous)
+/// A principal's sessionless child, as the slot accounting sees it: another
+/// principal may take its slot while it is idle (its next call opens a new
+/// one).
+struct PoolSeat {
+    pool: Weak<Pool>,
+    principal: Principal,
+    entry: Weak<Entry>,
+}
+
+impl Seat for PoolSeat {
+    fn idle_since(&self) -> Option<Instant> {
+        let entry = self.entry.upgrade()?;
+        let activity = entry.activity();
+        (activity.calls == 0).then_some(activity.last)
+    }
+
+    fn sessionless(&self) -> bool {
+        true
+    }
+
+    fn reclaim(&self) -> BoxFuture<'static, bool> {
+        let ended = match (self.pool.upgrade(), self.entry.upgrade()) {
+            (Some(pool), Some(entry)) => pool.evict(&self.principal, &entry),
+            _ => false,
+        };
+        if ended {
+            tracing::info!(
+                "at the session limit, an idle sessionless upstream was ended for a new one"
+            );
+        }
+        Box::pin(std::future::ready(ended))
+    }
 }
 
 /// The client the proxy is to an upstream it shares among sessionless

@@ -11,6 +11,12 @@
 //! When a session ends anyway (a `DELETE`, the proxy shutting down, its
 //! handler gone with its child), every call still waiting on it gets a
 //! JSON-RPC error on its stream, never silence ([`Answered`]).
+//!
+//! Each request of a session carries the session's [`SessionSeat`] to its
+//! handler (in its `http::request::Parts`), which the session's child slot
+//! is held for: the slot accounting ([`crate::slots`]) reads from it
+//! whether the session is idle, and closes it to make room for a newcomer
+//! of the same principal.
 
 use std::{
     collections::{HashMap, HashSet},
@@ -20,11 +26,12 @@ use std::{
     time::{Duration, Instant},
 };
 
-use futures::Stream;
+use futures::{Stream, future::BoxFuture};
 use rmcp::{
     ErrorData, RoleServer,
     model::{
-        ClientJsonRpcMessage, ClientNotification, JsonRpcMessage, RequestId, ServerJsonRpcMessage,
+        ClientJsonRpcMessage, ClientNotification, GetExtensions as _, JsonRpcMessage, RequestId,
+        ServerJsonRpcMessage,
     },
     transport::{
         Transport,
@@ -40,6 +47,8 @@ use rmcp::{
 };
 use tokio_util::task::{TaskTracker, task_tracker::TaskTrackerToken};
 
+use crate::slots::Seat;
+
 /// How long the reaper sleeps between looks, at most.
 const MAX_TICK: Duration = Duration::from_secs(5);
 
@@ -50,9 +59,6 @@ struct State {
     last: Instant,
     /// The client's requests the session has not answered yet.
     pending: HashSet<RequestId>,
-    /// It has answered a request with a result: its `initialize` succeeded,
-    /// so it holds an upstream (a child of a command upstream).
-    serving: bool,
 }
 
 impl Activity {
@@ -60,7 +66,6 @@ impl Activity {
         Arc::new(Self(Mutex::new(State {
             last: Instant::now(),
             pending: HashSet::new(),
-            serving: false,
         })))
     }
 
@@ -81,11 +86,11 @@ impl Activity {
     }
 }
 
-/// The sessions of one HTTP face, reclaimed after `timeout` idle, and at
-/// `capacity` when a new one comes.
+/// The sessions of one HTTP face, reclaimed after `timeout` idle.
 pub(crate) struct Reclaiming {
     inner: LocalSessionManager,
-    capacity: Option<usize>,
+    /// Itself, for the seats it hands out.
+    me: Weak<Reclaiming>,
     sessions: Mutex<HashMap<SessionId, Arc<Activity>>>,
     /// Every request's stream, so that a shutdown can wait for the errors
     /// of the calls it ends to be sent.
@@ -94,17 +99,16 @@ pub(crate) struct Reclaiming {
 
 impl Reclaiming {
     /// Sessions that end after `timeout` without a message and without a
-    /// call in progress (`None`: never), or, when `capacity` are open and a
-    /// new one comes, the one idle longest without a call in progress.
-    /// Starts the reaper, which stops when the manager is dropped.
-    pub(crate) fn new(timeout: Option<Duration>, capacity: Option<usize>) -> Arc<Self> {
+    /// call in progress (`None`: never). Starts the reaper, which stops when
+    /// the manager is dropped.
+    pub(crate) fn new(timeout: Option<Duration>) -> Arc<Self> {
         let mut inner = LocalSessionManager::default();
         // Reclaim is ours: rmcp's keep-alive does not see calls in progress.
         inner.session_config = SessionConfig::default();
         inner.session_config.keep_alive = None;
-        let this = Arc::new(Self {
+        let this = Arc::new_cyclic(|me| Self {
             inner,
-            capacity,
+            me: me.clone(),
             sessions: Mutex::default(),
             streams: TaskTracker::new(),
         });
@@ -135,41 +139,32 @@ impl Reclaiming {
         }
     }
 
-    /// At capacity, closes the session idle longest with no call in
-    /// progress, so that a new client is not refused for sessions their
-    /// clients abandoned without `DELETE`. (Its client gets 404 on its next
-    /// request, and starts a new session, as the transport spec says.)
-    async fn make_room(&self) {
-        let Some(capacity) = self.capacity else {
+    /// Hands `message`'s handler the session's seat (see the module docs).
+    fn seat(&self, id: &SessionId, message: &mut ClientJsonRpcMessage) {
+        let JsonRpcMessage::Request(request) = message else {
             return;
         };
-        let oldest = {
-            let sessions = self.sessions();
-            let serving: Vec<_> = sessions
-                .iter()
-                .filter(|(_, activity)| activity.state().serving)
-                .collect();
-            if serving.len() < capacity {
-                return;
-            }
-            serving
-                .into_iter()
-                .filter_map(|(id, activity)| {
-                    let state = activity.state();
-                    state.pending.is_empty().then(|| (state.last, id.clone()))
-                })
-                .min()
-                .map(|(_, id)| id)
+        let Some(activity) = self.sessions().get(id).cloned() else {
+            return;
         };
-        if let Some(id) = oldest {
-            // Out of the count at once, so that a second new session
-            // arriving together picks another.
-            self.sessions().remove(&id);
-            tracing::info!(
-                "at its session limit, the session idle longest was closed for a new one"
-            );
-            let _ = self.close_session(&id).await;
+        if let Some(parts) = request
+            .request
+            .extensions_mut()
+            .get_mut::<http::request::Parts>()
+        {
+            parts.extensions.insert(SessionSeat {
+                id: id.clone(),
+                activity,
+                sessions: self.me.clone(),
+            });
         }
+    }
+
+    /// Closes the session `id` names, if it is open.
+    pub(crate) async fn close_session_now(&self, id: &str) {
+        let id: SessionId = id.to_owned().into();
+        // An unknown or already closed session is no failure here.
+        let _ = self.close_session(&id).await;
     }
 
     /// Ends every session, and waits (at most `wait`) until each call they
@@ -214,7 +209,6 @@ impl SessionManager for Reclaiming {
     type Transport = Tracked<<LocalSessionManager as SessionManager>::Transport>;
 
     async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
-        self.make_room().await;
         let (id, transport) = self.inner.create_session().await?;
         let transport = self.track(id.clone(), transport);
         Ok((id, transport))
@@ -223,9 +217,10 @@ impl SessionManager for Reclaiming {
     async fn initialize_session(
         &self,
         id: &SessionId,
-        message: ClientJsonRpcMessage,
+        mut message: ClientJsonRpcMessage,
     ) -> Result<ServerJsonRpcMessage, Self::Error> {
         self.touch(id);
+        self.seat(id, &mut message);
         self.inner.initialize_session(id, message).await
     }
 
@@ -241,9 +236,10 @@ impl SessionManager for Reclaiming {
     async fn create_stream(
         &self,
         id: &SessionId,
-        message: ClientJsonRpcMessage,
+        mut message: ClientJsonRpcMessage,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
         self.touch(id);
+        self.seat(id, &mut message);
         let request = match &message {
             JsonRpcMessage::Request(request) => Some(request.id.clone()),
             _ => None,
@@ -296,6 +292,47 @@ impl SessionManager for Reclaiming {
     }
 }
 
+/// A 2025-11-25 session, as the slot accounting sees it: its principal may
+/// close it while it is idle, to make room for a new one.
+#[derive(Clone)]
+pub(crate) struct SessionSeat {
+    id: SessionId,
+    activity: Arc<Activity>,
+    sessions: Weak<Reclaiming>,
+}
+
+impl Seat for SessionSeat {
+    fn idle_since(&self) -> Option<Instant> {
+        let state = self.activity.state();
+        state.pending.is_empty().then_some(state.last)
+    }
+
+    fn sessionless(&self) -> bool {
+        false
+    }
+
+    fn reclaim(&self) -> BoxFuture<'static, bool> {
+        let (id, activity, sessions) = (
+            self.id.clone(),
+            self.activity.clone(),
+            self.sessions.clone(),
+        );
+        Box::pin(async move {
+            let Some(sessions) = sessions.upgrade() else {
+                return false;
+            };
+            if !activity.idle(Duration::ZERO) {
+                return false;
+            }
+            tracing::info!(
+                "at the session limit, a principal's idle session was closed for its new one"
+            );
+            let _ = sessions.close_session(&id).await;
+            true
+        })
+    }
+}
+
 /// A session's transport that records its activity: every message in either
 /// direction, and the client's requests still waiting for their answer.
 pub(crate) struct Tracked<T> {
@@ -319,7 +356,6 @@ impl<T: Transport<RoleServer>> Transport<RoleServer> for Tracked<T> {
         if let Some(id) = answered {
             state.pending.remove(id);
         }
-        state.serving |= matches!(item, JsonRpcMessage::Response(_));
         state.last = Instant::now();
         drop(state);
         self.inner.send(item)

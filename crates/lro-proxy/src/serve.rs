@@ -26,7 +26,7 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use rmcp::{ServerHandler, ServiceExt as _};
 use tokio_util::sync::CancellationToken;
 
-use crate::{ProxyError, ProxyShared, reclaim::Reclaiming};
+use crate::{ProxyError, ProxyShared, reclaim::Reclaiming, refusal};
 
 /// Path the streamable HTTP face serves.
 pub const MCP_PATH: &str = "/mcp";
@@ -39,6 +39,10 @@ pub enum Stopped {
     ClientClosed,
     /// The upstream was lost; the sentence says how (a child's exit status).
     UpstreamLost(String),
+    /// The client closed the session after its upstream failed: it did not
+    /// start or answer `initialize`, or its child exited on its own. The
+    /// sentence says how.
+    UpstreamFailed(String),
     /// `shutdown` resolved (a signal).
     Shutdown,
 }
@@ -79,16 +83,16 @@ pub async fn stdio<H: ServerHandler>(
             // handshake ends (it reads the end of input next).
             shared.end_calls();
             let _ = tokio::time::timeout(SHUTDOWN_ANSWERS, serving).await;
-            return Ok(Stopped::ClientClosed);
+            return Ok(client_closed(shared));
         }
     };
     let token = running.cancellation_token();
     let mut session = tokio::spawn(running.waiting());
     let stopped = tokio::select! {
-        _ = &mut session => return Ok(Stopped::ClientClosed),
+        _ = &mut session => return Ok(client_closed(shared)),
         why = shared.lost() => Stopped::UpstreamLost(why),
         () = &mut shutdown => Stopped::Shutdown,
-        () = &mut input_ended => Stopped::ClientClosed,
+        () = &mut input_ended => client_closed(shared),
     };
     // Calls still in progress end with an error; cancelling then lets rmcp
     // send the answers still in flight (those errors, and the errors of
@@ -97,6 +101,15 @@ pub async fn stdio<H: ServerHandler>(
     token.cancel();
     let _ = session.await;
     Ok(stopped)
+}
+
+/// The client closed the session: [`Stopped::UpstreamFailed`] when the
+/// upstream had failed by then, else [`Stopped::ClientClosed`].
+fn client_closed(shared: &ProxyShared) -> Stopped {
+    match shared.failure() {
+        Some(why) => Stopped::UpstreamFailed(why),
+        None => Stopped::ClientClosed,
+    }
 }
 
 /// How the HTTP face keeps its sessions: [`HttpOptions::new`], then a
@@ -113,7 +126,6 @@ pub async fn stdio<H: ServerHandler>(
 #[non_exhaustive]
 pub struct HttpOptions {
     session_idle_timeout: Option<Duration>,
-    max_sessions: Option<usize>,
 }
 
 /// The idle time after which a session is reclaimed, by default: long
@@ -130,7 +142,6 @@ impl Default for HttpOptions {
     fn default() -> Self {
         Self {
             session_idle_timeout: Some(DEFAULT_SESSION_IDLE_TIMEOUT),
-            max_sessions: None,
         }
     }
 }
@@ -154,21 +165,6 @@ impl HttpOptions {
     #[must_use]
     pub fn session_idle_timeout(mut self, timeout: Option<Duration>) -> Self {
         self.session_idle_timeout = timeout;
-        self
-    }
-
-    /// With this many sessions open, a new session first closes the one
-    /// idle longest with no call in progress; a call in progress is never
-    /// cut. Give it [`ProxyConfig::max_sessions`](crate::ProxyConfig::max_sessions)
-    /// for a command upstream, so that clients that went away without
-    /// `DELETE` (the idle timeout has not passed yet) do not hold every
-    /// child while a new client is refused. `None` refuses the new client
-    /// instead (its `initialize` gets "too many sessions").
-    ///
-    /// Defaults to `None`.
-    #[must_use]
-    pub fn max_sessions(mut self, sessions: Option<usize>) -> Self {
-        self.max_sessions = sessions;
         self
     }
 }
@@ -201,9 +197,12 @@ where
         .disable_allowed_hosts()
         .with_max_request_body_bytes(guard.bounds().max_body_bytes)
         .with_cancellation_token(ct.child_token());
-    let sessions = Reclaiming::new(options.session_idle_timeout, options.max_sessions);
+    let sessions = Reclaiming::new(options.session_idle_timeout);
     let service = StreamableHttpService::new(move || Ok(make()), sessions.clone(), config);
-    let router = axum::Router::new().nest_service(MCP_PATH, service);
+    // A request refused at a child-slot cap gets its status (see `refusal`).
+    let router = axum::Router::new().nest_service(MCP_PATH, service).layer(
+        axum::middleware::from_fn_with_state(sessions.clone(), refusal::answer_at_cap),
+    );
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|source| ProxyError::Bind { addr, source })?;

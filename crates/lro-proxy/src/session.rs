@@ -14,7 +14,10 @@ use crate::{
     ProxyError, ProxyShared,
     connection::Connection,
     listen::Listeners,
+    reclaim::SessionSeat,
+    refusal,
     relay::{ProgressMap, Relay, set_meta},
+    slots::{Claim, Pinned, principal},
     wire::Wire,
 };
 
@@ -72,15 +75,19 @@ impl Proxy {
     pub(crate) async fn initialize_upstream(
         &self,
         request: InitializeRequestParams,
-        downstream: Peer<RoleServer>,
-    ) -> Result<(), ProxyError> {
+        cx: &RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let downstream = cx.peer.clone();
         downstream.set_peer_info(request.clone());
         *self.session.client.lock().expect("poisoned") =
             Some((request.clone(), downstream.clone()));
         let _opening = self.session.opening.lock().await;
         let old = self.session.conn.write().expect("poisoned").take();
         drop(old);
-        let conn = self.open(request, downstream).await?;
+        let conn = self
+            .open(claim(cx), request, downstream)
+            .await
+            .map_err(|err| refusal::answer(err, cx))?;
         *self.session.conn.write().expect("poisoned") = Some(conn);
         Ok(())
     }
@@ -107,9 +114,11 @@ impl Proxy {
         self.current()?.upstream_progress_token(token)
     }
 
-    /// Opens the upstream session for the client's `initialize`.
+    /// Opens the upstream session for the client's `initialize`, its child
+    /// slot held for `claim`.
     async fn open(
         &self,
+        claim: Claim,
         client: InitializeRequestParams,
         downstream: Peer<RoleServer>,
     ) -> Result<Arc<Connection>, ProxyError> {
@@ -120,24 +129,28 @@ impl Proxy {
             client_tokens: ProgressMap::default(),
             listeners: Listeners::default(),
         };
-        let conn =
-            match Connection::open(&self.shared, relay.clone(), ClientLifecycleMode::Initialize)
-                .await
-            {
-                // An upstream that speaks 2026-07-28 only: the session speaks it
-                // on its client's behalf, the client's info and capabilities in
-                // every request's `_meta`.
-                Err(refused) if refused.refused_handshake() => {
-                    let modern = ClientLifecycleMode::Discover {
-                        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-                    };
-                    match Connection::open(&self.shared, relay, modern).await {
-                        Ok(conn) => conn,
-                        Err(_) => return Err(refused),
-                    }
+        let conn = match Connection::open(
+            &self.shared,
+            claim.clone(),
+            relay.clone(),
+            ClientLifecycleMode::Initialize,
+        )
+        .await
+        {
+            // An upstream that speaks 2026-07-28 only: the session speaks it
+            // on its client's behalf, the client's info and capabilities in
+            // every request's `_meta`.
+            Err(refused) if refused.refused_handshake() => {
+                let modern = ClientLifecycleMode::Discover {
+                    preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+                };
+                match Connection::open(&self.shared, claim, relay, modern).await {
+                    Ok(conn) => conn,
+                    Err(_) => return Err(refused),
                 }
-                opened => opened?,
-            };
+            }
+            opened => opened?,
+        };
         let mut info = conn.info();
         if conn.wire() == Wire::Modern
             && let Some(info) = &mut info
@@ -184,9 +197,9 @@ impl Proxy {
             ),
         };
         let conn = self
-            .open(params, downstream)
+            .open(claim(cx), params, downstream)
             .await
-            .map_err(ProxyError::into_mcp)?;
+            .map_err(|err| refusal::answer(err, cx))?;
         *self.session.conn.write().expect("poisoned") = Some(conn.clone());
         Ok(conn)
     }
@@ -251,6 +264,23 @@ impl Proxy {
         let conn = self.shared.pool().connection(&self.shared, cx).await?;
         conn.info()
             .ok_or_else(|| McpError::internal_error("the upstream did not describe itself", None))
+    }
+}
+
+/// What a session's child slot is held for: the caller's principal, and
+/// the session's seat on the HTTP face (a stdio session's is never
+/// reclaimed).
+fn claim(cx: &RequestContext<RoleServer>) -> Claim {
+    let seat = cx
+        .extensions
+        .get::<http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<SessionSeat>());
+    Claim {
+        principal: principal(cx),
+        seat: match seat {
+            Some(seat) => Arc::new(seat.clone()),
+            None => Arc::new(Pinned),
+        },
     }
 }
 

@@ -9,10 +9,15 @@ use std::{
     time::Duration,
 };
 
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
+use tokio::sync::watch;
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
-use crate::{ProxyConfig, ProxyError, Upstream, child, pool::Pool, upstream::redact_urls};
+use crate::{
+    ProxyConfig, ProxyError, Upstream, child,
+    pool::Pool,
+    slots::{Claim, Slot, Slots},
+    upstream::redact_urls,
+};
 
 /// The variables that send reqwest's requests through an HTTP proxy.
 const PROXY_VARIABLES: [&str; 6] = [
@@ -23,9 +28,6 @@ const PROXY_VARIABLES: [&str; 6] = [
     "ALL_PROXY",
     "all_proxy",
 ];
-
-/// How long a new upstream connection waits for a child slot.
-const SLOT_WAIT: Duration = Duration::from_secs(2);
 
 /// How long [`ProxyShared::preflight`] waits for an HTTP upstream's port.
 const PREFLIGHT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -41,11 +43,15 @@ pub struct ProxyShared(Arc<SharedInner>);
 #[derive(Debug)]
 struct SharedInner {
     cfg: ProxyConfig,
-    slots: Arc<Semaphore>,
+    /// The child slots of both wires (see [`crate::slots`]).
+    slots: Arc<Slots>,
     tasks: TaskTracker,
     lost: watch::Sender<Option<String>>,
     /// A session was lost on its own; the next one opened is a restart.
     restart_due: AtomicBool,
+    /// Why the last upstream connection failed to open; `None` once one
+    /// opens.
+    open_failed: std::sync::Mutex<Option<String>>,
     /// Cancelled when the proxy stops: the calls still in progress end
     /// with an error.
     closing: CancellationToken,
@@ -58,11 +64,12 @@ impl ProxyShared {
     pub fn new(cfg: ProxyConfig) -> Self {
         lro_core::metric::register_upstream_zeroed();
         Self(Arc::new(SharedInner {
-            slots: Arc::new(Semaphore::new(cfg.max_sessions)),
+            slots: Slots::new(cfg.max_sessions),
             cfg,
             tasks: TaskTracker::new(),
             lost: watch::channel(None).0,
             restart_due: false.into(),
+            open_failed: std::sync::Mutex::default(),
             closing: CancellationToken::new(),
             pool: Arc::default(),
         }))
@@ -170,23 +177,13 @@ impl ProxyShared {
         self.0.tasks.wait().await;
     }
 
-    /// A slot for a new upstream session: children are the scarce
-    /// resource, so a command upstream takes one of
-    /// [`ProxyConfig::max_sessions`]; an HTTP upstream session needs none.
-    ///
-    /// A full proxy waits [`SLOT_WAIT`] for one: a session closed to make
-    /// room gives its slot back once its child is ended.
-    pub(crate) async fn slot(&self) -> Result<Option<OwnedSemaphorePermit>, ProxyError> {
+    /// A slot for a new upstream connection: children are the scarce
+    /// resource, so a command upstream's takes one of
+    /// [`ProxyConfig::max_sessions`], by the rule of [`crate::slots`]; an
+    /// HTTP upstream's needs none.
+    pub(crate) async fn slot(&self, claim: Claim) -> Result<Option<Slot>, ProxyError> {
         match self.0.cfg.upstream {
-            Upstream::Command { .. } => {
-                let slots = self.0.slots.clone();
-                match tokio::time::timeout(SLOT_WAIT, slots.acquire_owned()).await {
-                    Ok(Ok(permit)) => Ok(Some(permit)),
-                    _ => Err(ProxyError::TooManySessions {
-                        max: self.0.cfg.max_sessions,
-                    }),
-                }
-            }
+            Upstream::Command { .. } => self.0.slots.acquire(claim).await.map(Some),
             Upstream::Http { .. } => Ok(None),
         }
     }
@@ -209,6 +206,29 @@ impl ProxyShared {
     /// Whether the session opening now restarts a lost one; clears it.
     pub(crate) fn take_restart(&self) -> bool {
         self.0.restart_due.swap(false, Ordering::Relaxed)
+    }
+
+    /// Notes how the last attempt to open an upstream connection ended:
+    /// `Some` with why it failed.
+    pub(crate) fn record_open(&self, failure: Option<String>) {
+        *self
+            .0
+            .open_failed
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = failure;
+    }
+
+    /// Whether the upstream failed: its child exited on its own, or the
+    /// last connection failed to open; the sentence says how.
+    pub(crate) fn failure(&self) -> Option<String> {
+        let lost = self.0.lost.borrow().clone();
+        lost.or_else(|| {
+            self.0
+                .open_failed
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .clone()
+        })
     }
 
     pub(crate) fn report_lost(&self, why: String) {

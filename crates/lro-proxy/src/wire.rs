@@ -14,9 +14,6 @@ use serde_json::Value;
 /// The prefix of the keys MCP 2026-07-28 reserves in a request's `_meta`.
 const RESERVED: &str = "io.modelcontextprotocol/";
 
-/// The `_meta` key of the client's identity.
-pub(crate) const CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
-
 /// The `_meta` key of the client's capabilities.
 const CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
 
@@ -60,9 +57,7 @@ pub(crate) fn meta_for(mut meta: RequestMetaObject, upstream: Wire) -> RequestMe
         Wire::Legacy => meta.retain(|key, _| !key.starts_with(RESERVED)),
         Wire::Modern => {
             meta.remove(PROTOCOL_VERSION);
-            if let Some(info) = meta.get_mut(CLIENT_INFO).and_then(Value::as_object_mut) {
-                info.insert("proxy".to_owned(), Value::Bool(true));
-            }
+            lro_core::wire::mark_proxy_meta(&mut meta);
             if let Some(caps) = meta
                 .get_mut(CLIENT_CAPABILITIES)
                 .and_then(Value::as_object_mut)
@@ -145,8 +140,8 @@ mod tests {
     fn a_modern_upstream_gets_the_clients_context_flagged_as_proxied() {
         let meta = meta_for(modern_meta(), Wire::Modern);
         assert!(meta.get(PROTOCOL_VERSION).is_none(), "rmcp stamps its own");
-        assert_eq!(meta[CLIENT_INFO]["name"], "client");
-        assert_eq!(meta[CLIENT_INFO]["proxy"], true);
+        assert_eq!(meta[lro_core::wire::META_CLIENT_INFO]["name"], "client");
+        assert_eq!(meta[lro_core::wire::META_CLIENT_INFO]["proxy"], true);
         assert_eq!(
             meta[CLIENT_CAPABILITIES]["extensions"][lro_core::wire::PROXY_EXTENSION]["proxy"],
             true

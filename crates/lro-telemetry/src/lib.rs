@@ -333,11 +333,6 @@ impl TelemetryGuard {
         self.metrics.render()
     }
 
-    /// The handle to the installed recorder, for serving metrics elsewhere.
-    pub fn metrics_handle(&self) -> &PrometheusHandle {
-        &self.metrics
-    }
-
     /// The address the Prometheus listener was asked to bind, if any.
     pub fn metrics_addr(&self) -> Option<SocketAddr> {
         self.metrics_addr

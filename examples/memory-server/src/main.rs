@@ -24,7 +24,7 @@
 //! HTTP mode runs behind `lro_http::Guard`: loopback `Host` and `Origin`
 //! only (plus `--allow-origin`), `--bearer`/`--bearer-file`/
 //! `LRO_BEARER_TOKENS` tokens (each naming its principal), header and body
-//! timeouts, connection and request caps. It refuses a non-loopback address
+//! timeouts, connection, request and session caps. It refuses a non-loopback address
 //! without tokens unless `--allow-unauthenticated` (exit 2).
 
 #![forbid(unsafe_code)]
@@ -65,6 +65,14 @@ struct Cli {
     /// Authentication, origins and bounds of the --http face.
     #[command(flatten)]
     http_face: lro_http::cli::HttpArgs,
+
+    /// Sessions (MCP 2025-11-25) open at once behind --http; each principal
+    /// holds at most half of them (at least one). A new session at a cap
+    /// first closes the same principal's session idle longest; with none,
+    /// it is refused (HTTP 429 at the principal's cap, 503 at the total).
+    /// Never another principal's session [default: 1024].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    max_sessions: Option<u32>,
 
     /// Number of memories to generate.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_SIZE)]
@@ -108,9 +116,13 @@ async fn main() -> ExitCode {
     let http = match cli
         .http
         .map(|addr| {
+            let limits = match cli.max_sessions {
+                Some(n) => Limits::mcp().max_sessions(n as usize),
+                None => Limits::mcp(),
+            };
             let guard = cli
                 .http_face
-                .guard(addr, Limits::mcp(), |var| std::env::var(var).ok());
+                .guard(addr, limits, |var| std::env::var(var).ok());
             guard.map(|guard| (addr, guard))
         })
         .transpose()

@@ -136,6 +136,9 @@ pub(super) fn threshold_inline(ev: &Evidence) -> Verdict {
         ));
     };
     let call = &ev.calls[b];
+    if let Some(why) = varies(ev, b) {
+        return skip(why);
+    }
     let Some(measured) = ev.measured_ok(b) else {
         return skip("the boundary call failed");
     };
@@ -149,9 +152,38 @@ pub(super) fn threshold_inline(ev: &Evidence) -> Verdict {
             result::excerpt(&result::texts(r).join(" "), 160)
         )),
         Outcome::Result(_) => pass(format!(
-            "{call}: inline and unchanged at threshold_tokens = {t}"
+            "{call}: inline and unchanged at threshold_tokens = {t}{}",
+            not_judged_on(ev)
         )),
     }
+}
+
+/// Why the boundary call `b` cannot show whether an inline answer is
+/// unchanged: it answers differently at each launch by itself.
+fn varies(ev: &Evidence, b: usize) -> Option<String> {
+    ev.varying.contains(&b).then(|| {
+        format!(
+            "{} answers differently at each launch, with no threshold in reach too, and no other call returned an inline result of at least {MIN_RECORDS} records to judge on: name one that answers the same each time with --probe",
+            ev.calls[b]
+        )
+    })
+}
+
+/// The calls left out as the boundary call because their answers vary, as
+/// a clause for a verdict's detail.
+fn not_judged_on(ev: &Evidence) -> String {
+    if ev.varying.is_empty() {
+        return String::new();
+    }
+    let names: Vec<String> = ev
+        .varying
+        .iter()
+        .map(|&i| ev.calls[i].to_string())
+        .collect();
+    format!(
+        " (not judged on {}: answers differently at each launch, with no threshold in reach too)",
+        names.join(", ")
+    )
 }
 
 /// "If estimated_tokens > threshold_tokens, offload [...]. If
@@ -169,6 +201,9 @@ pub(super) fn threshold_boundary(ev: &Evidence) -> Verdict {
         ));
     };
     let call = &ev.calls[b];
+    if let Some(why) = varies(ev, b) {
+        return skip(why);
+    }
     let Some(e) = ev.estimate else {
         return fail(format!(
             "{call} was never offloaded with an estimated_tokens to test the boundary at"
@@ -189,8 +224,9 @@ pub(super) fn threshold_boundary(ev: &Evidence) -> Verdict {
             "{call}: estimated_tokens = {e}, yet not inline at threshold_tokens = {e}"
         )),
         (Some(_), Some(_)) => pass(format!(
-            "{call}: estimated_tokens = {e} (characters / 4 of the inline answer: {measured}); offloaded at threshold_tokens = {}, inline at {e}",
-            e - 1
+            "{call}: estimated_tokens = {e} (characters / 4 of the inline answer: {measured}); offloaded at threshold_tokens = {}, inline at {e}{}",
+            e - 1,
+            not_judged_on(ev)
         )),
         _ => fail("the boundary launches did not run"),
     }
@@ -546,6 +582,32 @@ mod tests {
                 .1
                 .contains("not offloaded at threshold_tokens = 39")
         );
+    }
+
+    #[test]
+    fn an_answer_that_varies_by_itself_is_told_apart_from_a_changed_inline_one() {
+        let measured = json!({"content": [{"type": "text", "text": "[\"PWD=/a\"]"}]});
+        let changed =
+            Outcome::Result(json!({"content": [{"type": "text", "text": "[\"PWD=/b\"]"}]}));
+        let mut ev = evidence(vec![]);
+        ev.measured = vec![Outcome::Result(measured)];
+        ev.boundary = Some(0);
+        ev.estimate = Some(40);
+        ev.at = Some((40, changed));
+        let (status, detail) = threshold_inline(&ev);
+        assert_eq!(status, Status::Fail);
+        assert!(detail.contains("came back inline but changed"), "{detail}");
+        // The second launch with no threshold in reach answered otherwise too.
+        ev.varying = vec![0];
+        for judge in [threshold_inline, threshold_boundary] {
+            let (status, detail) = judge(&ev);
+            assert_eq!(status, Status::Skip, "{detail}");
+            assert!(
+                detail
+                    .contains("answers differently at each launch, with no threshold in reach too"),
+                "{detail}"
+            );
+        }
     }
 
     #[test]

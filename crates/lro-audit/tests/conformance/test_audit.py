@@ -7,7 +7,9 @@ with, and catch each deliberate violation by a named failing check:
   layer (Level 0);
 - `lro proxy` in front of the bare server (Level 3);
 - fixtures/lro_fixture.py, an independent implementation on the official
-  Python `mcp` SDK: correct (Level 3), and with one violation each;
+  Python `mcp` SDK: correct (Level 3), and with one violation each; with an
+  answer that varies at each launch, and server-everything's `get-env`, which
+  echoes its environment, told apart from an inline answer the layer changed;
 - a streamable-HTTP target, where what needs control is skipped;
 - the wire: the demo server (which speaks both) over 2026-07-28 and over
   `initialize`, and a server that speaks only 2025-11-25 (the reference
@@ -41,6 +43,7 @@ FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "lro_fixture.py"
 # which speaks 2025-11-25 only.
 NPM_SERVERS = REPO / "crates" / "lro-proxy" / "tests" / "interop" / "ts"
 MEMORY_JS = NPM_SERVERS / "node_modules" / "@modelcontextprotocol" / "server-memory" / "dist" / "index.js"
+EVERYTHING_JS = NPM_SERVERS / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
 
 MODERN = {"protocol_version": "2026-07-28", "lifecycle": "server/discover"}
 LEGACY = {"protocol_version": "2025-11-25", "lifecycle": "initialize"}
@@ -232,6 +235,35 @@ def test_correct_fixture_is_level_3():
     assert code == 0 and report["level"] == LEVEL3, explain(report) + err
     assert took < AUDIT_BUDGET_S, f"the audit took {took:.1f}s"
     assert report["verdict"] == "Level 3"
+
+
+VARIES = "answers differently at each launch, with no threshold in reach too"
+
+
+def test_an_answer_that_varies_by_launch_is_not_judged_on():
+    """The fixture's recall answer carries a nonce new at each launch: the audit
+    sees the inline answer change, finds the same change with no threshold in
+    reach, and judges the threshold on the next call, saying why."""
+    code, report, err, _ = run_audit("--require-level", "3", "--", *fixture_cmd("--vary"))
+    assert code == 0 and report["level"] == LEVEL3, explain(report) + err
+    for check in ("threshold-inline", "threshold-boundary"):
+        detail = report_detail(report, check)
+        assert detail.startswith("list_memories("), detail
+        assert f"(not judged on recall_memories(" in detail and VARIES in detail, detail
+
+
+def test_a_third_party_tool_echoing_its_environment_is_named_not_failed():
+    """server-everything's get-env echoes the environment each launch gets: with
+    no other call to judge on, the threshold checks are skipped with the reason,
+    not failed as an inline answer the layer changed."""
+    npm_ci(NPM_SERVERS)
+    target = [str(LRO), "proxy", "--", "node", str(EVERYTHING_JS), "stdio"]
+    code, report, err, _ = run_audit("--keep-going", "--probe", "get-env {}", "--", *target)
+    assert code == 0 and report is not None, err
+    for check in ("threshold-inline", "threshold-boundary"):
+        assert status(report)[check] == "skip", explain(report)
+        assert VARIES in report_detail(report, check), explain(report)
+    assert "changed" not in explain(report), explain(report)
 
 
 # violation -> (the check that must catch it, the highest level still proven)

@@ -1,34 +1,92 @@
 //! Compiling a filter with our natives and definitions, and readable
 //! compile errors.
 
-use jaq_core::load::{Arena, File, Loader, lex, parse};
+use jaq_core::load::{Arena, File, Loader, lex, parse, parse::Def};
 
-use super::{natives::natives, stop::JqData};
+use super::{natives::natives, rewrite, stop::JqData};
 use crate::ExtractError;
 
 /// A compiled filter.
 pub(crate) type Program = jaq_core::Filter<JqData>;
 
-/// `@text` and `@sh` as jaq-std defines them, through `tostring`.
+/// Our definitions: `@text` and `@sh` as jaq-std defines them, through
+/// `tostring`; `join` as jq 1.6 defines it (numbers and booleans through
+/// `tojson`, null as nothing, anything else added as it is, so that an
+/// array fails as jq's does); the regex filters checking their input
+/// first, as jq 1.6 does.
 const OUR_DEFS: &str = r#"
 def @text: tostring;
+def matches(re; flags): _lro_matchable | _lro_matches(re; flags);
+def split_matches(re; flags): _lro_matchable | _lro_split_matches(re; flags);
+def split_(re; flags): _lro_matchable | _lro_split_(re; flags);
+"#;
+
+/// Ours that need jaq-std's definitions, after them.
+const OUR_LAST_DEFS: &str = r#"
+def join($x): reduce .[] as $i (null; (if . == null then "" else . + $x end) + ($i | if . == null then "" elif (type == "boolean" or type == "number") then tojson else . end)) // "";
 def @sh: [if isarray then .[] end | if . >= "" then "'\(escape_sh)'" else tostring end] | join(" ");
 "#;
 
+/// The definitions of jaq's libraries that ours replace, by name and
+/// arity: `test` and `tostring` are natives of ours (`test` with a
+/// compiled-regex cache, `tostring` printing numbers as jq 1.6 does), and
+/// so are `tonumber` and `split/1` (failing in jq 1.6's words); `@text`,
+/// `@sh` and `join` are in [`OUR_DEFS`].
+const REPLACED: &[(&str, Option<usize>)] = &[
+    ("test", None),
+    ("tostring", None),
+    ("tonumber", None),
+    ("split", Some(1)),
+    ("join", None),
+    ("@text", None),
+    ("@sh", None),
+];
+
+/// The name the user's filter is defined by, after our definitions.
+const MAIN: &str = "_lro_main";
+
 /// Compiles `code` with the given global variables (names without `$`).
+///
+/// The filter and every definition are rewritten (`rewrite.rs`) so that
+/// jaq computes what jq 1.6 does; jaq's loader takes only text for the
+/// main filter, so the rewritten filter is handed over as the last
+/// definition, `_lro_main`, and the text compiled is its name.
 pub(crate) fn compile_with_vars(code: &str, vars: &[&str]) -> Result<Program, ExtractError> {
-    // `test` and `tostring` are ours (natives: `test` with a compiled-regex
-    // cache, `tostring` printing numbers as jq 1.6 does), and so are `@text`
-    // and `@sh`: jaq's interpolate (`"\(.)"`), which spells numbers jaq's way.
-    const OURS: &[&str] = &["test", "@text", "@sh"];
-    let defs = jaq_core::defs()
-        .filter(|d| d.name != "tostring")
-        .chain(jaq_std::defs().filter(|d| !OURS.contains(&d.name)))
-        .chain(jaq_json::defs())
-        .chain(parse(OUR_DEFS, |p| p.defs()).unwrap_or_default());
-    let loader = Loader::new(defs);
+    let replaced = |d: &Def<&str>| {
+        REPLACED
+            .iter()
+            .any(|(name, arity)| *name == d.name && arity.is_none_or(|a| a == d.args.len()))
+    };
+    // A definition sees only those before it: ours that jaq-std's use
+    // (`matches`) come before them.
+    let ours = |text| parse(text, |p| p.defs()).unwrap_or_default();
+    let defs: Vec<Def<&str>> = jaq_core::defs()
+        .filter(|d| !replaced(d))
+        .chain(ours(OUR_DEFS))
+        .chain(
+            jaq_std::defs()
+                .chain(jaq_json::defs())
+                .filter(|d| !replaced(d)),
+        )
+        .chain(ours(OUR_LAST_DEFS))
+        .map(rewrite::def)
+        .collect();
     let arena = Arena::default();
-    let modules = loader
+    // Text that does not parse as one filter (a syntax error, an import)
+    // is loaded as it is, for the loader's own errors.
+    let main = parse(code, |p| p.term());
+    let (defs, code) = match main {
+        Some(body) => {
+            let main = Def {
+                name: MAIN,
+                args: Vec::new(),
+                body: rewrite::term(body),
+            };
+            (defs.into_iter().chain([main]).collect(), MAIN)
+        }
+        None => (defs, code),
+    };
+    let modules = Loader::new(defs)
         .load(&arena, File { code, path: () })
         .map_err(|errs| ExtractError::Compile(load_errors(code, errs)))?;
     let dollar: Vec<String> = vars.iter().map(|v| format!("${v}")).collect();

@@ -7,8 +7,8 @@ use serde_json::Value;
 
 use super::{
     convert::{to_value, write_json},
-    job::Render,
     originals::{NoOriginals, Originals},
+    print::Render,
 };
 use crate::{
     ExtractError,

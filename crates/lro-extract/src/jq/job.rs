@@ -13,6 +13,7 @@ use super::{
     lines::Lines,
     message::jq_message,
     originals::{ManyOriginals, NoOriginals, OneOriginal, Originals},
+    print::Render,
     read::{ReadError, parse as read_record, too_deep},
     stop::{Guard, GuardedData, JqData},
 };
@@ -24,13 +25,6 @@ use crate::{
 
 /// Longest error message kept from jaq (its messages embed values).
 const MAX_MESSAGE: usize = 400;
-
-/// How to print results.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Render {
-    /// Print strings raw (`jq -r`).
-    pub(crate) raw: bool,
-}
 
 /// A jq job over one file.
 pub(crate) struct Job<'g> {

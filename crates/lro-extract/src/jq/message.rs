@@ -50,9 +50,12 @@ fn from_parts(whole: &str, vals: &[Val]) -> Option<String> {
             ),
             r => format!("Cannot index {} with {}", kind(l), kind(r)),
         }),
-        // jaq says this of `-x` and of a math function's input; jq 1.6 of
-        // the first `cannot be negated`, of the second `number required`.
-        [v] if whole.ends_with(" as number") => Some(format!("{} cannot be negated", described(v))),
+        // jaq says this of a math function's input (and of `-x`, which
+        // `rewrite.rs` makes ours, failing as jq's).
+        [v] if whole.ends_with(" as number") => Some(format!("{} number required", described(v))),
+        [v] if whole.ends_with(" as rangeable (array or string)") => {
+            Some(format!("Cannot index {} with object", kind(v)))
+        }
         [v] if whole.ends_with(" as iterable (array or object)") => {
             Some(format!("Cannot iterate over {}", described(v)))
         }
@@ -89,7 +92,45 @@ fn from_text(text: String) -> String {
     if let Some(v) = text.strip_suffix(" has no length") {
         return format!("{} has no length", described(&reread(v)));
     }
+    if let Some(why) = text.strip_prefix("invalid regex: ") {
+        return regex_failure(why);
+    }
     text
+}
+
+/// jq 1.6's words (Oniguruma's) for why a pattern does not compile, from
+/// the regex crates' (ours and jaq's say it differently); a reason with no
+/// counterpart here keeps the crate's words after jq's `Regex failure: `.
+fn regex_failure(why: &str) -> String {
+    let why = why.rsplit("error: ").next().unwrap_or(why);
+    const WORDS: [(&str, &str); 7] = [
+        ("unclosed group", "end pattern with unmatched parenthesis"),
+        (
+            "without closing ')'",
+            "end pattern with unmatched parenthesis",
+        ),
+        ("without matching '('", "unmatched close parenthesis"),
+        ("unopened group", "unmatched close parenthesis"),
+        ("unclosed character class", "premature end of char-class"),
+        (
+            "missing expression",
+            "target of repeat operator is not specified",
+        ),
+        (
+            "invalid repetition count range",
+            "upper is smaller than lower in repeat range",
+        ),
+    ];
+    let onig = WORDS
+        .iter()
+        .find(|(ours, _)| why.contains(ours))
+        .map(|(_, onig)| *onig)
+        .or_else(|| {
+            why.contains("invalid character class range")
+                .then_some("empty range in char class")
+        })
+        .unwrap_or(why);
+    format!("Regex failure: {onig}")
 }
 
 /// A value as jaq displays it, read back (a text that is not JSON, such
@@ -206,6 +247,90 @@ mod tests {
                 "number (1) cannot be matched, as it is not a string",
             ),
             ("error(\"x\")", json!(1), "x"),
+            (
+                "tonumber",
+                json!({}),
+                "object ({}) cannot be parsed as a number",
+            ),
+            (
+                "tonumber",
+                json!("[1]"),
+                "string (\"[1]\") cannot be parsed as a number",
+            ),
+            (
+                "tonumber",
+                json!("abc"),
+                "Invalid numeric literal at EOF at line 1, column 3 (while parsing 'abc')",
+            ),
+            (
+                "fromjson",
+                json!(1),
+                "number (1) only strings can be parsed",
+            ),
+            ("ascii_downcase", json!(1), "explode input must be a string"),
+            ("explode", json!(null), "explode input must be a string"),
+            ("implode", json!("a"), "implode input must be an array"),
+            (
+                "split(\",\")",
+                json!(1),
+                "split input and separator must be strings",
+            ),
+            ("join(\",\")", json!(1), "Cannot iterate over number (1)"),
+            (
+                "join(\",\")",
+                json!([[1]]),
+                "string (\"\") and array ([1]) cannot be added",
+            ),
+            (
+                "has(\"a\")",
+                json!([1]),
+                "Cannot check whether array has a string key",
+            ),
+            (
+                "has(0)",
+                json!({}),
+                "Cannot check whether object has a number key",
+            ),
+            (".[1:2]", json!({}), "Cannot index object with object"),
+            (".[1:2]", json!(true), "Cannot index boolean with object"),
+            ("floor", json!("a"), "string (\"a\") number required"),
+            ("sqrt", json!({}), "object ({}) number required"),
+            ("-.", json!("a"), "string (\"a\") cannot be negated"),
+            (
+                "match(\"(\")",
+                json!(1),
+                "number (1) cannot be matched, as it is not a string",
+            ),
+            (
+                "test(\"(\")",
+                json!("a"),
+                "Regex failure: end pattern with unmatched parenthesis",
+            ),
+            (
+                "sub(\")\"; \"x\")",
+                json!("a"),
+                "Regex failure: unmatched close parenthesis",
+            ),
+            (
+                "match(\"[\")",
+                json!("a"),
+                "Regex failure: premature end of char-class",
+            ),
+            (
+                "test(\"*\")",
+                json!("a"),
+                "Regex failure: target of repeat operator is not specified",
+            ),
+            (
+                "test(\"a{2,1}\")",
+                json!("a"),
+                "Regex failure: upper is smaller than lower in repeat range",
+            ),
+            (
+                "test(\"[b-a]\")",
+                json!("a"),
+                "Regex failure: empty range in char class",
+            ),
             ("error({a: 1})", json!(1), "{\"a\":1} (not a string)"),
         ];
         let wrong: Vec<_> = cases

@@ -45,27 +45,34 @@
 //! * `job` and `lines`: running a filter over the records of a file.
 //! * `originals`: the original lines of records that pass through unchanged.
 //! * `message`: jaq's runtime errors in jq 1.6's words.
+//! * `print`: how results are printed (`Render`), a leaf.
+//! * `fromjson`: JSON text as jq 1.6's `fromjson` and `tonumber` read it.
+//! * `rewrite`: a filter rewritten so that jaq computes what jq 1.6 does.
 //! * `emit` and `convert`: handing results to the collector, cut to fit;
 //!   jaq values to JSON text and to `serde_json` values.
 
 mod compile;
 mod convert;
 mod emit;
+mod fromjson;
 mod job;
 mod lines;
 mod message;
 mod natives;
 mod originals;
+mod print;
 pub(crate) mod project;
 mod read;
+mod rewrite;
 mod stop;
 
 pub(crate) use compile::compile_with_vars;
 pub(crate) use convert::{canonical, record_value};
 pub(crate) use emit::{Elements, emit_parts, emit_whole};
-pub(crate) use job::{Job, Render};
+pub(crate) use job::Job;
 pub(crate) use lines::Lines;
-pub(crate) use read::{MAX_PARSING_DEPTH, parse as read_record, too_deep};
+pub(crate) use print::Render;
+pub(crate) use read::{parse as read_record, too_deep};
 pub(crate) use stop::{Guard, Stop, WORKER_STACK, worker_stack};
 
 #[cfg(test)]

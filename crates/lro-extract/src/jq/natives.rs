@@ -6,13 +6,25 @@
 use jaq_core::{DataT, Exn, Native, box_iter::box_once, native::v};
 use jaq_json::Val;
 
-use super::{convert::write_num, message::described, originals::NoOriginals, stop::JqData};
+use super::{
+    convert::write_num,
+    fromjson,
+    message::{described, kind},
+    originals::NoOriginals,
+    read,
+    stop::JqData,
+};
+
+/// jaq-std's regex natives, renamed: ours by these names check the input
+/// first (`matches`, …, in `compile.rs`), as jq 1.6 does.
+const REGEX: &[&str] = &["matches", "split_matches", "split_"];
 
 /// Our natives: jaq-core's, jaq-std's and jaq-json's, minus the ones a query
-/// must not reach, with a cancellable `range`.
+/// must not reach, with a cancellable `range`, and ours where jaq's answer
+/// or fail otherwise than jq 1.6's.
 pub(super) fn natives() -> Vec<jaq_core::native::Fun<JqData>> {
     const BLOCKED: &[&str] = &["range", "env", "halt", "input", "inputs"];
-    let ours: [jaq_core::native::Fun<JqData>; 13] = [
+    let ours: [jaq_core::native::Fun<JqData>; 27] = [
         ("keys", v(0), Native::<JqData>::new(|cv| keys(cv, true))),
         (
             "keys_unsorted",
@@ -34,15 +46,273 @@ pub(super) fn natives() -> Vec<jaq_core::native::Fun<JqData>> {
             [jaq_core::Bind::Fun(())].into(),
             Native::<JqData>::new(sort_by_native),
         ),
+        ("tonumber", v(0), Native::<JqData>::new(tonumber_native)),
+        ("fromjson", v(0), Native::<JqData>::new(fromjson_native)),
+        ("has", v(1), Native::<JqData>::new(has_native)),
+        ("split", v(1), Native::<JqData>::new(split_native)),
+        ("explode", v(0), Native::<JqData>::new(explode_native)),
+        ("implode", v(0), Native::<JqData>::new(implode_native)),
+        (
+            "ascii_downcase",
+            v(0),
+            Native::<JqData>::new(|cv| ascii(cv, u8::to_ascii_lowercase)),
+        ),
+        (
+            "ascii_upcase",
+            v(0),
+            Native::<JqData>::new(|cv| ascii(cv, u8::to_ascii_uppercase)),
+        ),
+        ("_lro_num", v(0), Native::<JqData>::new(num_native)),
+        ("_lro_rem", v(2), Native::<JqData>::new(rem_native)),
+        ("_lro_neg", v(0), Native::<JqData>::new(neg_native)),
+        (
+            "_lro_matchable",
+            v(0),
+            Native::<JqData>::new(matchable_native),
+        ),
+        (
+            "_lro_keyed",
+            v(0),
+            Native::<JqData>::new(|cv| box_once(numbered(cv.1)))
+                .with_paths(|cv| {
+                    let (v, path) = cv.1;
+                    box_once(numbered(v).map(|v| (v, path)))
+                })
+                .with_update(|cv, f| match numbered(cv.1) {
+                    Ok(v) => f(v),
+                    Err(e) => box_once(Err(e)),
+                }),
+        ),
+        // `.[0]?`: an object has nothing there, as a value, a path and an
+        // update (which leaves it as it is).
+        (
+            "_lro_keyed_opt",
+            v(0),
+            Native::<JqData>::new(|cv| match cv.1 {
+                Val::Obj(_) => Box::new(std::iter::empty()),
+                v => box_once(Ok(v)),
+            })
+            .with_paths(|cv| match cv.1 {
+                (Val::Obj(_), _) => Box::new(std::iter::empty()),
+                vp => box_once(Ok(vp)),
+            })
+            .with_update(|cv, f| match cv.1 {
+                o @ Val::Obj(_) => box_once(Ok(o)),
+                v => f(v),
+            }),
+        ),
     ];
     ours.into_iter()
         .chain(
             jaq_core::funs::<JqData>()
                 .chain(jaq_std::funs())
                 .chain(jaq_json::funs())
-                .filter(|(name, _, _)| !BLOCKED.contains(name)),
+                .filter(|(name, _, _)| !BLOCKED.contains(name))
+                .map(
+                    |(name, sig, f)| match REGEX.iter().position(|n| *n == name) {
+                        Some(i) => (
+                            ["_lro_matches", "_lro_split_matches", "_lro_split_"][i],
+                            sig,
+                            f,
+                        ),
+                        None => (name, sig, f),
+                    },
+                ),
         )
         .collect()
+}
+
+/// A number's double.
+fn f64_of(n: &jaq_json::Num) -> f64 {
+    use jaq_std::ValT;
+    Val::Num(n.clone()).as_f64().unwrap_or(f64::NAN)
+}
+
+/// An error with jq 1.6's text.
+fn fail<'a>(text: impl std::fmt::Display) -> jaq_core::ValXs<'a, Val> {
+    box_once(Err(Exn::from(jaq_core::Error::str(text))))
+}
+
+/// `tonumber`: a number as it is, a string read as jq 1.6 reads JSON
+/// text, which must be a number.
+fn tonumber_native<'a>(cv: jaq_core::Cv<'a, JqData>) -> jaq_core::ValXs<'a, Val> {
+    match &cv.1 {
+        Val::Num(_) => box_once(Ok(cv.1)),
+        Val::TStr(s) | Val::BStr(s) => match fromjson::parse(s) {
+            Err(e) => fail(e),
+            Ok(n @ Val::Num(_)) => box_once(Ok(n)),
+            Ok(_) => fail(format_args!(
+                "{} cannot be parsed as a number",
+                described(&cv.1)
+            )),
+        },
+        other => fail(format_args!(
+            "{} cannot be parsed as a number",
+            described(other)
+        )),
+    }
+}
+
+/// `fromjson`: a string read as jq 1.6 reads JSON text.
+fn fromjson_native<'a>(cv: jaq_core::Cv<'a, JqData>) -> jaq_core::ValXs<'a, Val> {
+    match &cv.1 {
+        Val::TStr(s) | Val::BStr(s) => {
+            box_once(fromjson::parse(s).map_err(|e| Exn::from(jaq_core::Error::str(e))))
+        }
+        other => fail(format_args!(
+            "{} only strings can be parsed",
+            described(other)
+        )),
+    }
+}
+
+/// `has($k)`: an object's string key, an array's index (cut to an integer,
+/// as jq 1.6 does); null has nothing.
+fn has_native<'a>(mut cv: jaq_core::Cv<'a, JqData>) -> jaq_core::ValXs<'a, Val> {
+    let k = cv.0.pop_var();
+    let has = match (&cv.1, &k) {
+        (Val::Null, _) => false,
+        (Val::Obj(o), Val::TStr(_) | Val::BStr(_)) => o.contains_key(&k),
+        (Val::Arr(a), Val::Num(n)) => {
+            let i = f64_of(n).trunc();
+            i >= 0.0 && i < a.len() as f64
+        }
+        (v, k) => {
+            return fail(format_args!(
+                "Cannot check whether {} has a {} key",
+                kind(v),
+                kind(k)
+            ));
+        }
+    };
+    box_once(Ok(Val::Bool(has)))
+}
+
+/// `split($sep)`: a string cut at each `sep` (jq 1.6: an empty string
+/// gives `[]`, an empty `sep` the characters).
+fn split_native<'a>(mut cv: jaq_core::Cv<'a, JqData>) -> jaq_core::ValXs<'a, Val> {
+    let sep = cv.0.pop_var();
+    let (Val::TStr(s), Val::TStr(sep)) = (&cv.1, &sep) else {
+        return fail("split input and separator must be strings");
+    };
+    let s = String::from_utf8_lossy(s);
+    let sep = String::from_utf8_lossy(sep);
+    let parts: Vec<Val> = if s.is_empty() {
+        Vec::new()
+    } else if sep.is_empty() {
+        s.chars().map(|c| Val::from(c.to_string())).collect()
+    } else {
+        s.split(&*sep).map(|p| Val::from(p.to_owned())).collect()
+    };
+    box_once(Ok(Val::Arr(parts.into())))
+}
+
+fn explode_native<'a>(cv: jaq_core::Cv<'a, JqData>) -> jaq_core::ValXs<'a, Val> {
+    let Val::TStr(s) = &cv.1 else {
+        return fail("explode input must be a string");
+    };
+    let codes = String::from_utf8_lossy(s)
+        .chars()
+        .map(|c| Val::from(c as isize))
+        .collect();
+    box_once(Ok(Val::Arr(std::rc::Rc::new(codes))))
+}
+
+/// `implode`: numbers (cut to integers, as jq 1.6 does) to characters.
+fn implode_native<'a>(cv: jaq_core::Cv<'a, JqData>) -> jaq_core::ValXs<'a, Val> {
+    let Val::Arr(codes) = &cv.1 else {
+        return fail("implode input must be an array");
+    };
+    let mut s = String::new();
+    for c in codes.iter() {
+        let Val::Num(n) = c else {
+            return fail("Unicode codepoint must be numeric");
+        };
+        let code = f64_of(n) as u32;
+        s.push(char::from_u32(code).unwrap_or('\u{fffd}'));
+    }
+    box_once(Ok(Val::from(s)))
+}
+
+/// `ascii_downcase`, `ascii_upcase`.
+fn ascii<'a>(cv: jaq_core::Cv<'a, JqData>, f: fn(&u8) -> u8) -> jaq_core::ValXs<'a, Val> {
+    let Val::TStr(s) = &cv.1 else {
+        return fail("explode input must be a string");
+    };
+    box_once(Ok(Val::utf8_str(s.iter().map(f).collect::<Vec<u8>>())))
+}
+
+/// A number as jq 1.6 holds it, the double (what every arithmetic
+/// operation is piped through, `rewrite.rs`); anything else as it is.
+fn num_native<'a>(cv: jaq_core::Cv<'a, JqData>) -> jaq_core::ValXs<'a, Val> {
+    match &cv.1 {
+        Val::Num(jaq_json::Num::Int(i)) if read::exact(*i) => box_once(Ok(cv.1)),
+        Val::Num(jaq_json::Num::Float(f)) if !(f.fract() == 0.0 && f.abs() <= 9.0e15) => {
+            box_once(Ok(cv.1))
+        }
+        Val::Num(_) => box_once(Ok(read::as_jq(&cv.1))),
+        _ => box_once(Ok(cv.1)),
+    }
+}
+
+/// `$l % $r` as jq 1.6 computes it: both cut to 64-bit integers first (a
+/// double out of their range, or NaN, becomes the smallest, as x86 does).
+fn rem_native<'a>(mut cv: jaq_core::Cv<'a, JqData>) -> jaq_core::ValXs<'a, Val> {
+    let r = cv.0.pop_var();
+    let l = cv.0.pop_var();
+    let (Val::Num(a), Val::Num(b)) = (&l, &r) else {
+        // jaq's error, in jq's words by `message.rs`.
+        return box_once((l % r).map_err(Exn::from));
+    };
+    let int = |f: f64| {
+        // 2^63: the doubles in [-2^63, 2^63) are the ones an i64 holds.
+        const LIMIT: f64 = 9_223_372_036_854_775_808.0;
+        if (-LIMIT..LIMIT).contains(&f) {
+            f as i64
+        } else {
+            i64::MIN
+        }
+    };
+    let (a_i, b_i) = (int(f64_of(a)), int(f64_of(b)));
+    if b_i == 0 {
+        return fail(format_args!(
+            "{} and {} cannot be divided (remainder) because the divisor is zero",
+            described(&l),
+            described(&r)
+        ));
+    }
+    box_once(Ok(read::number(a_i.wrapping_rem(b_i) as f64)))
+}
+
+/// `-x`, failing in jq 1.6's words (jaq says of it what it says of a math
+/// function's input, which jq words otherwise).
+fn neg_native<'a>(cv: jaq_core::Cv<'a, JqData>) -> jaq_core::ValXs<'a, Val> {
+    match cv.1 {
+        Val::Num(n) => box_once(Ok(read::as_jq(&Val::Num(-n)))),
+        other => fail(format_args!("{} cannot be negated", described(&other))),
+    }
+}
+
+/// What a number indexes, as jq 1.6 has it: an object fails (jaq's answers
+/// null). An identity otherwise, as a value, a path and an update.
+fn numbered<'a>(v: Val) -> Result<Val, Exn<'a, Val>> {
+    match v {
+        Val::Obj(_) => Err(Exn::from(jaq_core::Error::str(
+            "Cannot index object with number",
+        ))),
+        v => Ok(v),
+    }
+}
+
+/// The input of a regex filter: a string, or jq 1.6's error.
+fn matchable_native<'a>(cv: jaq_core::Cv<'a, JqData>) -> jaq_core::ValXs<'a, Val> {
+    match cv.1 {
+        s @ Val::TStr(_) => box_once(Ok(s)),
+        other => fail(format_args!(
+            "{} cannot be matched, as it is not a string",
+            described(&other)
+        )),
+    }
 }
 
 fn range_native<'a>(

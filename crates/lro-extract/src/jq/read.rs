@@ -18,8 +18,7 @@ use std::{borrow::Cow, fmt, rc::Rc};
 use jaq_json::{Num, Val};
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 
-/// jq 1.6's `MAX_PARSING_DEPTH`: the entries its parser's stack holds.
-pub(crate) const MAX_PARSING_DEPTH: usize = 256;
+pub(crate) use crate::failures::MAX_PARSING_DEPTH;
 
 /// The largest integer a double holds exactly, with all below it.
 const EXACT: f64 = 9_007_199_254_740_992.0;

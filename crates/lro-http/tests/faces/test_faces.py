@@ -8,7 +8,11 @@ listen beyond loopback without tokens (exit 2), 300 slow-header
 connections that are closed after the header-read timeout while a good
 request is still answered, a connection opening with the HTTP/2 preface
 closed rather than held, and a session id refused to any principal but the
-one that opened it (404, as an unknown session). Every test ends by checking the face still serves.
+one that opened it (404, as an unknown session); under an open-file limit of
+256, 300 reconnecting slow clients keep no good request waiting a second
+(the oldest idle connection is shed); and memory-server's session caps: one
+principal's flood of `initialize` calls keeps only its newest sessions and
+never ends another principal's. Every test ends by checking the face still serves.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import json
 import selectors
 import socket
 import subprocess
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +31,7 @@ import pytest
 
 from testkit.paths import LRO, MEMORY_SERVER
 from testkit.procs import Background, environ_without
-from testkit.waiting import PROMPT_S
+from testkit.waiting import PROMPT_S, wait_until
 
 GOOD = "good-token-0123456789"
 TOKENS = f"{GOOD}=alice,other-token-0123456789=bob"
@@ -71,14 +76,15 @@ def start(face: Face, tmp_path: Path):
     returns (process, port)."""
     started: list[Background] = []
 
-    def run(*flags: str, tokens: str | None = TOKENS) -> tuple[Background, int]:
+    def run(*flags: str, tokens: str | None = TOKENS, prefix: tuple[str, ...] = ()) -> tuple[Background, int]:
         env = environ_without("LRO_BEARER_TOKENS", "ATLATL_", "RUST_LOG")
         env["ATLATL_PROMPT__OFFLOAD__OUTPUT_DIR"] = str(tmp_path / "out")
         if tokens is not None:
             env["LRO_BEARER_TOKENS"] = tokens
         store = tmp_path / "store"
         store.mkdir(exist_ok=True)
-        proc = Background(face.argv("127.0.0.1:0", store, *flags), env, tmp_path / f"{face.name}{len(started)}.err")
+        argv = [*prefix, *face.argv("127.0.0.1:0", store, *flags)]
+        proc = Background(argv, env, tmp_path / f"{face.name}{len(started)}.err")
         started.append(proc)
         return proc, int(proc.wait_url().rsplit(":", 1)[1].split("/")[0])
 
@@ -268,12 +274,18 @@ def test_slow_headers_are_closed_and_good_requests_answered(face, start):
 
 # The accept loop is lro-http's, the same for every face: one face shows it.
 @pytest.mark.parametrize("face", FACES[:1], ids=lambda f: f.name, indirect=True)
-def test_past_the_connection_cap_a_good_request_waits_its_turn(start, face):
-    proc, port = start("--header-read-timeout", "1", "--max-connections", "4")
+def test_past_the_connection_cap_a_good_request_sheds_the_idle_longest(start, face):
+    """Four connections at most, twelve slow ones, the header-read timeout at
+    its 10 s default: the slow ones past the cap shed the oldest, and so does
+    the good request, which is answered at once."""
+    proc, port = start("--max-connections", "4")
     socks = slow_sockets(port, 12)
     try:
-        # Behind three rounds of four slow connections, each cut after 1 s.
+        began = time.monotonic()
         served(port, face)
+        assert time.monotonic() - began < 1.0, "answered without waiting out the slow ones"
+        # The eight oldest, and one more for the good request, were closed.
+        wait_closed(socks[:9], within=PROMPT_S)
     finally:
         for s in socks:
             s.close()
@@ -350,3 +362,91 @@ def test_a_changed_bearer_file_is_read_again_and_a_revoked_token_is_refused(face
     assert status == 401, status
     status, _, body = post(port, face, {"Authorization": f"Bearer {fresh}"})
     assert status == 200, (status, body)
+
+
+class Reconnecting:
+    """`n` slow clients that connect and send nothing, each connecting again
+    as soon as the server closes it, in a thread until stopped."""
+
+    def __init__(self, port: int, n: int):
+        self.port, self.sel, self.stopped = port, selectors.DefaultSelector(), threading.Event()
+        self.reconnects = 0
+        for _ in range(n):
+            self.connect()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def connect(self) -> None:
+        s = socket.create_connection(("127.0.0.1", self.port), timeout=PROMPT_S)
+        s.setblocking(False)
+        self.sel.register(s, selectors.EVENT_READ)
+
+    def run(self) -> None:
+        while not self.stopped.is_set():
+            for key, _ in self.sel.select(timeout=0.05):
+                try:
+                    data = key.fileobj.recv(4096)
+                except OSError:
+                    data = b""
+                if not data:
+                    self.sel.unregister(key.fileobj)
+                    key.fileobj.close()
+                    self.connect()
+                    self.reconnects += 1
+
+    def stop(self) -> None:
+        self.stopped.set()
+        self.thread.join()
+        for key in list(self.sel.get_map().values()):
+            key.fileobj.close()
+        self.sel.close()
+
+
+# The accept loop is lro-http's, the same for every face: one face shows it.
+@pytest.mark.parametrize("face", FACES[:1], ids=lambda f: f.name, indirect=True)
+def test_under_a_low_open_file_limit_slow_clients_keep_no_good_request_waiting(start, face):
+    """300 slow clients against 256 descriptors, the header-read timeout at its
+    10 s default: each new connection sheds the one idle longest, so a good
+    request is answered within a second, every time."""
+    proc, port = start(prefix=("prlimit", "--nofile=256:256", "--"))
+    slow = Reconnecting(port, 300)
+    try:
+        for _ in range(5):
+            began = time.monotonic()
+            served(port, face)
+            assert time.monotonic() - began < 1.0, "a good request waited behind slow clients"
+        # Past the cap (half of 256) the slow ones were shed, not queued.
+        wait_until(lambda: slow.reconnects >= 300 - 128, timeout=PROMPT_S, what="slow clients shed")
+    finally:
+        slow.stop()
+    served(port, face)
+    assert proc.alive()
+
+
+THIRD, FOURTH = "third-token-0123456789", "fourth-token-0123456789"
+
+
+@pytest.mark.parametrize("face", FACES[:1], ids=lambda f: f.name, indirect=True)
+def test_a_flood_of_sessions_keeps_its_newest_and_never_ends_anothers(start, face):
+    """--max-sessions 4: each principal holds at most 2. Bob's ten sessions,
+    never deleted, leave his newest two; Alice's session still answers."""
+    _, port = start("--max-sessions", "4", tokens=f"{TOKENS},{THIRD}=carol,{FOURTH}=dave")
+    alice = open_session(port, face, GOOD)
+    bobs = [open_session(port, face, OTHER) for _ in range(10)]
+    answering = [s for s in bobs if raw(port, face, OTHER, s, PING)[0] == 200]
+    assert answering == bobs[-2:], "Bob keeps his newest two"
+    status, _, text = raw(port, face, OTHER, bobs[0], PING)
+    assert status == 404 and "Session not found" in text, (status, text)
+    status, _, text = raw(port, face, GOOD, alice, PING)
+    assert status == 200 and '"result"' in text, (status, text)
+    # Carol takes the last place. At the total, Dave, with no session of his
+    # own to close, is refused with a JSON-RPC error; Carol closes her own.
+    open_session(port, face, THIRD)
+    status, headers, text = exchange(port, face, {"Authorization": f"Bearer {FOURTH}"}, json.dumps(INIT).encode())
+    assert status == 503 and "retry-after" in headers, (status, text)
+    error = json.loads(text)["error"]
+    assert error["code"] == -32000 and "too many sessions" in error["message"], error
+    open_session(port, face, THIRD)
+    for token, session in [(GOOD, alice), *[(OTHER, s) for s in bobs[-2:]]]:
+        status, _, text = raw(port, face, token, session, PING)
+        assert status == 200, (status, text)

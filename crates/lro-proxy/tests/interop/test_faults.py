@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -84,6 +85,32 @@ async def test_upstream_exits_before_initialize(tmp_path):
     assert code == 1, stderr
     assert "exited with status 3" in stderr, stderr
     no_panic(stderr)
+
+
+INIT_LINE = json.dumps(
+    {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+     "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}
+) + "\n"
+
+
+@pytest.mark.parametrize(
+    ("upstream", "says"),
+    [
+        ([sys.executable, "-c", "import sys; sys.exit(3)"], "exited with status 3"),
+        # The command runs, the program it starts does not exist.
+        (["sh", "-c", "exec /nonexistent/upstream-server"], "exited with status 127"),
+    ],
+    ids=["dies", "missing"],
+)
+def test_a_client_that_closes_stdin_after_initialize_gets_status_1_when_the_upstream_failed(upstream, says):
+    """The client writes `initialize` and closes stdin at once: the proxy sees
+    the end of input while the upstream fails, and still exits 1, saying why."""
+    proc = subprocess.run(
+        proxy_argv(upstream=upstream), input=INIT_LINE, env=full_env({}), capture_output=True, text=True, timeout=30
+    )
+    assert proc.returncode == 1, proc
+    assert says in proc.stderr, proc.stderr
+    no_panic(proc.stderr)
 
 
 def test_spawn_failure_names_the_command():

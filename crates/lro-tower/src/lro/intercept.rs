@@ -430,9 +430,12 @@ fn rebuild_truncated(payload: &Payload, records: &RecordSet<'_>, kept: usize) ->
             )
         }
         (RecordKind::JsonLines, _) => records.records[..kept].join("\n"),
-        (RecordKind::TextLines, Payload::Text(text)) => {
-            text.lines().take(kept).collect::<Vec<_>>().join("\n")
-        }
+        // As the records were split: at `\n`, a `\r` before it kept.
+        (RecordKind::TextLines, Payload::Text(text)) => text
+            .split_terminator('\n')
+            .take(kept)
+            .collect::<Vec<_>>()
+            .join("\n"),
         (RecordKind::Blocks { start, .. }, Payload::Text(text)) => {
             lro_core::records::leading_blocks(text, start, kept).to_owned()
         }
@@ -590,6 +593,19 @@ mod tests {
             let from_text = RecordSet::from_text(text);
             assert_eq!(rebuild_truncated(&payload, &from_text, kept), want);
         }
+    }
+
+    #[test]
+    fn truncated_lines_keep_their_bytes() {
+        let text = "a\r\nb\r\n\r\n\nc d\r\n";
+        let records = RecordSet::from_text(text);
+        assert_eq!(records.kind, RecordKind::TextLines);
+        let payload = Payload::Text(text.to_owned());
+        assert_eq!(rebuild_truncated(&payload, &records, 4), "a\r\nb\r\n\r\n");
+        assert_eq!(
+            rebuild_truncated(&payload, &records, 5),
+            "a\r\nb\r\n\r\n\nc d\r"
+        );
     }
 
     #[tokio::test]

@@ -14,13 +14,23 @@
 //! (`lro_core::integrity`): a whole copy by the records and bytes it
 //! counted, a line window by the object's size, which the store's metadata
 //! gives before the read. A damaged object is reported, never read.
+//!
+//! Working copies are capped as extractions are (`max_concurrent` in all,
+//! `max_per_principal` each) and their slots shared by the same rule
+//! (`lro_extract::fair`): a free slot goes to the waiting principal that
+//! holds the fewest.
 
-use std::{path::PathBuf, sync::Arc, time::Duration};
+use std::{
+    path::PathBuf,
+    sync::{Arc, Mutex, PoisonError},
+    time::Duration,
+};
 
 use lro_core::{file::OffloadFileName, handle, principal::Principal, root::PrivateDir};
 use lro_extract::{
     ExtractRequest,
     access::{Access, AccessError},
+    fair::FairQueue,
 };
 use lro_store::{ErrorKind, Key, Store, StoreError};
 
@@ -32,18 +42,89 @@ pub(crate) struct Remote {
     scratch: PathBuf,
     /// The most one read of the store may take.
     timeout: Duration,
-    /// Working copies at once (the extraction limit `max_concurrent`), so
-    /// concurrent reads cannot fill this replica's disk with copies; a call
-    /// waits at most `queue`.
-    copies: Arc<tokio::sync::Semaphore>,
+    /// Working copies at once (the extraction limits), so concurrent reads
+    /// cannot fill this replica's disk with copies; a call waits at most
+    /// `queue`.
+    copies: Arc<Copies>,
     queue: Duration,
+}
+
+/// The working-copy slots, shared between principals by `FairQueue`'s rule.
+#[derive(Debug)]
+struct Copies {
+    queue: Mutex<FairQueue>,
+    /// A slot was given back, or a waiter left.
+    changed: tokio::sync::Notify,
+    total: usize,
+    per: usize,
+}
+
+impl Copies {
+    fn lock(&self) -> std::sync::MutexGuard<'_, FairQueue> {
+        self.queue.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A slot for `principal`, waiting at most `wait`.
+    async fn take(self: &Arc<Self>, principal: &Principal, wait: Duration) -> Option<CopySlot> {
+        let deadline = tokio::time::Instant::now() + wait;
+        let mut waiting = Waiting {
+            copies: self,
+            ticket: self.lock().wait(principal),
+            admitted: false,
+        };
+        loop {
+            let changed = self.changed.notified();
+            tokio::pin!(changed);
+            // Registered before the check, so no release in between is missed.
+            changed.as_mut().enable();
+            if self.lock().admit(waiting.ticket, self.total, self.per) {
+                waiting.admitted = true;
+                return Some(CopySlot {
+                    copies: self.clone(),
+                    principal: principal.clone(),
+                });
+            }
+            tokio::time::timeout_at(deadline, changed).await.ok()?;
+        }
+    }
+}
+
+/// A waiter's place in the queue, left when it gives up or its call ends.
+struct Waiting<'a> {
+    copies: &'a Copies,
+    ticket: u64,
+    admitted: bool,
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        if !self.admitted {
+            self.copies.lock().leave(self.ticket);
+            // Who is next may have changed.
+            self.copies.changed.notify_waiters();
+        }
+    }
+}
+
+/// A working-copy slot, given back when dropped.
+#[derive(Debug)]
+struct CopySlot {
+    copies: Arc<Copies>,
+    principal: Principal,
+}
+
+impl Drop for CopySlot {
+    fn drop(&mut self) {
+        self.copies.lock().release(&self.principal);
+        self.copies.changed.notify_waiters();
+    }
 }
 
 /// A result copied for one call; removed when dropped.
 pub(crate) struct Fetched {
     // Dropped after `dir`: the slot is freed once the copy is gone.
     dir: tempfile::TempDir,
-    _slot: tokio::sync::OwnedSemaphorePermit,
+    _slot: CopySlot,
     /// The copy's path, for the request's `file_path`.
     pub(crate) path: PathBuf,
 }
@@ -119,9 +200,12 @@ impl Remote {
             store,
             scratch,
             timeout,
-            copies: Arc::new(tokio::sync::Semaphore::new(
-                limits.max_concurrent.max(1) as usize
-            )),
+            copies: Arc::new(Copies {
+                queue: Mutex::default(),
+                changed: tokio::sync::Notify::new(),
+                total: limits.max_concurrent.max(1) as usize,
+                per: limits.max_per_principal.max(1) as usize,
+            }),
             queue: Duration::from_secs(limits.queue_timeout_seconds),
         }
     }
@@ -137,10 +221,10 @@ impl Remote {
         request: &ExtractRequest,
     ) -> Result<Fetched, FetchError> {
         let (name, key) = locate(access, principal, handle)?;
-        let slot = tokio::time::timeout(self.queue, self.copies.clone().acquire_owned())
+        let slot = self
+            .copies
+            .take(principal, self.queue)
             .await
-            .ok()
-            .and_then(Result::ok)
             .ok_or_else(|| FetchError::Busy {
                 handle: handle.to_owned(),
             })?;
@@ -302,5 +386,61 @@ fn check_expiry(
         Err(_) => Err(AccessError::Unknown {
             path: handle.to_owned(),
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn copies(total: usize, per: usize) -> Arc<Copies> {
+        Arc::new(Copies {
+            queue: Mutex::default(),
+            changed: tokio::sync::Notify::new(),
+            total,
+            per,
+        })
+    }
+
+    #[tokio::test]
+    async fn a_freed_copy_slot_goes_to_the_principal_holding_none() {
+        let slots = copies(2, 2);
+        let (flood, quiet) = (Principal::new("flood"), Principal::new("quiet"));
+        let wait = Duration::from_secs(10);
+        let held = [
+            slots.take(&flood, wait).await.unwrap(),
+            slots.take(&flood, wait).await.unwrap(),
+        ];
+        // The flood queues again before the quiet principal does.
+        let again = tokio::spawn({
+            let (slots, flood) = (slots.clone(), flood.clone());
+            async move { slots.take(&flood, wait).await.map(|_| ()) }
+        });
+        while slots.lock().waiting() < 1 {
+            tokio::task::yield_now().await;
+        }
+        let quiet_turn = tokio::spawn({
+            let slots = slots.clone();
+            async move { slots.take(&quiet, wait).await }
+        });
+        while slots.lock().waiting() < 2 {
+            tokio::task::yield_now().await;
+        }
+        let [first, _second] = held;
+        drop(first);
+        let quiet_slot = quiet_turn.await.unwrap();
+        assert!(quiet_slot.is_some(), "the quiet principal's turn");
+        for _ in 0..10 {
+            tokio::task::yield_now().await;
+        }
+        assert!(!again.is_finished(), "the flood's call still waits");
+        again.abort();
+        assert!(
+            slots
+                .take(&flood, Duration::from_millis(10))
+                .await
+                .is_none(),
+            "every slot is taken"
+        );
     }
 }

@@ -201,7 +201,12 @@ impl<H: ServerHandler> Lro<H> {
                     )
                     .await
             };
-            trace::on_result(&tracing::Span::current(), &processed);
+            trace::on_result(
+                &tracing::Span::current(),
+                processed.decision,
+                processed.estimated_tokens,
+                processed.records,
+            );
             self.shared.report(&tool, &processed);
             Ok(CallToolResponse::Complete(processed.result))
         }

@@ -16,7 +16,7 @@
 
 use std::str::FromStr;
 
-use lro_core::principal::Principal;
+use lro_core::{event::ToolOutcome, principal::Principal};
 use opentelemetry::{
     Context,
     trace::{SpanContext, SpanId, TraceContextExt as _, TraceFlags, TraceId, TraceState},
@@ -28,8 +28,6 @@ use rmcp::{
 };
 use tracing::Span;
 use tracing_opentelemetry::OpenTelemetrySpanExt as _;
-
-use super::intercept::Processed;
 
 pub use lro_core::config::CallerTrace;
 
@@ -140,12 +138,18 @@ pub(crate) fn on_failure(span: &Span, error_type: &str) {
     span.record("otel.status_code", "ERROR");
 }
 
-/// Records what the layer did with the result.
-pub(crate) fn on_result(span: &Span, processed: &Processed) {
-    span.record("lro.decision", processed.decision.as_str());
+/// Records what the layer did with the result: its decision, the result's
+/// estimated tokens and the records offloaded.
+pub(crate) fn on_result(
+    span: &Span,
+    decision: ToolOutcome,
+    estimated_tokens: usize,
+    records: usize,
+) {
+    span.record("lro.decision", decision.as_str());
     // Signed integers export as OTLP ints; usize would become a string.
-    span.record("lro.estimated_tokens", processed.estimated_tokens as i64);
-    span.record("lro.records", processed.records as i64);
+    span.record("lro.estimated_tokens", estimated_tokens as i64);
+    span.record("lro.records", records as i64);
 }
 
 fn session_id(cx: &RequestContext<RoleServer>) -> Option<String> {

@@ -17,6 +17,7 @@
 //   node client.mjs [options] --stdio -- COMMAND [ARGS...]
 //   node client.mjs [options] --url http://127.0.0.1:PORT/mcp
 // Options (operations run in the order given):
+//   --header 'Name: value'                   an HTTP header on every request (--url); repeat for more
 //   --call NAME [--args JSON] [--progress]   tools/call through client.callTool
 //   --request METHOD [--params JSON]         any request, result kept raw (loose schema)
 //   --log-level LEVEL                        logging/setLevel before the operations
@@ -64,6 +65,7 @@ function parseArgs(argv) {
     waitLogs: 0,
     logLevel: null,
     url: null,
+    headers: {},
     command: null,
   };
   for (let i = 0; i < argv.length; i++) {
@@ -86,6 +88,13 @@ function parseArgs(argv) {
       case "--url":
         opts.url = value();
         break;
+      case "--header": {
+        const header = value();
+        const colon = header.indexOf(":");
+        if (colon < 1) usage(`--header: expected 'Name: value', got ${header}`);
+        opts.headers[header.slice(0, colon).trim()] = header.slice(colon + 1).trim();
+        break;
+      }
       case "--call":
         opts.ops.push({ op: "call", name: value(), args: {}, progress: false });
         break;
@@ -193,7 +202,7 @@ async function main() {
   }
 
   const transport = opts.url
-    ? new StreamableHTTPClientTransport(new URL(opts.url))
+    ? new StreamableHTTPClientTransport(new URL(opts.url), { requestInit: { headers: opts.headers } })
     : new StdioClientTransport({
         command: opts.command[0],
         args: opts.command.slice(1),

@@ -1,0 +1,326 @@
+//! A filter rewritten so that jaq computes what jq 1.6 computes, where
+//! jaq's evaluation has no hook of its own:
+//!
+//! * every arithmetic result is piped through `_lro_num`, which rounds it to
+//!   the double jq holds (jaq's integer arithmetic is exact past 2^53), and
+//!   so is every number literal that is not a short integer; the operands
+//!   run in jq's order, `r` outer (jaq runs `l` outer);
+//! * `l % r` is `_lro_rem`, which cuts both to integers as jq 1.6 does
+//!   (`5.5 % 2` is 1);
+//! * `-x` is `_lro_neg`, which fails in jq's words;
+//! * `.[a:b]` answers null on null, as jq 1.6's, and `.[0]` (a number
+//!   literal) fails on an object (`_lro_keyed`, a path and an update too;
+//!   `.[0]?` is `_lro_keyed_opt`, nothing there);
+//! * a string with interpolations, `"a\(f)"`, is `@text "a\(f)"`: jaq
+//!   spells an interpolated number its own way (`1e-5`), and `@text` is
+//!   our `tostring`, which spells it as jq (`1e-05`); its parts run the
+//!   last first, as jq's.
+//!
+//! Every rewritten form is a value, never a path, so `path(…)`, `|=` and
+//! `del(…)` are unaffected. The natives are in `natives.rs`.
+
+use jaq_core::{
+    load::{
+        lex::StrPart,
+        parse::{BinaryOp, Def, Pattern, Term},
+    },
+    ops::Math,
+    path::{Part, Path as P},
+};
+
+type T<'s> = Term<&'s str>;
+
+/// `t` rewritten, the same filter as jq 1.6 runs it.
+pub(super) fn term(t: T<'_>) -> T<'_> {
+    use Term::*;
+    match t {
+        Id | Recurse | Break(_) | Var(_) => t,
+        Num(n) if n.len() <= 15 && n.bytes().all(|b| b.is_ascii_digit()) => Num(n),
+        Num(n) => pipe(Num(n), "_lro_num"),
+        Str(fmt, parts) => string(fmt, parts),
+        Arr(a) => Arr(a.map(|a| Box::new(term(*a)))),
+        Obj(entries) => Obj(entries
+            .into_iter()
+            .map(|(k, v)| (term(k), v.map(term)))
+            .collect()),
+        Neg(t) => pipe(term(*t), "_lro_neg"),
+        BinOp(l, BinaryOp::Math(op), r) => math(term(*l), op, term(*r)),
+        // `l op= r` is `r as $x | l |= . op $x`, with `. op $x` rewritten.
+        BinOp(l, BinaryOp::UpdateMath(op), r) => {
+            let x = "$__lro_u";
+            let update = term(BinOp(Box::new(Id), BinaryOp::Math(op), Box::new(Var(x))));
+            let assign = BinOp(Box::new(term(*l)), BinaryOp::Update, Box::new(update));
+            BinOp(
+                Box::new(term(*r)),
+                BinaryOp::Pipe(Some(Pattern::Var(x))),
+                Box::new(assign),
+            )
+        }
+        BinOp(l, op, r) => BinOp(Box::new(term(*l)), op_(op), Box::new(term(*r))),
+        Label(x, t) => Label(x, Box::new(term(*t))),
+        Fold(name, xs, pat, args) => Fold(
+            name,
+            Box::new(term(*xs)),
+            pattern(pat),
+            args.into_iter().map(term).collect(),
+        ),
+        TryCatch(t, c) => TryCatch(Box::new(term(*t)), c.map(|c| Box::new(term(*c)))),
+        IfThenElse(branches, els) => IfThenElse(
+            branches
+                .into_iter()
+                .map(|(c, t)| (term(c), term(t)))
+                .collect(),
+            els.map(|e| Box::new(term(*e))),
+        ),
+        Def(defs, t) => Def(defs.into_iter().map(def).collect(), Box::new(term(*t))),
+        Call(name, args) => Call(name, args.into_iter().map(term).collect()),
+        Path(t, P(parts)) => path(term(*t), parts),
+    }
+}
+
+/// `t` followed by `parts`, rewritten; a slice `.[a:b]` becomes `if . ==
+/// null then . else .[a:b] end`, as jq 1.6 answers null where jaq fails
+/// (an identity, so the path stays a path).
+fn path<'s>(t: T<'s>, parts: Vec<(Part<T<'s>>, jaq_core::path::Opt)>) -> T<'s> {
+    let mut out = t;
+    let mut run = Vec::new();
+    for (part, opt) in parts {
+        let part = match part {
+            // `.[0]`: an object fails, as in jq 1.6 (jaq answers null).
+            Part::Index(i) if is_number(&i) => {
+                if !run.is_empty() {
+                    out = Term::Path(Box::new(out), P(std::mem::take(&mut run)));
+                }
+                let keyed = match opt {
+                    jaq_core::path::Opt::Optional => "_lro_keyed_opt",
+                    jaq_core::path::Opt::Essential => "_lro_keyed",
+                };
+                let keyed = Term::Call(keyed, Vec::new());
+                out = Term::BinOp(Box::new(out), BinaryOp::Pipe(None), Box::new(keyed));
+                run.push((Part::Index(term(i)), opt));
+                continue;
+            }
+            Part::Index(i) => Part::Index(term(i)),
+            Part::Range(None, None) => Part::Range(None, None),
+            Part::Range(from, to) => {
+                let slice = Term::Path(
+                    Box::new(Term::Id),
+                    P(vec![(Part::Range(from.map(term), to.map(term)), opt)]),
+                );
+                let is_null = Term::BinOp(
+                    Box::new(Term::Id),
+                    BinaryOp::Cmp(jaq_core::ops::Cmp::Eq),
+                    Box::new(Term::Call("null", Vec::new())),
+                );
+                let guarded = Term::IfThenElse(vec![(is_null, Term::Id)], Some(Box::new(slice)));
+                if !run.is_empty() {
+                    out = Term::Path(Box::new(out), P(std::mem::take(&mut run)));
+                }
+                out = Term::BinOp(Box::new(out), BinaryOp::Pipe(None), Box::new(guarded));
+                continue;
+            }
+        };
+        run.push((part, opt));
+    }
+    if run.is_empty() {
+        out
+    } else {
+        Term::Path(Box::new(out), P(run))
+    }
+}
+
+/// Whether a rewritten term is one value that cannot fail: `.`, a
+/// variable, a number or a plain string.
+fn pure(t: &T<'_>) -> bool {
+    match t {
+        Term::Id | Term::Var(_) | Term::Num(_) => true,
+        Term::Str(None, parts) => parts.iter().all(|p| !matches!(p, StrPart::Term(_))),
+        Term::BinOp(l, BinaryOp::Pipe(None), r) => {
+            matches!(**l, Term::Num(_))
+                && matches!(**r, Term::Call("_lro_num", ref a) if a.is_empty())
+        }
+        _ => false,
+    }
+}
+
+/// A number literal, maybe negated.
+fn is_number(t: &T<'_>) -> bool {
+    match t {
+        Term::Num(_) => true,
+        Term::Neg(t) => matches!(**t, Term::Num(_)),
+        _ => false,
+    }
+}
+
+/// A definition with its body rewritten.
+pub(super) fn def<'s>(d: Def<&'s str, T<'s>>) -> Def<&'s str, T<'s>> {
+    Def {
+        name: d.name,
+        args: d.args,
+        body: term(d.body),
+    }
+}
+
+/// Names for the parts of one string, bound in jq's order.
+const PARTS: [&str; 8] = [
+    "$__lro_s0",
+    "$__lro_s1",
+    "$__lro_s2",
+    "$__lro_s3",
+    "$__lro_s4",
+    "$__lro_s5",
+    "$__lro_s6",
+    "$__lro_s7",
+];
+
+/// A string: with interpolations, `@text` unless formatted otherwise, and
+/// its parts run as jq 1.6 runs them, the last first (outermost), which
+/// jaq runs the other way round.
+fn string<'s>(fmt: Option<&'s str>, parts: Vec<StrPart<&'s str, T<'s>>>) -> T<'s> {
+    let terms = parts
+        .iter()
+        .filter(|p| matches!(p, StrPart::Term(_)))
+        .count();
+    if terms == 0 {
+        return Term::Str(fmt, parts);
+    }
+    let fmt = fmt.or(Some("@text"));
+    if terms == 1 || terms > PARTS.len() {
+        let parts = parts
+            .into_iter()
+            .map(|p| match p {
+                StrPart::Term(t) => StrPart::Term(term(t)),
+                other => other,
+            })
+            .collect();
+        return Term::Str(fmt, parts);
+    }
+    let mut bound = Vec::new();
+    let mut names = PARTS.iter();
+    let parts = parts
+        .into_iter()
+        .map(|p| match p {
+            StrPart::Term(t) => {
+                let x = names.next().expect("counted");
+                bound.push((term(t), *x));
+                StrPart::Term(Term::Var(*x))
+            }
+            other => other,
+        })
+        .collect();
+    // `pn as $n | … | p1 as $1 | "…\($1)…\($n)"`
+    let mut out = Term::Str(fmt, parts);
+    for (t, x) in bound {
+        out = Term::BinOp(
+            Box::new(t),
+            BinaryOp::Pipe(Some(Pattern::Var(x))),
+            Box::new(out),
+        );
+    }
+    out
+}
+
+fn op_(op: BinaryOp<&str>) -> BinaryOp<&str> {
+    match op {
+        BinaryOp::Pipe(Some(p)) => BinaryOp::Pipe(Some(pattern(p))),
+        other => other,
+    }
+}
+
+fn pattern(p: Pattern<&str>) -> Pattern<&str> {
+    match p {
+        Pattern::Var(x) => Pattern::Var(x),
+        Pattern::Arr(ps) => Pattern::Arr(ps.into_iter().map(pattern).collect()),
+        Pattern::Obj(entries) => Pattern::Obj(
+            entries
+                .into_iter()
+                .map(|(k, p)| (term(k), pattern(p)))
+                .collect(),
+        ),
+    }
+}
+
+/// `t | name`.
+fn pipe<'s>(t: T<'s>, name: &'s str) -> T<'s> {
+    Term::BinOp(
+        Box::new(t),
+        BinaryOp::Pipe(None),
+        Box::new(Term::Call(name, Vec::new())),
+    )
+}
+
+/// `r as $r | l as $l | $l op $r | _lro_num`: jq's order (`r` outer, so
+/// `r` fails first and `(1,2) + (10,20)` is 11, 12, 21, 22), and jq's
+/// double; `%` as jq 1.6's, `_lro_rem($l; $r)`.
+fn math<'s>(l: T<'s>, op: Math, r: T<'s>) -> T<'s> {
+    // With one side a single value that cannot fail, the order is moot.
+    if pure(&l) || pure(&r) {
+        return match op {
+            Math::Rem => Term::Call("_lro_rem", vec![l, r]),
+            op => pipe(
+                Term::BinOp(Box::new(l), BinaryOp::Math(op), Box::new(r)),
+                "_lro_num",
+            ),
+        };
+    }
+    let (lv, rv) = ("$__lro_l", "$__lro_r");
+    let (x, y) = (Box::new(Term::Var(lv)), Box::new(Term::Var(rv)));
+    let computed = match op {
+        Math::Rem => Term::Call("_lro_rem", vec![*x, *y]),
+        op => pipe(Term::BinOp(x, BinaryOp::Math(op), y), "_lro_num"),
+    };
+    let inner = Term::BinOp(
+        Box::new(l),
+        BinaryOp::Pipe(Some(Pattern::Var(lv))),
+        Box::new(computed),
+    );
+    Term::BinOp(
+        Box::new(r),
+        BinaryOp::Pipe(Some(Pattern::Var(rv))),
+        Box::new(inner),
+    )
+}
+#[cfg(test)]
+mod tests {
+    use crate::jq::eval_values;
+    use serde_json::json;
+
+    #[test]
+    fn rewritten_filters_compute_as_jq_1_6() {
+        // Each as `jq -nc` (jq 1.6) prints it.
+        let cases = [
+            ("[(1,2) + (10,20)]", json!([11, 12, 21, 22])),
+            ("[\"\\(1,2)-\\(3,4)\"]", json!(["1-3", "2-3", "1-4", "2-4"])),
+            ("[5.5 % 2, -5.5 % 2, 5 % 2.5]", json!([1, -1, 1])),
+            ("9007199254740993 - 9007199254740992", json!(0)),
+            ("9007199254740992 | . + 1 - .", json!(0)),
+            (
+                "\"\\(0.00001) \\(1e1000)\"",
+                json!("1e-05 1.7976931348623157e+308"),
+            ),
+            (
+                "[1, 2] | [path(.[0]), del(.[0]), (.[-1] |= 3)]",
+                json!([[0], [2], [1, 3]]),
+            ),
+            ("{} | [.[0]?, .[1:]?]", json!([])),
+            ("null | [.[1:2], .[0]]", json!([null, null])),
+            ("[1, 2, 3] | .[1:] |= map(. * 2)", json!([1, 4, 6])),
+            ("[1] | [path(.[0]?)]", json!([[0]])),
+            ("{} | del(.[0]?)", json!({})),
+            ("[1, 2] | del(.[0]?)", json!([2])),
+            ("[[1]] | .[0][0] |= 5", json!([[5]])),
+            ("{\"a\": [1, 2]} | .a[1:] = [\"x\"]", json!({"a": [1, "x"]})),
+            (
+                "{a: 1} | .a += 9007199254740992 | .a - 9007199254740992",
+                json!(0),
+            ),
+        ];
+        for (filter, want) in cases {
+            assert_eq!(
+                eval_values(filter, &[json!(null)]).unwrap(),
+                [want],
+                "{filter}"
+            );
+        }
+    }
+}
