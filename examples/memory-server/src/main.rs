@@ -37,10 +37,8 @@ use clap::Parser;
 use lro_core::OffloadConfig;
 use lro_host::{Host, Offload, Shutdown};
 use lro_http::{Guard, serve::Limits};
-use memory_server::{
-    MemoryServer,
-    corpus::{Corpus, DEFAULT_SEED, DEFAULT_SIZE},
-};
+use lro_corpus::{Corpus, DEFAULT_SEED, DEFAULT_SIZE};
+use memory_server::MemoryServer;
 use rmcp::{
     ServerHandler,
     transport::streamable_http_server::{
