@@ -22,11 +22,7 @@ fn setup(
     cfg: impl Fn(ExtractConfig) -> ExtractConfig,
 ) -> (tempfile::TempDir, String, ExtractConfig) {
     let dir = tempfile::tempdir().unwrap();
-    let records: Vec<Value> = corpus(60, 7)
-        .iter()
-        .map(|m| at_detail(m, Detail::Light))
-        .collect();
-    let file = offload(dir.path(), "list", &records, Detail::Light);
+    let file = offload_memories(dir.path(), "list", 60, 7, Detail::Light);
     let path = file.path.to_string_lossy().into_owned();
     let cfg = cfg(ExtractConfig::new(dir.path()));
     (dir, path, cfg)

@@ -16,11 +16,7 @@ use support::*;
 
 fn setup(timeout: Duration) -> (tempfile::TempDir, String, Extractor) {
     let dir = tempfile::tempdir().unwrap();
-    let records: Vec<Value> = corpus(50, 5)
-        .iter()
-        .map(|m| at_detail(m, Detail::Light))
-        .collect();
-    let file = offload(dir.path(), "list", &records, Detail::Light);
+    let file = offload_memories(dir.path(), "list", 50, 5, Detail::Light);
     let ex = Extractor::new(ExtractConfig::new(dir.path()).timeout(timeout));
     (dir, file.path.to_string_lossy().into_owned(), ex)
 }

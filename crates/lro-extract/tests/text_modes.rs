@@ -118,17 +118,18 @@ fn grep_shows_matches_with_context_like_grep_n() {
 #[test]
 fn grep_over_json_records_searches_their_lines() {
     let dir = tempfile::tempdir().unwrap();
-    let records: Vec<Value> = corpus(30, 11)
-        .iter()
-        .map(|m| at_detail(m, Detail::Light))
-        .collect();
-    let file = offload(dir.path(), "list", &records, Detail::Light);
+    let file = offload_memories(dir.path(), "list", 30, 11, Detail::Light);
     let ex = Extractor::new(ExtractConfig::new(dir.path()));
+    // The 10th to 12th records: lines 11 to 13, after the header.
+    let ids: Vec<&str> = file.records[9..12]
+        .iter()
+        .map(|r| r["id"].as_str().unwrap())
+        .collect();
     let req = ExtractRequest::new(file.path.to_string_lossy())
-        .grep(Grep::new("\"id\":\"mem-00001[0-2]\""));
+        .grep(Grep::new(format!("\"id\":\"({})\"", ids.join("|"))));
     let out = ex.run(&req).unwrap();
     assert_eq!(out.count, 3);
     let first = out.text.lines().next().unwrap();
     assert!(first.starts_with("11:{"), "{first}");
-    assert!(first.contains("\"id\":\"mem-000010\""), "{first}");
+    assert!(first.contains(&format!("\"id\":\"{}\"", ids[0])), "{first}");
 }
