@@ -9,7 +9,6 @@ use std::time::{Duration, Instant};
 
 use lro_core::descriptor::Detail;
 use lro_extract::{ExtractConfig, ExtractError, ExtractRequest, Extractor, LineWindow, WorkerPool};
-use serde_json::Value;
 use support::*;
 
 const DOUBLING: &str = r#"reduce range(40) as $i ("x"; . + .) | length"#;

@@ -11,7 +11,6 @@ use std::{
 
 use lro_core::descriptor::Detail;
 use lro_extract::{ExtractConfig, ExtractError, ExtractRequest, Extractor};
-use serde_json::Value;
 use support::*;
 
 fn setup(timeout: Duration) -> (tempfile::TempDir, String, Extractor) {
