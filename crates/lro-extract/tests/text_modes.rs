@@ -120,8 +120,8 @@ fn grep_over_json_records_searches_their_lines() {
     let dir = tempfile::tempdir().unwrap();
     let file = offload_memories(dir.path(), "list", 30, 11, Detail::Light);
     let ex = Extractor::new(ExtractConfig::new(dir.path()));
-    // The 10th to 12th records: lines 11 to 13, after the header.
-    let ids: Vec<&str> = file.records[9..12]
+    // The 11th to 13th records: lines 11 to 13 (records count from 1).
+    let ids: Vec<&str> = file.records[10..13]
         .iter()
         .map(|r| r["id"].as_str().unwrap())
         .collect();
