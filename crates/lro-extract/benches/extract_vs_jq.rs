@@ -1,9 +1,10 @@
 //! Native extraction vs `tail -n +2 FILE | jq …` (jq 1.6) and its peer jaq
-//! on a 100k-record full-detail memory file, for every recipe: wall time
-//! and peak RSS.
+//! on the memory-server's own corpus (lro-corpus, its default seed), 100k
+//! memories listed at full detail, for every recipe: wall time and peak RSS.
 //!
 //! Run: `cargo bench -p lro-extract --bench extract_vs_jq`
-//! (`LRO_BENCH_RECORDS=20000` for a quicker run, `LRO_BENCH_RUNS=3` for
+//! (`LRO_BENCH_RECORDS=20000` for a quicker run, `LRO_BENCH_SEED=N` for
+//! another corpus (default: the memory-server's seed, 1600), `LRO_BENCH_RUNS=3` for
 //! more repetitions; the fastest run counts; `LRO_BENCH_DIR=/some/dir` to
 //! keep the generated file). Needs `jq`, GNU `time` and jaq 3.1.2
 //! (`cargo install jaq --version 3.1.2 --locked`).
@@ -35,6 +36,7 @@ use std::{
 };
 
 use lro_core::descriptor::Detail;
+use lro_corpus::DEFAULT_SEED;
 use lro_extract::{ExtractConfig, ExtractRequest, Extractor};
 
 const CHILD_ENV: &str = "LRO_BENCH_CHILD";
@@ -240,6 +242,10 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(1);
+    let seed: u64 = std::env::var("LRO_BENCH_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(DEFAULT_SEED);
 
     // `LRO_BENCH_DIR` keeps the generated file (for profiling a child).
     let dir = tempfile::tempdir().unwrap();
@@ -247,16 +253,14 @@ fn main() {
         .map(PathBuf::from)
         .unwrap_or_else(|| dir.path().to_owned());
     let started = Instant::now();
-    let records: Vec<serde_json::Value> = support::corpus(n_records, 42)
-        .iter()
-        .map(|m| support::at_detail(m, Detail::Full))
-        .collect();
-    let file = support::offload(&dir_path, "recall", &records, Detail::Full);
-    drop(records);
-    let size = std::fs::metadata(&file.path).unwrap().len();
-    let bare = headerless(&file.path, dir.path());
+    // What `list_memories` with `detail: full` hands the layer for a
+    // memory-server started with `--corpus-size N --seed S`.
+    let support::Offloaded { path, recipes, .. } =
+        support::offload_memories(&dir_path, "list_memories", n_records, seed, Detail::Full);
+    let size = std::fs::metadata(&path).unwrap().len();
+    let bare = headerless(&path, dir.path());
     println!(
-        "file: {n_records} full-detail records, {:.1} MB (generated in {:.1}s); {jq_version}; {jaq_version}; best of {runs} run(s)\n",
+        "file: the memory-server's corpus, {n_records} memories from seed {seed} at full detail, {:.1} MB (generated in {:.1}s); {jq_version}; {jaq_version}; best of {runs} run(s)\n",
         mb(size),
         started.elapsed().as_secs_f64()
     );
@@ -264,9 +268,8 @@ fn main() {
         "| recipe | jq flags | native s | jq s | jaq pipe s | jaq file s | speed-up vs jq | speed-up vs jaq file | native peak RSS MB | jq peak RSS MB | jaq file peak RSS MB | output MB native / jaq |"
     );
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
-    let path: PathBuf = file.path.clone();
     for n in 1..=10u8 {
-        let recipe = file.recipes.get(n).unwrap();
+        let recipe = recipes.get(n).unwrap();
         let args = recipe.jq_args(&Default::default());
         let sides: [&dyn Fn() -> Command; 4] = [
             &|| native_cmd(&path, n),

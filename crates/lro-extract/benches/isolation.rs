@@ -1,5 +1,5 @@
-//! What the worker pool costs per call: every recipe and a query on a
-//! 500-record full-detail file, through `Extractor::run` with the default
+//! What the worker pool costs per call: every recipe and a query on the
+//! memory-server's default corpus (500 memories) listed at full detail, through `Extractor::run` with the default
 //! output limits. "before" is what `lro_extract` ran before the pool:
 //! in-process, values kept; "in-process" keeps the text only, as the layer
 //! now asks; "pool" is that through a `WorkerPool` whose workers are this
@@ -15,6 +15,7 @@ mod support;
 use std::time::{Duration, Instant};
 
 use lro_core::descriptor::Detail;
+use lro_corpus::{DEFAULT_SEED, DEFAULT_SIZE};
 use lro_extract::{ExtractConfig, ExtractRequest, Extractor, WorkerPool};
 
 fn median(mut v: Vec<Duration>) -> Duration {
@@ -33,11 +34,13 @@ fn main() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(200);
     let dir = tempfile::tempdir().unwrap();
-    let records: Vec<serde_json::Value> = support::corpus(500, 42)
-        .iter()
-        .map(|m| support::at_detail(m, Detail::Full))
-        .collect();
-    let file = support::offload(dir.path(), "recall", &records, Detail::Full);
+    let file = support::offload_memories(
+        dir.path(),
+        "list_memories",
+        DEFAULT_SIZE,
+        DEFAULT_SEED,
+        Detail::Full,
+    );
     let path = file.path.to_string_lossy().into_owned();
     let cfg = ExtractConfig::new(dir.path());
     let before = Extractor::new(cfg.clone());
@@ -51,7 +54,9 @@ fn main() {
         "query select(.memory_type == \"semantic\") | {id, title}".into(),
         ExtractRequest::new(&path).query("select(.memory_type == \"semantic\") | {id, title}"),
     ));
-    println!("500 full-detail records; median of {calls} calls each, alternating\n");
+    println!(
+        "the memory-server's default corpus, {DEFAULT_SIZE} memories at full detail; median of {calls} calls each, alternating\n"
+    );
     println!(
         "| case | output KB | before ms | in-process ms | pool ms | pool / before | pool / in-process |"
     );

@@ -60,10 +60,8 @@ fn every_recipe_at_every_detail_matches_jq() {
     );
     let dir = tempfile::tempdir().unwrap();
     let ex = extractor(dir.path());
-    let corpus = corpus(300, 42);
     for detail in Detail::ALL {
-        let records: Vec<Value> = corpus.iter().map(|m| at_detail(m, detail)).collect();
-        let file = offload(dir.path(), "recall", &records, detail);
+        let file = offload_memories(dir.path(), "recall", 300, 42, detail);
         assert!(file.recipes.memories);
         for n in 1..=10u8 {
             compare_recipe(&ex, &file, n, &BTreeMap::new());
@@ -71,7 +69,7 @@ fn every_recipe_at_every_detail_matches_jq() {
         // Every parameterized recipe with a non-default value too.
         for (n, name, value) in [
             (2u8, "namespace", "_episodic"),
-            (3, "keyword", "RETRY"),
+            (3, "keyword", "CACHING"),
             (5, "memory_type", "procedural"),
             (7, "tag", "security"),
         ] {
@@ -88,11 +86,7 @@ fn recipe_outputs_are_not_trivial() {
     // Guards the differential test against comparing empty outputs.
     let dir = tempfile::tempdir().unwrap();
     let ex = extractor(dir.path());
-    let records: Vec<Value> = corpus(300, 42)
-        .iter()
-        .map(|m| at_detail(m, Detail::Full))
-        .collect();
-    let file = offload(dir.path(), "recall", &records, Detail::Full);
+    let file = offload_memories(dir.path(), "recall", 300, 42, Detail::Full);
     for n in 1..=10u8 {
         let mut req = ExtractRequest::new(file.path.to_string_lossy()).recipe(n);
         if n == 10 {
@@ -108,11 +102,7 @@ fn recipe_outputs_are_not_trivial() {
 fn custom_queries_with_params_match_jq() {
     let dir = tempfile::tempdir().unwrap();
     let ex = extractor(dir.path());
-    let records: Vec<Value> = corpus(200, 7)
-        .iter()
-        .map(|m| at_detail(m, Detail::Full))
-        .collect();
-    let file = offload(dir.path(), "search", &records, Detail::Full);
+    let file = offload_memories(dir.path(), "search", 200, 7, Detail::Full);
     type Case<'a> = (&'a str, bool, &'a [(&'a str, &'a str)]);
     let cases: [Case; 6] = [
         (
@@ -123,7 +113,7 @@ fn custom_queries_with_params_match_jq() {
         (
             "select(.namespace == $ns and (.tags | index($tag))) | .id",
             false,
-            &[("ns", "_episodic/incidents"), ("tag", "ops")],
+            &[("ns", "_episodic/incidents"), ("tag", "incident")],
         ),
         (
             "map(select(.provenance.confidence > 0.8)) | length",
@@ -138,7 +128,7 @@ fn custom_queries_with_params_match_jq() {
         (
             "[.[] | select(.content | test($word; \"i\"))] | map(.id) | .[0:5]",
             true,
-            &[("word", "café")],
+            &[("word", "cobalt")],
         ),
         (
             "{id, n: (.entities | length), tags: (.tags | join(\",\"))}",
@@ -175,11 +165,7 @@ fn custom_queries_with_params_match_jq() {
 fn numeric_params_are_strings_like_jq_arg() {
     let dir = tempfile::tempdir().unwrap();
     let ex = extractor(dir.path());
-    let records: Vec<Value> = corpus(50, 1)
-        .iter()
-        .map(|m| at_detail(m, Detail::Light))
-        .collect();
-    let file = offload(dir.path(), "list", &records, Detail::Light);
+    let file = offload_memories(dir.path(), "list", 50, 1, Detail::Light);
     let req = ExtractRequest::new(file.path.to_string_lossy())
         .query("$n | type")
         .param("n", json!(3));
@@ -192,11 +178,7 @@ fn numeric_params_are_strings_like_jq_arg() {
 fn unknown_recipe_params_list_the_accepted_ones() {
     let dir = tempfile::tempdir().unwrap();
     let ex = extractor(dir.path());
-    let records: Vec<Value> = corpus(20, 3)
-        .iter()
-        .map(|m| at_detail(m, Detail::Light))
-        .collect();
-    let file = offload(dir.path(), "list", &records, Detail::Light);
+    let file = offload_memories(dir.path(), "list", 20, 3, Detail::Light);
     let req = ExtractRequest::new(file.path.to_string_lossy())
         .recipe(2)
         .param("keyword", json!("x"));
@@ -254,11 +236,9 @@ fn shown_is_a_prefix_of_jq(ex: &Extractor, file: &Offloaded, n: u8) -> usize {
 fn output_over_the_budget_is_a_valid_prefix_of_jq_at_every_detail() {
     let dir = tempfile::tempdir().unwrap();
     let ex = Extractor::new(ExtractConfig::new(dir.path()).max_output_tokens(1600));
-    let corpus = corpus(500, 9);
     let mut cut = 0;
     for detail in Detail::ALL {
-        let records: Vec<Value> = corpus.iter().map(|m| at_detail(m, detail)).collect();
-        let file = offload(dir.path(), "recall", &records, detail);
+        let file = offload_memories(dir.path(), "recall", 500, 9, detail);
         for n in 1..=10u8 {
             let shown = shown_is_a_prefix_of_jq(&ex, &file, n);
             cut += usize::from(shown < 500);
@@ -272,11 +252,7 @@ fn output_over_the_budget_is_a_valid_prefix_of_jq_at_every_detail() {
 fn budgeted_full_file() -> (tempfile::TempDir, Extractor, Offloaded) {
     let dir = tempfile::tempdir().unwrap();
     let ex = Extractor::new(ExtractConfig::new(dir.path()).max_output_tokens(1600));
-    let records: Vec<Value> = corpus(200, 5)
-        .iter()
-        .map(|m| at_detail(m, Detail::Full))
-        .collect();
-    let file = offload(dir.path(), "recall", &records, Detail::Full);
+    let file = offload_memories(dir.path(), "recall", 200, 5, Detail::Full);
     (dir, ex, file)
 }
 

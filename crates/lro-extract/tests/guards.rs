@@ -138,11 +138,7 @@ fn missing_files_say_they_may_have_expired() {
 #[test]
 fn real_offload_files_pass_by_name_path_and_inner_symlink() {
     let w = world();
-    let records: Vec<_> = corpus(5, 1)
-        .iter()
-        .map(|m| at_detail(m, Detail::Light))
-        .collect();
-    let file = offload(&w.root, "list", &records, Detail::Light);
+    let file = offload_memories(&w.root, "list", 5, 1, Detail::Light);
     let name = file
         .path
         .file_name()

@@ -9,7 +9,6 @@ use std::time::{Duration, Instant};
 
 use lro_core::descriptor::Detail;
 use lro_extract::{ExtractConfig, ExtractError, ExtractRequest, Extractor, LineWindow, WorkerPool};
-use serde_json::Value;
 use support::*;
 
 const DOUBLING: &str = r#"reduce range(40) as $i ("x"; . + .) | length"#;
@@ -22,11 +21,7 @@ fn setup(
     cfg: impl Fn(ExtractConfig) -> ExtractConfig,
 ) -> (tempfile::TempDir, String, ExtractConfig) {
     let dir = tempfile::tempdir().unwrap();
-    let records: Vec<Value> = corpus(60, 7)
-        .iter()
-        .map(|m| at_detail(m, Detail::Light))
-        .collect();
-    let file = offload(dir.path(), "list", &records, Detail::Light);
+    let file = offload_memories(dir.path(), "list", 60, 7, Detail::Light);
     let path = file.path.to_string_lossy().into_owned();
     let cfg = cfg(ExtractConfig::new(dir.path()));
     (dir, path, cfg)

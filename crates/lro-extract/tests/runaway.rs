@@ -11,16 +11,11 @@ use std::{
 
 use lro_core::descriptor::Detail;
 use lro_extract::{ExtractConfig, ExtractError, ExtractRequest, Extractor};
-use serde_json::Value;
 use support::*;
 
 fn setup(timeout: Duration) -> (tempfile::TempDir, String, Extractor) {
     let dir = tempfile::tempdir().unwrap();
-    let records: Vec<Value> = corpus(50, 5)
-        .iter()
-        .map(|m| at_detail(m, Detail::Light))
-        .collect();
-    let file = offload(dir.path(), "list", &records, Detail::Light);
+    let file = offload_memories(dir.path(), "list", 50, 5, Detail::Light);
     let ex = Extractor::new(ExtractConfig::new(dir.path()).timeout(timeout));
     (dir, file.path.to_string_lossy().into_owned(), ex)
 }
@@ -63,7 +58,13 @@ fn runaway_queries_stop_within_the_timeout_and_their_workers_end() {
 #[test]
 fn infinite_output_is_cut_by_the_output_limits() {
     let (dir, path, _) = setup(Duration::from_secs(5));
-    let ex = Extractor::new(ExtractConfig::new(dir.path()).max_output_values(1000));
+    // Bytes enough for 1000 light memories (about 300 bytes each), so the
+    // values limit is the one that cuts.
+    let ex = Extractor::new(
+        ExtractConfig::new(dir.path())
+            .max_output_values(1000)
+            .max_output_bytes(1 << 20),
+    );
     for q in ["repeat(.)", "range(infinite)", ".id, repeat(1)"] {
         let started = Instant::now();
         let out = ex.run(&query(&path, q, false)).unwrap();

@@ -12,11 +12,7 @@ use support::*;
 
 fn setup(detail: Detail) -> (tempfile::TempDir, Offloaded, Extractor) {
     let dir = tempfile::tempdir().unwrap();
-    let records: Vec<Value> = corpus(500, 2024)
-        .iter()
-        .map(|m| at_detail(m, detail))
-        .collect();
-    let file = offload(dir.path(), "recall", &records, detail);
+    let file = offload_memories(dir.path(), "recall", 500, 2024, detail);
     let ex = Extractor::new(ExtractConfig::new(dir.path()));
     (dir, file, ex)
 }
@@ -79,7 +75,7 @@ fn id_lookup_twelve_ids_eight_present_in_one_call() {
 #[test]
 fn multi_field_filter_task_in_one_call() {
     let (_dir, file, ex) = setup(Detail::Medium);
-    let (ns, min_priority, word) = ("_episodic/incidents", 3, "timeout");
+    let (ns, min_priority, word) = ("_episodic/incidents", 3, "latency");
     let truth = file
         .records
         .iter()
@@ -99,7 +95,7 @@ fn multi_field_filter_task_in_one_call() {
             json!({"where": [
                 {"field": "namespace", "op": "eq", "value": ns},
                 {"field": "priority", "op": "gte", "value": min_priority},
-                {"field": "content", "op": "contains", "value": "TimeOut"}
+                {"field": "content", "op": "contains", "value": "LaTency"}
             ], "count": true}),
         ))
         .unwrap();
@@ -151,10 +147,10 @@ fn sort_offset_limit_and_group_by() {
     assert_eq!(got, expected);
 
     let out = ex
-        .run(&request(&file, json!({"group_by": "tags", "where": [{"field": "status", "op": "ne", "value": "draft"}]})))
+        .run(&request(&file, json!({"group_by": "tags", "where": [{"field": "status", "op": "ne", "value": "archived"}]})))
         .unwrap();
     let mut truth: std::collections::BTreeMap<String, usize> = Default::default();
-    for r in file.records.iter().filter(|r| r["status"] != "draft") {
+    for r in file.records.iter().filter(|r| r["status"] != "archived") {
         for t in r["tags"].as_array().unwrap() {
             *truth.entry(t.as_str().unwrap().to_owned()).or_default() += 1;
         }

@@ -4,7 +4,7 @@ mod support;
 
 use lro_core::descriptor::Detail;
 use lro_extract::{ExtractConfig, ExtractRequest, Extractor, Grep, LineWindow};
-use serde_json::{Value, json};
+use serde_json::json;
 use support::*;
 
 fn log_text() -> String {
@@ -118,19 +118,20 @@ fn grep_shows_matches_with_context_like_grep_n() {
 #[test]
 fn grep_over_json_records_searches_their_lines() {
     let dir = tempfile::tempdir().unwrap();
-    let records: Vec<Value> = corpus(30, 11)
-        .iter()
-        .map(|m| at_detail(m, Detail::Light))
-        .collect();
-    let file = offload(dir.path(), "list", &records, Detail::Light);
+    let file = offload_memories(dir.path(), "list", 30, 11, Detail::Light);
     let ex = Extractor::new(ExtractConfig::new(dir.path()));
+    // The 11th to 13th records: lines 11 to 13 (records count from 1).
+    let ids: Vec<&str> = file.records[10..13]
+        .iter()
+        .map(|r| r["id"].as_str().unwrap())
+        .collect();
     let req = ExtractRequest::new(file.path.to_string_lossy())
-        .grep(Grep::new("\"id\":\"mem-00001[0-2]\""));
+        .grep(Grep::new(format!("\"id\":\"({})\"", ids.join("|"))));
     let out = ex.run(&req).unwrap();
     assert_eq!(out.count, 3);
     let first = out.text.lines().next().unwrap();
     assert!(first.starts_with("11:{"), "{first}");
-    assert!(first.contains("\"id\":\"mem-000010\""), "{first}");
+    assert!(first.contains(&format!("\"id\":\"{}\"", ids[0])), "{first}");
 }
 
 /// `.` over a record larger than the output limit: what fits of it, or a

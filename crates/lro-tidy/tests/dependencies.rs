@@ -333,3 +333,32 @@ fn a_plain_layer_builds_no_s3_or_http_client() {
         assert!(!names.contains(&heavy), "wrap-your-server builds {heavy}");
     }
 }
+
+#[test]
+fn the_memory_corpus_is_data_only_and_only_the_demo_uses_it() {
+    let graph = Graph::load();
+    // The demo's memories are test and demo data: lro-corpus reaches no
+    // workspace crate but lro-core (for `Detail`) and no runtime or MCP, and
+    // no crate but the memory-server depends on it (lro-extract's tests and
+    // benches take it as a dev-dependency, which this graph leaves out).
+    let ours: Vec<&String> = graph.reach["lro-corpus"]
+        .iter()
+        .filter(|d| graph.members.contains(*d))
+        .collect();
+    assert_eq!(ours, ["lro-core"], "lro-corpus depends on {ours:?}");
+    for forbidden in ["tokio", "rmcp"] {
+        assert!(
+            !graph.reaches("lro-corpus", forbidden),
+            "lro-corpus depends on {forbidden}"
+        );
+    }
+    for member in &graph.members {
+        if member != "memory-server" && member != "lro-corpus" {
+            assert!(
+                !graph.reaches(member, "lro-corpus"),
+                "{member} depends on lro-corpus"
+            );
+        }
+    }
+    assert!(graph.reaches("memory-server", "lro-corpus"));
+}

@@ -11,7 +11,8 @@
 //! on who asks).
 //!
 //! ```
-//! use memory_server::{catalog, corpus::Corpus};
+//! use lro_corpus::Corpus;
+//! use memory_server::catalog;
 //!
 //! let corpus = Corpus::generate(20, 1);
 //! let text = catalog::read(&corpus, catalog::NAMESPACES_URI).unwrap();
@@ -21,14 +22,13 @@
 //! ```
 
 use lro_core::Detail;
+use lro_corpus::{Corpus, NAMESPACES};
 use rmcp::model::{
     CacheScope, GetPromptResult, JsonObject, ListPromptsResult, ListResourceTemplatesResult,
     ListResourcesResult, Prompt, PromptArgument, PromptMessage, ReadResourceResult, Resource,
     ResourceContents, ResourceTemplate, Role,
 };
 use serde_json::json;
-
-use crate::corpus::{Corpus, NAMESPACES};
 
 /// Name of the one prompt.
 pub const RECALL_PROMPT: &str = "recall";

@@ -16,7 +16,8 @@
 //! `test_logging_tool` does.
 //!
 //! ```
-//! use memory_server::{MemoryServer, conformance::TOOLS, corpus::Corpus};
+//! use lro_corpus::Corpus;
+//! use memory_server::{MemoryServer, conformance::TOOLS};
 //! use rmcp::ServerHandler;
 //!
 //! let server = MemoryServer::new(Corpus::generate(5, 1));

@@ -1,7 +1,8 @@
 //! The LRO demo: an MCP memory server over a deterministic corpus of MIF
 //! memories, built so that its results are big enough to be offloaded.
 //!
-//! - [`corpus`]: the memories, their detail levels, recall and search.
+//! - The memories, their detail levels, recall and search: [`lro_corpus`],
+//!   the crate the benches and tests share.
 //! - [`server`]: [`MemoryServer`], the four MCP tools.
 //! - [`catalog`]: its prompt (`recall`) and resources (`memory://namespaces`,
 //!   `memory://memories/{id}`).
@@ -15,7 +16,8 @@
 //! ```
 //! use lro_core::OffloadConfig;
 //! use lro_tower::{Lro, LroLayer};
-//! use memory_server::{MemoryServer, corpus::Corpus};
+//! use lro_corpus::Corpus;
+//! use memory_server::MemoryServer;
 //! use tower_layer::Layer;
 //!
 //! let server = MemoryServer::new(Corpus::default_corpus());
@@ -28,8 +30,6 @@
 
 pub mod catalog;
 pub mod conformance;
-pub mod corpus;
 pub mod server;
 
-pub use corpus::{Corpus, Memory};
 pub use server::MemoryServer;

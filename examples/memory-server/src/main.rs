@@ -35,12 +35,10 @@ use std::{net::SocketAddr, path::PathBuf, process::ExitCode, sync::Arc};
 use anyhow::Context as _;
 use clap::Parser;
 use lro_core::OffloadConfig;
+use lro_corpus::{Corpus, DEFAULT_SEED, DEFAULT_SIZE};
 use lro_host::{Host, Offload, Shutdown};
 use lro_http::{Guard, serve::Limits};
-use memory_server::{
-    MemoryServer,
-    corpus::{Corpus, DEFAULT_SEED, DEFAULT_SIZE},
-};
+use memory_server::MemoryServer;
 use rmcp::{
     ServerHandler,
     transport::streamable_http_server::{

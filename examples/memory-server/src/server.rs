@@ -23,7 +23,8 @@
 //! its capabilities; see [`crate::catalog`].
 //!
 //! ```
-//! use memory_server::{MemoryServer, corpus::Corpus};
+//! use lro_corpus::Corpus;
+//! use memory_server::MemoryServer;
 //! use rmcp::ServerHandler;
 //!
 //! let server = MemoryServer::new(Corpus::generate(20, 1));
@@ -50,10 +51,9 @@ use rmcp::{
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::{
-    catalog,
-    corpus::{Corpus, Hit, Memory},
-};
+use lro_corpus::{Corpus, Hit, Memory};
+
+use crate::catalog;
 
 /// Default `limit` of `recall_memories` and `inject_context`.
 pub const DEFAULT_RECALL_LIMIT: usize = 50;
@@ -188,7 +188,7 @@ fn default_token_budget() -> usize {
 /// The `list_memories` response.
 #[derive(Serialize)]
 struct ListResponse<'a> {
-    memories: Vec<crate::corpus::MemoryView<'a>>,
+    memories: Vec<lro_corpus::MemoryView<'a>>,
     total: usize,
     next_offset: Option<usize>,
 }

@@ -3,7 +3,7 @@
 use std::collections::BTreeSet;
 
 use lro_core::Detail;
-use memory_server::corpus::{Corpus, NAMESPACES, PRODUCTS, TAGS};
+use lro_corpus::{Corpus, NAMESPACES, PRODUCTS, TAGS};
 use serde_json::Value;
 
 mod support;

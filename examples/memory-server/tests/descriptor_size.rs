@@ -16,7 +16,7 @@ use lro_core::{
     principal::Principal,
     tokens::Bpe,
 };
-use memory_server::corpus::Corpus;
+use lro_corpus::Corpus;
 use serde_json::Value;
 
 /// The output directory's length the figures are quoted for, the caller's

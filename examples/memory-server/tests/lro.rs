@@ -5,8 +5,9 @@
 use std::path::Path;
 
 use lro_core::OffloadConfig;
+use lro_corpus::Corpus;
 use lro_tower::LroLayer;
-use memory_server::{MemoryServer, corpus::Corpus, server::estimate_tokens};
+use memory_server::{MemoryServer, server::estimate_tokens};
 use serde_json::{Value, json};
 use tower_layer::Layer;
 

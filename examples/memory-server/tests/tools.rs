@@ -1,6 +1,7 @@
 //! The tools, called through a real rmcp client, without the LRO layer.
 
-use memory_server::{MemoryServer, corpus::Corpus, server::estimate_tokens};
+use lro_corpus::Corpus;
+use memory_server::{MemoryServer, server::estimate_tokens};
 use serde_json::{Value, json};
 
 mod support;

@@ -24,7 +24,7 @@ const REGEX: &[&str] = &["matches", "split_matches", "split_"];
 /// or fail otherwise than jq 1.6's.
 pub(super) fn natives() -> Vec<jaq_core::native::Fun<JqData>> {
     const BLOCKED: &[&str] = &["range", "env", "halt", "input", "inputs"];
-    let ours: [jaq_core::native::Fun<JqData>; 27] = [
+    let ours: [jaq_core::native::Fun<JqData>; 29] = [
         ("keys", v(0), Native::<JqData>::new(|cv| keys(cv, true))),
         (
             "keys_unsorted",
@@ -82,6 +82,53 @@ pub(super) fn natives() -> Vec<jaq_core::native::Fun<JqData>> {
                     Ok(v) => f(v),
                     Err(e) => box_once(Err(e)),
                 }),
+        ),
+        // `.[$k]` and `.[$k]?`: as `.[0]` and `.[0]?` when `$k` holds a
+        // number, the input unchanged otherwise.
+        (
+            "_lro_keyed_by",
+            v(1),
+            Native::<JqData>::new(|mut cv| {
+                let k = cv.0.pop_var();
+                box_once(keyed_by(cv.1, &k))
+            })
+            .with_paths(|mut cv| {
+                let k = cv.0.pop_var();
+                let (v, path) = cv.1;
+                box_once(keyed_by(v, &k).map(|v| (v, path)))
+            })
+            .with_update(|mut cv, f| {
+                let k = cv.0.pop_var();
+                match keyed_by(cv.1, &k) {
+                    Ok(v) => f(v),
+                    Err(e) => box_once(Err(e)),
+                }
+            }),
+        ),
+        (
+            "_lro_keyed_by_opt",
+            v(1),
+            Native::<JqData>::new(|mut cv| {
+                let k = cv.0.pop_var();
+                match (cv.1, k) {
+                    (Val::Obj(_), Val::Num(_)) => Box::new(std::iter::empty()),
+                    (v, _) => box_once(Ok(v)),
+                }
+            })
+            .with_paths(|mut cv| {
+                let k = cv.0.pop_var();
+                match (cv.1, k) {
+                    ((Val::Obj(_), _), Val::Num(_)) => Box::new(std::iter::empty()),
+                    (vp, _) => box_once(Ok(vp)),
+                }
+            })
+            .with_update(|mut cv, f| {
+                let k = cv.0.pop_var();
+                match (cv.1, k) {
+                    (o @ Val::Obj(_), Val::Num(_)) => box_once(Ok(o)),
+                    (v, _) => f(v),
+                }
+            }),
         ),
         // `.[0]?`: an object has nothing there, as a value, a path and an
         // update (which leaves it as it is).
@@ -301,6 +348,15 @@ fn numbered<'a>(v: Val) -> Result<Val, Exn<'a, Val>> {
             "Cannot index object with number",
         ))),
         v => Ok(v),
+    }
+}
+
+/// The input of `.[$k]`: an object fails as `.[0]` does when `k` is a
+/// number, anything else passes.
+fn keyed_by<'a>(v: Val, k: &Val) -> Result<Val, Exn<'a, Val>> {
+    match k {
+        Val::Num(_) => numbered(v),
+        _ => Ok(v),
     }
 }
 

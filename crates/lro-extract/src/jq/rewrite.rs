@@ -10,7 +10,8 @@
 //! * `-x` is `_lro_neg`, which fails in jq's words;
 //! * `.[a:b]` answers null on null, as jq 1.6's, and `.[0]` (a number
 //!   literal) fails on an object (`_lro_keyed`, a path and an update too;
-//!   `.[0]?` is `_lro_keyed_opt`, nothing there);
+//!   `.[0]?` is `_lro_keyed_opt`, nothing there), as does `.[$k]` when
+//!   `$k` holds a number (`_lro_keyed_by`, `_lro_keyed_by_opt`);
 //! * a string with interpolations, `"a\(f)"`, is `@text "a\(f)"`: jaq
 //!   spells an interpolated number its own way (`1e-5`), and `@text` is
 //!   our `tostring`, which spells it as jq (`1e-05`); its parts run the
@@ -98,6 +99,22 @@ fn path<'s>(t: T<'s>, parts: Vec<(Part<T<'s>>, jaq_core::path::Opt)>) -> T<'s> {
                 let keyed = Term::Call(keyed, Vec::new());
                 out = Term::BinOp(Box::new(out), BinaryOp::Pipe(None), Box::new(keyed));
                 run.push((Part::Index(term(i)), opt));
+                continue;
+            }
+            // `.[$k]`: an object fails when `$k` is a number, as in jq 1.6.
+            // A variable is one value that cannot fail, so checking it
+            // before the index keeps jaq's order of evaluation.
+            Part::Index(Term::Var(k)) => {
+                if !run.is_empty() {
+                    out = Term::Path(Box::new(out), P(std::mem::take(&mut run)));
+                }
+                let keyed = match opt {
+                    jaq_core::path::Opt::Optional => "_lro_keyed_by_opt",
+                    jaq_core::path::Opt::Essential => "_lro_keyed_by",
+                };
+                let keyed = Term::Call(keyed, vec![Term::Var(k)]);
+                out = Term::BinOp(Box::new(out), BinaryOp::Pipe(None), Box::new(keyed));
+                run.push((Part::Index(Term::Var(k)), opt));
                 continue;
             }
             Part::Index(i) => Part::Index(term(i)),

@@ -1,5 +1,6 @@
-//! Shared test helpers: a deterministic synthetic MIF memory corpus, offload
-//! files built with the real `Offloader`, and the real `jq` binary.
+//! Shared test helpers: offload files built with the real `Offloader` from
+//! the product's memory corpus (lro-corpus) or from text, a small seeded
+//! PRNG for generated records, and the real `jq` binary.
 
 #![allow(dead_code, unreachable_pub)]
 
@@ -17,43 +18,11 @@ use lro_core::{
     recipes::RecipeSet,
     records::RecordSet,
 };
+use lro_corpus::Corpus;
 use serde_json::{Value, json};
 
-/// The namespaces of the corpus, with their memory type.
-pub const NAMESPACES: [(&str, &str); 5] = [
-    ("_semantic/knowledge", "semantic"),
-    ("_semantic/decisions", "semantic"),
-    ("_procedural/patterns", "procedural"),
-    ("_episodic/incidents", "episodic"),
-    ("_episodic/sessions", "episodic"),
-];
-
-const TOPICS: [&str; 12] = [
-    "cache",
-    "retry",
-    "deploy",
-    "schema",
-    "latency",
-    "index",
-    "backup",
-    "quota",
-    "token",
-    "migration",
-    "outage",
-    "release",
-];
-const WORDS: [&str; 16] = [
-    "service", "request", "timeout", "database", "budget", "client", "server", "queue", "memory",
-    "pipeline", "config", "metric", "alert", "rollback", "shard", "café",
-];
-const TAGS: [&str; 8] = [
-    "perf", "ops", "security", "api", "infra", "ux", "data", "ml",
-];
-const STATUSES: [&str; 3] = ["active", "archived", "draft"];
-const AGENTS: [&str; 3] = ["claude", "gpt", "human"];
-
-/// A small deterministic PRNG (SplitMix64): the corpus must be identical on
-/// every run and machine.
+/// A small deterministic PRNG (SplitMix64) for the generated records of
+/// the rendering and slurp tests: the same records on every run and machine.
 pub struct Rng(u64);
 
 impl Rng {
@@ -78,131 +47,6 @@ impl Rng {
     }
 }
 
-fn timestamp(rng: &mut Rng, after_day: usize) -> (String, usize) {
-    let day = after_day + rng.below(60);
-    let (month, dom) = (1 + (day / 28) % 12, 1 + day % 28);
-    let s = format!(
-        "2025-{month:02}-{dom:02}T{:02}:{:02}:{:02}Z",
-        rng.below(24),
-        rng.below(60),
-        rng.below(60)
-    );
-    (s, day)
-}
-
-/// One full-detail memory.
-pub fn memory(i: usize, rng: &mut Rng) -> Value {
-    let (namespace, memory_type) = NAMESPACES[rng.below(NAMESPACES.len())];
-    let topic = rng.pick(&TOPICS);
-    let title = format!(
-        "{} {} {}",
-        capitalize(topic),
-        rng.pick(&WORDS),
-        ["notes", "strategy", "postmortem", "checklist"][rng.below(4)]
-    );
-    let sentences: Vec<String> = (0..2 + rng.below(4))
-        .map(|_| {
-            format!(
-                "The {} {} hit a {} near the {}.",
-                rng.pick(&WORDS),
-                rng.pick(&TOPICS),
-                rng.pick(&WORDS),
-                rng.pick(&WORDS)
-            )
-        })
-        .collect();
-    let (created, day) = timestamp(rng, 0);
-    let (modified, _) = timestamp(rng, day);
-    let tags: Vec<&str> = {
-        let mut t: Vec<&str> = (0..1 + rng.below(3)).map(|_| rng.pick(&TAGS)).collect();
-        t.dedup();
-        t
-    };
-    let entities: Vec<Value> = (0..rng.below(3))
-        .map(|_| json!({"name": format!("{}-{}", rng.pick(&WORDS), rng.below(9)), "type": "component"}))
-        .collect();
-    let confidence = (30 + rng.below(71)) as f64 / 100.0;
-    let trust_level = ["low", "medium", "high"][rng.below(3)];
-    let source_type = ["conversation", "document", "tool"][rng.below(3)];
-    let half_life = 30 + rng.below(60);
-    let related = format!("mem-{:06}", rng.below(1000));
-    let status = rng.pick(&STATUSES);
-    let agent = rng.pick(&AGENTS);
-    let priority = 1 + rng.below(5);
-    json!({
-        "id": format!("mem-{i:06}"),
-        "memory_type": memory_type,
-        "namespace": namespace,
-        "title": title,
-        "content": sentences.join(" "),
-        "created": created,
-        "modified": modified,
-        "tags": tags,
-        "status": status,
-        "entities": entities,
-        "relationships": [{"type": "relates_to", "target": related}],
-        "provenance": {
-            "confidence": confidence,
-            "trust_level": trust_level,
-            "source_type": source_type,
-            "agent": agent,
-        },
-        "temporal": {"valid_from": created, "valid_until": null, "decay": {"half_life_days": half_life}},
-        "priority": priority,
-    })
-}
-
-fn capitalize(s: &str) -> String {
-    let mut c = s.chars();
-    c.next()
-        .map(|f| f.to_uppercase().collect::<String>() + c.as_str())
-        .unwrap_or_default()
-}
-
-/// `n` full-detail memories from `seed`.
-pub fn corpus(n: usize, seed: u64) -> Vec<Value> {
-    let mut rng = Rng::new(seed);
-    (0..n).map(|i| memory(i, &mut rng)).collect()
-}
-
-const LIGHT: [&str; 9] = [
-    "id",
-    "memory_type",
-    "namespace",
-    "title",
-    "tags",
-    "created",
-    "modified",
-    "status",
-    "priority",
-];
-
-/// A memory serialized at `detail`.
-pub fn at_detail(m: &Value, detail: Detail) -> Value {
-    let pick = |keys: &[&str]| -> serde_json::Map<String, Value> {
-        keys.iter()
-            .filter_map(|k| m.get(*k).map(|v| ((*k).to_owned(), v.clone())))
-            .collect()
-    };
-    match detail {
-        Detail::Light => Value::Object(pick(&LIGHT)),
-        Detail::Medium => {
-            let mut o = pick(&LIGHT);
-            o.insert("content".into(), m["content"].clone());
-            o.insert("confidence".into(), m["provenance"]["confidence"].clone());
-            let names: Vec<Value> = m["entities"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .map(|e| e["name"].clone())
-                .collect();
-            o.insert("entities".into(), Value::Array(names));
-            Value::Object(o)
-        }
-        Detail::Full => m.clone(),
-    }
-}
-
 /// An offload file written by the real `Offloader`.
 pub struct Offloaded {
     pub path: PathBuf,
@@ -210,9 +54,19 @@ pub struct Offloaded {
     pub records: Vec<Value>,
 }
 
-/// Offloads `records` (at `detail`) into `dir`.
-pub fn offload(dir: &Path, operation: &str, records: &[Value], detail: Detail) -> Offloaded {
-    let text = serde_json::to_string(records).unwrap();
+/// `size` memories of the product's corpus (lro-corpus: the memory-server's,
+/// the same bytes for the same size and seed) at `detail`, offloaded into
+/// `dir` as the memory-server hands its result to the layer: the JSON
+/// array text of `Corpus::to_json_array`, fields in the server's order.
+pub fn offload_memories(
+    dir: &Path,
+    operation: &str,
+    size: usize,
+    seed: u64,
+    detail: Detail,
+) -> Offloaded {
+    let corpus = Corpus::generate(size, seed);
+    let text = Corpus::to_json_array(corpus.memories(), detail);
     let set = RecordSet::from_text(&text);
     let mut input = OffloadInput::new(operation, operation, &set, text.len() / 4);
     input.detail = Some(detail);
@@ -220,7 +74,7 @@ pub fn offload(dir: &Path, operation: &str, records: &[Value], detail: Detail) -
     Offloaded {
         path: out.result.path,
         recipes: out.recipes,
-        records: records.to_vec(),
+        records: serde_json::from_str(&text).unwrap(),
     }
 }
 
