@@ -4,7 +4,7 @@ mod support;
 
 use lro_core::descriptor::Detail;
 use lro_extract::{ExtractConfig, ExtractRequest, Extractor, Grep, LineWindow};
-use serde_json::json;
+use serde_json::{Value, json};
 use support::*;
 
 fn log_text() -> String {

@@ -100,6 +100,21 @@ pub fn jq_stdout(file: &Path, args: &[String]) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
+/// Offloads `records`, of any shape, as one JSON array serialized at
+/// `detail`.
+pub fn offload(dir: &Path, operation: &str, records: &[Value], detail: Detail) -> Offloaded {
+    let text = serde_json::to_string(records).unwrap();
+    let set = RecordSet::from_text(&text);
+    let mut input = OffloadInput::new(operation, operation, &set, text.len() / 4);
+    input.detail = Some(detail);
+    let out = Offloader::new(dir).offload(input, &|| false).unwrap();
+    Offloaded {
+        path: out.result.path,
+        recipes: out.recipes,
+        records: records.to_vec(),
+    }
+}
+
 /// Offloads the JSON text of a tool's result as the layer does, with the
 /// recipes its descriptor names.
 pub fn offload_result(dir: &Path, text: &str) -> Offloaded {
