@@ -138,7 +138,7 @@ async def quota_flood(url: str, flooders: list[str]) -> None:
         wires = ["2026-07-28", "legacy"]
         s = {who: await stack.enter_async_context(client(url, who, wires[i % 2])) for i, who in enumerate(flooders)}
         first = await offload(quiet)
-        assert first, "offloaded"
+        assert first, "the quiet tenant's first result was not offloaded to a file"
         kept: dict[str, list[str]] = {who: [] for who in flooders}
         # Five rounds of four: twice what the total holds.
         for _ in range(5):

@@ -69,8 +69,22 @@ pub(crate) fn write_f64(out: &mut Vec<u8>, f: f64) {
         out.push(b'0');
         return;
     }
-    // Rust's `{:e}` gives the shortest digits that round-trip.
-    let sci = format!("{f:e}");
+    // Rust's `{:e}` gives the shortest digits that round-trip. Where two
+    // spellings of that length are as near (1446448944166516.25 lies
+    // halfway between …16.2 and …16.3), jq 1.6's dtoa takes the even last
+    // digit, as Rust's fixed-precision formatting does; `{:e}` takes the
+    // upper one.
+    let shortest = format!("{f:e}");
+    let digits = shortest
+        .split('e')
+        .next()
+        .map_or(1, |m| m.bytes().filter(u8::is_ascii_digit).count());
+    let even = format!("{:.*e}", digits.saturating_sub(1), f);
+    let sci = if even.parse::<f64>() == Ok(f) {
+        even
+    } else {
+        shortest
+    };
     let (mantissa, exp) = sci.split_once('e').expect("{:e} has an exponent");
     let exp: i32 = exp.parse().expect("{:e} exponent is an integer");
     let digits: Vec<u8> = mantissa.bytes().filter(u8::is_ascii_digit).collect();
@@ -401,6 +415,9 @@ mod tests {
             (1.7976931348623157e308, "1.7976931348623157e+308"),
             (-0.0, "-0"),
             (0.0, "0"),
+            // Halfway between two shortest spellings: the even one.
+            (1446448944166516.25, "1446448944166516.2"),
+            (1446448944166516.75, "1446448944166516.8"),
         ] {
             assert_eq!(f(x), jq, "{x}");
         }

@@ -4,11 +4,6 @@
 //! lines, and totals; lines that are all paths are counted by folder and by
 //! extension instead. Field projections, which are what derived recipes
 //! offer for other records, would only print the lines again.
-//!
-//! The sample says the records are lines; one further on may not be (a
-//! string, a `text` of another type, no `line`). As the generic recipes,
-//! these then run without an error: per-record filters end in `?`, and
-//! those over all records read `.text?` and keep strings only.
 
 use serde_json::Value;
 
@@ -53,7 +48,7 @@ pub(super) fn recipes(sample: &[Value]) -> Vec<Recipe> {
 
     slots.fill([Recipe::new(
         "Line numbers and text, tab-separated",
-        "([.line, .text] | @tsv)?",
+        "[.line, .text] | @tsv",
     )
     .raw()]);
     // A stretch the sample holds, so the file has it too.
@@ -69,7 +64,7 @@ pub(super) fn recipes(sample: &[Value]) -> Vec<Recipe> {
     slots.fill(from.zip(to).map(|(from, to)| {
         Recipe::new(
             "A range of lines",
-            "select(.line >= ($from | tonumber) and .line <= ($to | tonumber))?",
+            "select(.line >= ($from | tonumber) and .line <= ($to | tonumber))",
         )
         .param("from", from.to_string())
         .param("to", to.to_string())
@@ -77,14 +72,14 @@ pub(super) fn recipes(sample: &[Value]) -> Vec<Recipe> {
     slots.fill(keyword.iter().map(|k| {
         Recipe::new(
             "Lines containing a keyword (case-insensitive)",
-            "select(.text | test($keyword; \"i\"))?",
+            "select(.text | test($keyword; \"i\"))",
         )
         .param("keyword", k.value.clone())
     }));
     slots.fill(keyword.iter().map(|k| {
         Recipe::new(
             "Count lines with the keyword",
-            "map(select(.text? | strings | test($keyword; \"i\"))) | length",
+            "map(select(.text | test($keyword; \"i\"))) | length",
         )
         .slurp()
         .param("keyword", k.value.clone())
@@ -94,7 +89,7 @@ pub(super) fn recipes(sample: &[Value]) -> Vec<Recipe> {
     slots.fill(values::prefix(&texts, &found).map(|p| {
         Recipe::new(
             "Lines starting with a prefix",
-            "select(.text | startswith($prefix))?",
+            "select(.text | startswith($prefix))",
         )
         .param("prefix", p.value)
     }));
@@ -104,15 +99,13 @@ pub(super) fn recipes(sample: &[Value]) -> Vec<Recipe> {
     slots.fill([if paths {
         Recipe::new(
             "Folders with the most paths (top 10)",
-            "map(.text? | strings | split(\"/\") | .[:-1] | join(\"/\")) | group_by(.) \
-             | sort_by(-length) \
+            "map(.text | split(\"/\") | .[:-1] | join(\"/\")) | group_by(.) | sort_by(-length) \
              | .[:10] | map({folder: .[0], count: length})",
         )
     } else {
         Recipe::new(
             "The most repeated lines (top 10)",
-            "group_by(.text?) | sort_by(-length) | .[:10] \
-             | map({text: (.[0] | .text?), count: length})",
+            "group_by(.text) | sort_by(-length) | .[:10] | map({text: .[0].text, count: length})",
         )
     }
     .slurp()]);
@@ -121,26 +114,26 @@ pub(super) fn recipes(sample: &[Value]) -> Vec<Recipe> {
         .param("n", WINDOW.to_string())]);
     slots.fill([Recipe::new(
         "The 10 longest lines",
-        "sort_by(-(.text? | strings | length)) | .[:10][]",
+        "sort_by(-(.text | length)) | .[:10][]",
     )
     .slurp()]);
     slots.fill([if paths {
         Recipe::new(
             "Count paths by extension",
-            "map(.text? | strings | (split(\"/\") | last // \"\") | split(\".\") | .[1:] | last // \"\") \
+            "map(.text | split(\"/\") | last | split(\".\") | .[1:] | last // \"\") \
              | group_by(.) | map({extension: .[0], count: length})",
         )
         .slurp()
     } else {
         Recipe::new(
             "Lines longer than N characters",
-            "select(.text | length > ($n | tonumber))?",
+            "select(.text | length > ($n | tonumber))",
         )
         .param("n", longer_than(&texts).to_string())
     }]);
     slots.fill([Recipe::new(
         "Count lines and empty lines",
-        "{lines: length, empty: (map(select(.text? == \"\")) | length)}",
+        "{lines: length, empty: (map(select(.text == \"\")) | length)}",
     )
     .slurp()]);
     slots.finish()
@@ -177,7 +170,7 @@ mod tests {
         assert!(are_lines(&sample));
         let r = recipes(&sample);
         assert_eq!(r.len(), 10);
-        assert_eq!(r[0].filter, "([.line, .text] | @tsv)?");
+        assert_eq!(r[0].filter, "[.line, .text] | @tsv");
         assert!(r[0].raw);
         // Lines 3 to 8: from a quarter in, at most WINDOW lines.
         assert_eq!((param(&r[1], "from"), param(&r[1], "to")), ("3", "8"));
@@ -212,7 +205,7 @@ mod tests {
         assert!(r[8].filter.contains("extension"), "{}", r[8].filter);
         let text = recipes(&lines(&["/a/x.rs", "not a path"]));
         assert!(
-            text[5].filter.starts_with("group_by(.text?)"),
+            text[5].filter.starts_with("group_by(.text)"),
             "{}",
             text[5].filter
         );
