@@ -24,7 +24,6 @@
 use std::{
     fmt,
     io::{self, BufReader, Read, Write},
-    os::fd::AsFd,
     path::{Path, PathBuf},
     process::{Child, ChildStdin, ChildStdout, Command, ExitStatus, Stdio},
     sync::{Arc, Mutex, PoisonError},
@@ -231,21 +230,22 @@ impl Isolation for WorkerPool {
 fn died(status: Option<ExitStatus>, budget: usize, detail: &str) -> ExtractError {
     use std::os::unix::process::ExitStatusExt;
 
-    use nix::sys::signal::Signal;
+    use rustix::process::Signal;
 
     let signal = status
         .and_then(|s| s.signal())
-        .and_then(|s| Signal::try_from(s).ok());
+        .and_then(Signal::from_named_raw)
+        .and_then(|s| Some((s, signal_name(s)?)));
     match (signal, status) {
         // A failed allocation aborts; the kernel's OOM killer kills; a
         // failed stack or heap mapping can fault.
-        (Some(sig @ (Signal::SIGABRT | Signal::SIGKILL | Signal::SIGSEGV | Signal::SIGBUS)), _) => {
+        (Some((Signal::ABORT | Signal::KILL | Signal::SEGV | Signal::BUS, sig)), _) => {
             ExtractError::MemoryLimit {
                 budget,
                 how: format!("its worker process ended with {sig}"),
             }
         }
-        (Some(sig), _) => ExtractError::Isolation(format!(
+        (Some((_, sig)), _) => ExtractError::Isolation(format!(
             "the worker process ended with {sig} during the query ({detail})"
         )),
         (None, Some(s)) => ExtractError::Isolation(format!(
@@ -255,6 +255,45 @@ fn died(status: Option<ExitStatus>, budget: usize, detail: &str) -> ExtractError
             "the worker process stopped answering during the query ({detail})"
         )),
     }
+}
+
+/// The C name of `sig` (`SIGABRT`), as errors give it; rustix names none.
+fn signal_name(sig: rustix::process::Signal) -> Option<&'static str> {
+    use rustix::process::Signal;
+
+    Some(match sig {
+        Signal::HUP => "SIGHUP",
+        Signal::INT => "SIGINT",
+        Signal::QUIT => "SIGQUIT",
+        Signal::ILL => "SIGILL",
+        Signal::TRAP => "SIGTRAP",
+        Signal::ABORT => "SIGABRT",
+        Signal::BUS => "SIGBUS",
+        Signal::FPE => "SIGFPE",
+        Signal::KILL => "SIGKILL",
+        Signal::USR1 => "SIGUSR1",
+        Signal::SEGV => "SIGSEGV",
+        Signal::USR2 => "SIGUSR2",
+        Signal::PIPE => "SIGPIPE",
+        Signal::ALARM => "SIGALRM",
+        Signal::TERM => "SIGTERM",
+        Signal::CHILD => "SIGCHLD",
+        Signal::CONT => "SIGCONT",
+        Signal::STOP => "SIGSTOP",
+        Signal::TSTP => "SIGTSTP",
+        Signal::TTIN => "SIGTTIN",
+        Signal::TTOU => "SIGTTOU",
+        Signal::URG => "SIGURG",
+        Signal::XCPU => "SIGXCPU",
+        Signal::XFSZ => "SIGXFSZ",
+        Signal::VTALARM => "SIGVTALRM",
+        Signal::PROF => "SIGPROF",
+        Signal::WINCH => "SIGWINCH",
+        Signal::IO => "SIGIO",
+        Signal::POWER => "SIGPWR",
+        Signal::SYS => "SIGSYS",
+        _ => return None,
+    })
 }
 
 /// Why a job got no answer.
@@ -294,15 +333,22 @@ impl Deadline {
 
     /// Whether a read would not block within `wait` (data, or the end).
     fn readable(&self, wait: Duration) -> bool {
-        use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+        use rustix::{
+            event::{PollFd, PollFlags, Timespec, poll},
+            io::Errno,
+        };
 
-        let mut fds = [PollFd::new(self.pipe.as_fd(), PollFlags::POLLIN)];
+        let mut fds = [PollFd::new(&self.pipe, PollFlags::IN)];
         // Rounded up, so a wait short of a millisecond does not spin.
         let ms = u16::try_from(wait.as_nanos().div_ceil(1_000_000)).unwrap_or(u16::MAX);
+        let timeout = Timespec {
+            tv_sec: (ms / 1000).into(),
+            tv_nsec: (u32::from(ms % 1000) * 1_000_000).into(),
+        };
         loop {
-            match poll(&mut fds, PollTimeout::from(ms)) {
+            match poll(&mut fds, Some(&timeout)) {
                 Ok(n) => return n > 0,
-                Err(nix::errno::Errno::EINTR) => {}
+                Err(Errno::INTR) => {}
                 // A broken descriptor reads at once (with its error).
                 Err(_) => return true,
             }
@@ -457,5 +503,35 @@ impl Drop for Worker {
         // a busy one is being given up on.
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::process::ExitStatusExt;
+
+    use super::*;
+
+    #[test]
+    fn a_worker_death_is_told_by_the_signal_s_c_name() {
+        // 6 is SIGABRT and 15 SIGTERM on every Linux architecture.
+        let err = died(Some(ExitStatus::from_raw(6)), 1024, "reading");
+        assert!(
+            matches!(&err, ExtractError::MemoryLimit { how, .. } if how == "its worker process ended with SIGABRT"),
+            "{err}"
+        );
+        let err = died(Some(ExitStatus::from_raw(15)), 1024, "reading");
+        assert_eq!(
+            err.to_string(),
+            ExtractError::Isolation(
+                "the worker process ended with SIGTERM during the query (reading)".into()
+            )
+            .to_string()
+        );
+        let err = died(Some(ExitStatus::from_raw(3 << 8)), 1024, "reading");
+        assert!(
+            matches!(&err, ExtractError::Isolation(m) if m.contains("exit status: 3")),
+            "{err}"
+        );
     }
 }

@@ -244,23 +244,26 @@ fn run(job: &wire::Job, timer: &Timer) -> Answer {
 /// Limits this process's address space to what it maps now plus the job
 /// stack and the budget; the limit set, in bytes.
 fn limit_memory(spec: Spec) -> Result<u64, String> {
-    use nix::sys::resource::{Resource, getrlimit, setrlimit};
+    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
 
     // Room for what a job needs besides its data: the code paths it pages
     // in, its thread's bookkeeping, the allocator's own structures.
     const SLACK: u64 = 64 * 1024 * 1024;
     let baseline = mapped_bytes().map_err(|e| format!("cannot read /proc/self/status: {e}"))?;
     // A limit the host itself runs under (`prlimit --as`, `ulimit -v`) is
-    // inherited and cannot be raised: keep the lower of the two.
-    let (_, hard) =
-        getrlimit(Resource::RLIMIT_AS).map_err(|e| format!("getrlimit(RLIMIT_AS) failed: {e}"))?;
+    // inherited and cannot be raised: keep the lower of the two. `None` is
+    // no limit (`RLIM_INFINITY`).
+    let hard = getrlimit(Resource::As).maximum.unwrap_or(u64::MAX);
     let limit = baseline
         .saturating_add(spec.stack as u64)
         .saturating_add(spec.memory_budget as u64)
         .saturating_add(SLACK)
         .min(hard);
-    setrlimit(Resource::RLIMIT_AS, limit, limit)
-        .map_err(|e| format!("setrlimit(RLIMIT_AS) failed: {e}"))?;
+    let limit_both = Rlimit {
+        current: Some(limit),
+        maximum: Some(limit),
+    };
+    setrlimit(Resource::As, limit_both).map_err(|e| format!("setrlimit(RLIMIT_AS) failed: {e}"))?;
     Ok(limit)
 }
 

@@ -12,10 +12,7 @@ use std::{
     time::Duration,
 };
 
-use nix::{
-    sys::signal::{Signal, killpg},
-    unistd::Pid,
-};
+use rustix::process::{Pid, Signal, kill_process_group};
 use tokio::{
     process::Command,
     sync::{oneshot, watch},
@@ -91,7 +88,7 @@ pub(crate) fn spawn(
             command: shown.clone(),
             source,
         })?;
-    let pid = child.id().map(|id| Pid::from_raw(id as i32));
+    let pid = child.id().and_then(|id| Pid::from_raw(id as i32));
     let stdin = child.stdin.take().expect("stdin is piped");
     let stdout = child.stdout.take().expect("stdout is piped");
 
@@ -104,7 +101,7 @@ pub(crate) fn spawn(
         };
         // Whatever the child left in its group would be orphaned otherwise.
         if let Some(pid) = pid {
-            let _ = killpg(pid, Signal::SIGKILL);
+            let _ = kill_process_group(pid, Signal::KILL);
         }
         tracing::info!(command = %shown, "upstream {exit}");
         telemetry::upstream_exit(exit.reason());
@@ -159,13 +156,13 @@ async fn end(child: &mut tokio::process::Child, pid: Option<Pid>) -> ExitStatus 
         return status_or_failure(status);
     }
     if let Some(pid) = pid {
-        let _ = killpg(pid, Signal::SIGTERM);
+        let _ = kill_process_group(pid, Signal::TERM);
     }
     if let Ok(status) = tokio::time::timeout(GRACE, child.wait()).await {
         return status_or_failure(status);
     }
     if let Some(pid) = pid {
-        let _ = killpg(pid, Signal::SIGKILL);
+        let _ = kill_process_group(pid, Signal::KILL);
     }
     status_or_failure(child.wait().await)
 }

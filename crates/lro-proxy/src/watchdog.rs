@@ -8,7 +8,7 @@
 //! the proxy starts small processes between itself and the upstream: the
 //! same executable, told by [`MARKER`] to be a watchdog. Each watchdog
 //!
-//! - asks for SIGTERM when its parent dies (`set_pdeathsig`), then checks
+//! - asks for SIGTERM when its parent dies (`PR_SET_PDEATHSIG`), then checks
 //!   that the parent did not die before it asked;
 //! - becomes a child subreaper, so that every descendant orphaned under it
 //!   is reparented to it, not to init, and it can find and end them;
@@ -48,14 +48,12 @@
 
 use std::{ffi::OsString, process::ExitCode, time::Duration};
 
-use nix::{
-    errno::Errno,
-    sys::{
-        prctl,
-        signal::{Signal, kill, killpg},
-        wait::{WaitPidFlag, WaitStatus, waitpid},
+use rustix::{
+    io::Errno,
+    process::{
+        Pid, RawPid, Signal, WaitOptions, getpid, getppid, kill_process, kill_process_group,
+        set_child_subreaper, set_parent_process_death_signal, wait,
     },
-    unistd::{Pid, getpid, getppid},
 };
 
 use crate::exit::GRACE;
@@ -96,10 +94,7 @@ pub fn run_if_asked() -> Option<ExitCode> {
     if !outer && marker != INNER_MARKER {
         return None;
     }
-    let parent = argv
-        .next()
-        .and_then(|p| p.to_str()?.parse::<i32>().ok())
-        .map(Pid::from_raw);
+    let parent = argv.next().and_then(|p| p.to_str()?.parse::<RawPid>().ok());
     let (Some(parent), Some(program)) = (parent, argv.next()) else {
         eprintln!(
             "lro-proxy watchdog: usage: {} PARENT_PID PROGRAM [ARGS…]",
@@ -136,7 +131,7 @@ fn marked(marker: &str, program: &OsString, args: &[OsString]) -> Vec<OsString> 
 /// Starts `program args` and watches it, and the parent, as the module says;
 /// returns the exit status. `term_grace` is what the child has after
 /// SIGTERM.
-fn watch(parent: Pid, program: OsString, args: Vec<OsString>, term_grace: Duration) -> u8 {
+fn watch(parent: RawPid, program: OsString, args: Vec<OsString>, term_grace: Duration) -> u8 {
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -158,13 +153,14 @@ fn watch(parent: Pid, program: OsString, args: Vec<OsString>, term_grace: Durati
                     return 1;
                 }
             };
-        if let Err(err) =
-            prctl::set_child_subreaper(true).and_then(|()| prctl::set_pdeathsig(Signal::SIGTERM))
+        if let Err(err) = set_child_subreaper(Some(getpid()))
+            .and_then(|()| set_parent_process_death_signal(Some(Signal::TERM)))
         {
             eprintln!("lro-proxy watchdog: prctl: {err}");
             return 1;
         }
-        if getppid() != parent {
+        // A parent outside our pid namespace reads as 0 (`None`).
+        if Pid::as_raw(getppid()) != parent {
             // The parent died before we asked to be told.
             return 1;
         }
@@ -185,18 +181,18 @@ fn watch(parent: Pid, program: OsString, args: Vec<OsString>, term_grace: Durati
                 return 127;
             }
         };
-        let group = child.id().map(|id| Pid::from_raw(id as i32));
+        let group = child.id().and_then(|id| Pid::from_raw(id as i32));
         let status = tokio::select! {
             status = child.wait() => status.ok(),
             _ = term.recv() => {
                 if let Some(group) = group {
-                    let _ = killpg(group, Signal::SIGTERM);
+                    let _ = kill_process_group(group, Signal::TERM);
                 }
                 tokio::time::timeout(term_grace, child.wait()).await.ok().and_then(Result::ok)
             }
         };
         sweep(group);
-        status.map_or(128 + Signal::SIGKILL as u8, |status| {
+        status.map_or(128 + Signal::KILL.as_raw() as u8, |status| {
             use std::os::unix::process::ExitStatusExt as _;
             match (status.code(), status.signal()) {
                 (Some(code), _) => code as u8,
@@ -212,16 +208,18 @@ fn watch(parent: Pid, program: OsString, args: Vec<OsString>, term_grace: Durati
 /// subreaper) when its parent dies, and is killed on the next pass.
 fn sweep(group: Option<Pid>) {
     if let Some(group) = group {
-        let _ = killpg(group, Signal::SIGKILL);
+        let _ = kill_process_group(group, Signal::KILL);
     }
     let deadline = std::time::Instant::now() + SWEEP_LIMIT;
     while std::time::Instant::now() < deadline {
         for pid in children_of(getpid()) {
-            let _ = kill(pid, Signal::SIGKILL);
+            let _ = kill_process(pid, Signal::KILL);
         }
-        match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
-            Err(Errno::ECHILD) => return,
-            Ok(WaitStatus::StillAlive) => std::thread::sleep(Duration::from_millis(5)),
+        // `wait`, not `waitpid(None, …)`: rustix's `None` there is pid 0,
+        // our own group only, and the upstream has a group of its own.
+        match wait(WaitOptions::NOHANG) {
+            Err(Errno::CHILD) => return,
+            Ok(None) => std::thread::sleep(Duration::from_millis(5)),
             _ => {}
         }
     }
@@ -236,7 +234,9 @@ fn children_of(parent: Pid) -> Vec<Pid> {
         .filter_map(|entry| {
             let pid: i32 = entry.ok()?.file_name().to_str()?.parse().ok()?;
             let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-            (parent_in_stat(&stat)? == parent.as_raw()).then(|| Pid::from_raw(pid))
+            (parent_in_stat(&stat)? == parent.as_raw_pid())
+                .then_some(pid)
+                .and_then(Pid::from_raw)
         })
         .collect()
 }
