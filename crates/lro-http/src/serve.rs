@@ -201,9 +201,9 @@ pub fn default_max_connections() -> usize {
 
 /// The process's soft open-file limit (`usize::MAX` when unknown).
 fn open_file_limit() -> usize {
-    nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE)
-        .ok()
-        .and_then(|(soft, _)| usize::try_from(soft).ok())
+    rustix::process::getrlimit(rustix::process::Resource::Nofile)
+        .current
+        .and_then(|soft| usize::try_from(soft).ok())
         .unwrap_or(usize::MAX)
 }
 
@@ -332,7 +332,8 @@ where
 fn out_of_descriptors(err: &std::io::Error) -> bool {
     matches!(
         err.raw_os_error(),
-        Some(code) if code == nix::libc::EMFILE || code == nix::libc::ENFILE
+        Some(code) if code == rustix::io::Errno::MFILE.raw_os_error()
+            || code == rustix::io::Errno::NFILE.raw_os_error()
     )
 }
 
