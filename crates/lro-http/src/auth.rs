@@ -24,6 +24,7 @@
 //! ```
 
 use std::{
+    collections::HashSet,
     fmt,
     path::{Path, PathBuf},
     sync::{Arc, RwLock},
@@ -98,7 +99,16 @@ struct State {
     fixed: Vec<Entry>,
     /// From token files, each with what it held when last read.
     files: Vec<TokenFile>,
+    /// Digests of tokens a reload took away, until the sessions layer
+    /// takes them to end the sessions they opened.
+    revoked: Vec<[u8; 32]>,
 }
+
+/// The digest of the token a request was authenticated with, in its
+/// extensions: the sessions layer remembers which token opened a session,
+/// to end it when that token is revoked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Presented(pub(crate) [u8; 32]);
 
 struct TokenFile {
     path: PathBuf,
@@ -176,6 +186,7 @@ impl State {
                     entries: f.entries.clone(),
                 })
                 .collect(),
+            revoked: Vec::new(),
         };
         let mut list = Vec::new();
         for (n, line) in text.lines().enumerate() {
@@ -336,6 +347,7 @@ impl Tokens {
             return;
         }
         let mut state = self.write();
+        let before: HashSet<[u8; 32]> = state.all().map(|(digest, _)| *digest).collect();
         for (i, now) in changed {
             let path = state.files[i].path.clone();
             let read = std::fs::read_to_string(&path)
@@ -357,6 +369,27 @@ impl Tokens {
                 ),
             }
         }
+        let after: HashSet<[u8; 32]> = state.all().map(|(digest, _)| *digest).collect();
+        let revoked: Vec<[u8; 32]> = before.difference(&after).copied().collect();
+        if !revoked.is_empty() {
+            tracing::info!(
+                revoked = revoked.len(),
+                "bearer tokens revoked; their sessions end"
+            );
+            state.revoked.extend(revoked);
+            // Bounded: a layer that never takes them keeps the latest.
+            let excess = state.revoked.len().saturating_sub(MAX_REVOKED);
+            state.revoked.drain(..excess);
+        }
+    }
+
+    /// The digests of the tokens revoked since the last call, for the
+    /// sessions layer to end the sessions they opened.
+    pub(crate) fn take_revoked(&self) -> Vec<[u8; 32]> {
+        if self.read().revoked.is_empty() {
+            return Vec::new();
+        }
+        std::mem::take(&mut self.write().revoked)
     }
 
     /// The principal `presented` names, if any. Every configured token is
@@ -375,6 +408,9 @@ impl Tokens {
         found.cloned()
     }
 }
+
+/// The most revoked digests kept for the sessions layer at once.
+const MAX_REVOKED: usize = 4096;
 
 fn digest(token: &str) -> [u8; 32] {
     Sha256::digest(token.as_bytes()).into()
@@ -398,10 +434,11 @@ impl Check for Tokens {
                 let (scheme, token) = v.trim().split_once(' ')?;
                 scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
             });
-        match presented.and_then(|t| self.authenticate(t)) {
-            Some(principal) => {
+        match presented.and_then(|t| Some((self.authenticate(t)?, digest(t)))) {
+            Some((principal, token)) => {
                 tracing::debug!(principal = %principal.digest(), "authenticated");
                 request.extensions_mut().insert(principal);
+                request.extensions_mut().insert(Presented(token));
                 Ok(())
             }
             None => {

@@ -118,11 +118,12 @@ impl Guard {
         Self {
             origins: OriginPolicy::new(bind, !tokens.is_empty()),
             bind,
-            tokens,
             limits: Limits::mcp(),
             responder: Responder::default(),
             expect: Expect::JsonRpc,
-            sessions: SessionsLayer::with_responder(Responder::default()),
+            sessions: SessionsLayer::with_responder(Responder::default())
+                .revoked_by(tokens.clone()),
+            tokens,
         }
     }
 
@@ -150,7 +151,8 @@ impl Guard {
     #[must_use]
     pub fn respond(mut self, respond: impl Respond) -> Self {
         self.responder = Responder::new(respond);
-        self.sessions = SessionsLayer::with_responder(self.responder.clone());
+        self.sessions =
+            SessionsLayer::with_responder(self.responder.clone()).revoked_by(self.tokens.clone());
         self
     }
 

@@ -50,6 +50,7 @@ use lro_core::principal::Principal;
 use tower::{Layer, Service, ServiceExt as _};
 
 use crate::{
+    auth::{Presented, Tokens},
     check::{BoxFuture, Stage, Staged},
     refusal::{Refusal, Respond, Responder},
     slots::hold_until_body_ends,
@@ -141,6 +142,8 @@ pub struct SessionsLayer {
     book: Arc<Mutex<Book>>,
     caps: SessionCaps,
     responder: Responder,
+    /// The tokens whose revocations end the sessions they opened.
+    tokens: Option<Tokens>,
 }
 
 impl std::fmt::Debug for SessionsLayer {
@@ -152,6 +155,8 @@ impl std::fmt::Debug for SessionsLayer {
 /// One bound session.
 struct Bound {
     owner: Option<Principal>,
+    /// The digest of the token that opened it.
+    token: Option<[u8; 32]>,
     /// Requests in progress other than `GET` streams.
     calls: usize,
     /// `GET` streams open.
@@ -185,13 +190,20 @@ impl Book {
         }
     }
 
-    fn bind(&mut self, session: String, owner: Option<Principal>, now: Instant) {
+    fn bind(
+        &mut self,
+        session: String,
+        owner: Option<Principal>,
+        token: Option<[u8; 32]>,
+        now: Instant,
+    ) {
         if self.sessions.contains_key(&session) {
             return;
         }
         *self.held.entry(owner.clone()).or_default() += 1;
         let bound = Bound {
             owner,
+            token,
             calls: 0,
             streams: 0,
             last: now,
@@ -225,6 +237,17 @@ impl Book {
         let bound = self.unbind(&session)?;
         self.evict(session.clone());
         Some((session, bound.owner))
+    }
+
+    /// Closes every session a token in `revoked` opened.
+    fn close_revoked(&mut self, revoked: &[[u8; 32]]) -> Vec<Closing> {
+        let ids: Vec<String> = self
+            .sessions
+            .iter()
+            .filter(|(_, b)| b.token.is_some_and(|t| revoked.contains(&t)))
+            .map(|(id, _)| id.clone())
+            .collect();
+        ids.into_iter().filter_map(|id| self.close(id)).collect()
     }
 
     /// Drops `session`'s binding, not its place in `order`.
@@ -350,7 +373,16 @@ impl SessionsLayer {
             book: Arc::default(),
             caps: SessionCaps::new(),
             responder,
+            tokens: None,
         }
+    }
+
+    /// Ends the sessions a token opened once `tokens` no longer holds it
+    /// (its file was read again without it), on the next request.
+    #[must_use]
+    pub(crate) fn revoked_by(mut self, tokens: Tokens) -> Self {
+        self.tokens = Some(tokens);
+        self
     }
 
     /// Sets the caps. Defaults to [`SessionCaps::new`].
@@ -430,6 +462,17 @@ impl Stage for SessionsLayer {
     {
         let sessionless = sessionless(&request);
         let caller = request.extensions().get::<Principal>().cloned();
+        let token = request.extensions().get::<Presented>().map(|p| p.0);
+        let revoked = self
+            .tokens
+            .as_ref()
+            .map(Tokens::take_revoked)
+            .unwrap_or_default();
+        let mut closing = if revoked.is_empty() {
+            Vec::new()
+        } else {
+            self.book().close_revoked(&revoked)
+        };
         let session = request
             .headers()
             .get(SESSION_HEADER)
@@ -446,11 +489,10 @@ impl Stage for SessionsLayer {
         let deleting = request.method() == Method::DELETE;
         let now = Instant::now();
         // A POST without a session may open one (an `initialize`).
-        let mut closing = Vec::new();
         let mut opening = None;
         if session.is_none() && !sessionless && request.method() == Method::POST {
             match self.book().make_room(&caller, &self.caps, now) {
-                Ok(close) => closing = close,
+                Ok(close) => closing.extend(close),
                 Err(refusal) => {
                     tracing::debug!(%refusal, "refused: at a session cap");
                     return Box::pin(std::future::ready(Ok(self.responder.refuse(&refusal))));
@@ -476,7 +518,7 @@ impl Stage for SessionsLayer {
             // Closed before the new one opens, so its memory is free first.
             for close in closing {
                 if let Some(delete) = closing_request(&uri, host.as_ref(), close) {
-                    tracing::debug!("closing a session for room");
+                    tracing::debug!("closing a session: for room, or its token was revoked");
                     let _ = inner.call(delete).await;
                     let _ = inner.ready().await;
                 }
@@ -497,7 +539,9 @@ impl Stage for SessionsLayer {
                         .get(SESSION_HEADER)
                         .and_then(|v| v.to_str().ok());
                     if let Some(id) = issued {
-                        layer.book().bind(id.to_owned(), caller, Instant::now());
+                        layer
+                            .book()
+                            .bind(id.to_owned(), caller, token, Instant::now());
                     }
                 }
             }
@@ -539,6 +583,26 @@ mod tests {
         let mut r = r.body(Body::empty()).unwrap();
         r.extensions_mut().insert(Principal::new(who));
         r
+    }
+
+    #[test]
+    fn a_revoked_token_closes_the_sessions_it_opened_only() {
+        let mut book = Book::default();
+        let alice = Some(Principal::new("alice"));
+        let (old, new) = ([1u8; 32], [2u8; 32]);
+        book.bind("a-old".into(), alice.clone(), Some(old), Instant::now());
+        book.bind("a-new".into(), alice.clone(), Some(new), Instant::now());
+        book.bind(
+            "b".into(),
+            Some(Principal::new("bob")),
+            Some([3; 32]),
+            Instant::now(),
+        );
+        let closed = book.close_revoked(&[old]);
+        assert_eq!(closed, [("a-old".to_owned(), alice.clone())]);
+        assert!(!book.admits("a-old", alice.as_ref()));
+        assert!(book.admits("a-new", alice.as_ref()));
+        assert_eq!(book.total(), 2);
     }
 
     #[tokio::test]
@@ -693,7 +757,7 @@ mod tests {
             .total(1)
             .idle_timeout(Some(Duration::from_secs(60)));
         let long_ago = Instant::now();
-        book.bind("old".into(), Some(Principal::new("bob")), long_ago);
+        book.bind("old".into(), Some(Principal::new("bob")), None, long_ago);
         let later = long_ago + Duration::from_secs(61);
         let closing = book.make_room(&Some(Principal::new("alice")), &caps, later);
         assert_eq!(
@@ -707,7 +771,7 @@ mod tests {
         let mut book = Book::default();
         let alice = Some(Principal::new("alice"));
         for i in 0..=MAX_BOUND {
-            book.bind(format!("s-{i}"), alice.clone(), Instant::now());
+            book.bind(format!("s-{i}"), alice.clone(), None, Instant::now());
         }
         assert_eq!(book.sessions.len(), MAX_BOUND);
         assert!(!book.admits("s-0", alice.as_ref()), "evicted: refused");

@@ -350,10 +350,13 @@ def test_415_406_and_405_are_in_the_faces_own_shape(face, start):
 
 
 def test_a_changed_bearer_file_is_read_again_and_a_revoked_token_is_refused(face, start, tmp_path):
+    """A token taken out of the file is refused from the next request on, and
+    the sessions it opened end, even for the same principal's new token."""
     tokens = tmp_path / "tokens"
     tokens.write_text(f"{GOOD}=alice\n")
     _, port = start("--bearer-file", str(tokens), tokens=None)
     served(port, face)
+    session = open_session(port, face, GOOD) if face.mcp else None
     # Alice's token is replaced, by a rename as editors and secret mounts do.
     fresh = "fresh-token-0123456789"
     (tmp_path / "tokens.new").write_text(f"{fresh}=alice\n")
@@ -362,6 +365,14 @@ def test_a_changed_bearer_file_is_read_again_and_a_revoked_token_is_refused(face
     assert status == 401, status
     status, _, body = post(port, face, {"Authorization": f"Bearer {fresh}"})
     assert status == 200, (status, body)
+    if session is not None:
+        # The session the revoked token opened is gone: alice's own new
+        # token gets the unknown-session answer in it.
+        status, _, text = raw(port, face, fresh, session, PING)
+        assert status == 404, (status, text)
+        fresh_session = open_session(port, face, fresh)
+        status, _, text = raw(port, face, fresh, fresh_session, PING)
+        assert status == 200 and '"result"' in text, (status, text)
 
 
 class Reconnecting:
