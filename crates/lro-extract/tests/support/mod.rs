@@ -67,14 +67,19 @@ pub fn offload_memories(
 ) -> Offloaded {
     let corpus = Corpus::generate(size, seed);
     let text = Corpus::to_json_array(corpus.memories(), detail);
-    let set = RecordSet::from_text(&text);
+    offload_array(dir, operation, &text, detail)
+}
+
+/// Offloads the JSON array `text`, serialized at `detail`.
+fn offload_array(dir: &Path, operation: &str, text: &str, detail: Detail) -> Offloaded {
+    let set = RecordSet::from_text(text);
     let mut input = OffloadInput::new(operation, operation, &set, text.len() / 4);
     input.detail = Some(detail);
     let out = Offloader::new(dir).offload(input, &|| false).unwrap();
     Offloaded {
         path: out.result.path,
         recipes: out.recipes,
-        records: serde_json::from_str(&text).unwrap(),
+        records: serde_json::from_str(text).unwrap(),
     }
 }
 
@@ -103,16 +108,12 @@ pub fn jq_stdout(file: &Path, args: &[String]) -> String {
 /// Offloads `records`, of any shape, as one JSON array serialized at
 /// `detail`.
 pub fn offload(dir: &Path, operation: &str, records: &[Value], detail: Detail) -> Offloaded {
-    let text = serde_json::to_string(records).unwrap();
-    let set = RecordSet::from_text(&text);
-    let mut input = OffloadInput::new(operation, operation, &set, text.len() / 4);
-    input.detail = Some(detail);
-    let out = Offloader::new(dir).offload(input, &|| false).unwrap();
-    Offloaded {
-        path: out.result.path,
-        recipes: out.recipes,
-        records: records.to_vec(),
-    }
+    offload_array(
+        dir,
+        operation,
+        &serde_json::to_string(records).unwrap(),
+        detail,
+    )
 }
 
 /// Offloads the JSON text of a tool's result as the layer does, with the
