@@ -326,3 +326,18 @@ fn the_issues_shapes_fit() {
     jq_is_1_6();
     check_recipes(&root, &shapes[5].1).unwrap();
 }
+
+/// A scalar before records with a string array (the proptest's find,
+/// `[false, {…"tags": [...]}]`): the distinct-values recipe reads the array
+/// as `.tags?[]?`, so jq 1.6 stops at no record.
+#[test]
+fn a_scalar_before_records_with_a_string_array_stops_no_recipe() {
+    jq_is_1_6();
+    let tmp = tempfile::tempdir().unwrap();
+    let mut records = vec![json!(false)];
+    records.extend((0..12).map(|i| {
+        json!({"id": format!("m{i}"), "title": "t", "namespace": "_semantic", "content": "c",
+            "provenance": {"confidence": 0.9}, "created": "2026-01-01T00:00:00Z", "tags": ["a"]})
+    }));
+    check_recipes(&root(tmp.path()), &serde_json::to_string(&records).unwrap()).unwrap();
+}

@@ -333,7 +333,7 @@ pub(super) fn recipes(sample: &[Value]) -> Vec<Recipe> {
         .or_else(|| {
             f.string_array
                 .as_ref()
-                .map(|(field, _)| (field, format!("{}[]?", path(field))))
+                .map(|(field, _)| (field, format!("{}[]?", opt_path(field))))
         });
     let distinct = distinct.map(|(field, values)| {
         Recipe::new(
