@@ -48,7 +48,7 @@ use crate::{
 };
 
 /// Times a write at the total quota makes room before it is refused.
-const MAKE_ROOM_TRIES: usize = 3;
+const MAKE_ROOM_TRIES: usize = 8;
 
 /// What to offload.
 #[derive(Debug, Clone)]
@@ -331,7 +331,11 @@ impl Offloader {
             };
             // The principals over their share make room (see `quota`); a
             // few times, as writers that fit may take the room meanwhile.
+            // Nothing freed once may mean the room is there already (made
+            // by a writer at the same moment, not yet reserved): reserve
+            // again before giving up.
             let mut tries = 0;
+            let mut stalled = false;
             Some(loop {
                 match reserve() {
                     Err(full) if full.scope == QuotaScope::Total && tries < MAKE_ROOM_TRIES => {
@@ -339,8 +343,13 @@ impl Offloader {
                         let freed =
                             make_room(&root.ledger, root.dir.dir(), &self.quota, &key, bytes);
                         if freed.files == 0 {
-                            return Err(full.into());
+                            if stalled {
+                                return Err(full.into());
+                            }
+                            stalled = true;
+                            continue;
                         }
+                        stalled = false;
                         tracing::info!(
                             files = freed.files,
                             bytes = freed.bytes,
