@@ -15,8 +15,8 @@ use lro_core::{file::OffloadFileName, handle};
 use lro_store::{LocalStore, Store};
 use lro_tower::LroLayer;
 use rmcp::model::ClientConfig;
-use serde_json::{Value, json};
-use support::{Client, TestServer, call, config, connect_http_as, first_json, serve_http_as};
+use serde_json::json;
+use support::{TestServer, call, config, connect_http_as, extract, first_json, serve_http_as};
 use tokio_util::sync::CancellationToken;
 
 const PATIENCE: Duration = Duration::from_secs(60);
@@ -28,17 +28,6 @@ async fn replica(out: &Path, store: Arc<dyn Store>, ct: &CancellationToken) -> S
         .extract_isolation(())
         .store(store);
     serve_http_as(move || layer.wrap(TestServer::default()), false, ct).await
-}
-
-async fn extract(client: &Client, args: Value) -> (String, bool) {
-    let r = call(client, "lro_extract", args).await;
-    let text = r
-        .content
-        .iter()
-        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
-        .collect::<Vec<_>>()
-        .join("\n");
-    (text, r.is_error == Some(true))
 }
 
 fn files_under(dir: &Path) -> Vec<std::path::PathBuf> {

@@ -16,22 +16,11 @@ use lro_store::{Key, RemoteStore, Store, StoreConfig};
 use lro_tower::LroLayer;
 use rmcp::model::ClientConfig;
 use serde_json::{Value, json};
-use support::{Client, TestServer, call, config, connect_http_as, first_json, serve_http_as};
+use support::{TestServer, call, config, connect_http_as, extract, first_json, serve_http_as};
 use tokio_util::sync::CancellationToken;
 
 const PATIENCE: Duration = Duration::from_secs(90);
 const ALICE: &str = "alice@example.test";
-
-async fn extract(client: &Client, args: Value) -> (String, bool) {
-    let r = call(client, "lro_extract", args).await;
-    let text = r
-        .content
-        .iter()
-        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
-        .collect::<Vec<_>>()
-        .join("\n");
-    (text, r.is_error == Some(true))
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_damaged_object_is_never_answered_from_and_the_next_part_names_the_handle() {

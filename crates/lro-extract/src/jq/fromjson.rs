@@ -433,16 +433,7 @@ mod tests {
             ("NaN", "null"),
         ] {
             let v = parse(text.as_bytes()).unwrap();
-            let mut out = Vec::new();
-            super::super::convert::write_json(
-                &mut out,
-                &v,
-                0,
-                usize::MAX,
-                &super::super::originals::NoOriginals,
-            )
-            .unwrap();
-            assert_eq!(String::from_utf8(out).unwrap(), want, "{text}");
+            assert_eq!(super::super::message::dump(&v), want, "{text}");
         }
     }
 }

@@ -156,7 +156,8 @@ pub(crate) fn kind(v: &Val) -> &'static str {
     }
 }
 
-fn dump(v: &Val) -> String {
+/// A value as jq prints it, for an error's text (and the unit tests).
+pub(super) fn dump(v: &Val) -> String {
     let mut out = Vec::new();
     // Only a value nested past the render limit fails: say so instead.
     match write_json(&mut out, v, 0, usize::MAX, &NoOriginals) {

@@ -251,6 +251,19 @@ pub async fn call(client: &Client, tool: &str, args: Value) -> CallToolResult {
     client.call_tool(params).await.expect("tool call succeeds")
 }
 
+/// `lro_extract` with `args`: the answer's text blocks joined, and whether
+/// it is a tool error.
+pub async fn extract(client: &Client, args: Value) -> (String, bool) {
+    let r = call(client, "lro_extract", args).await;
+    let text = r
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect::<Vec<_>>()
+        .join("\n");
+    (text, r.is_error == Some(true))
+}
+
 pub fn config(dir: &Path, threshold: u32) -> OffloadConfig {
     OffloadConfig::default()
         .output_dir(dir)
