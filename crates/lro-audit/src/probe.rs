@@ -215,9 +215,9 @@ mod tests {
         assert_eq!(
             names,
             [
-                r#"recall_memories({"detail":"light","query":"the"})"#,
-                r#"recall_memories({"detail":"medium","query":"the"})"#,
-                r#"recall_memories({"detail":"full","query":"the"})"#,
+                r#"recall_memories({"query":"the","detail":"light"})"#,
+                r#"recall_memories({"query":"the","detail":"medium"})"#,
+                r#"recall_memories({"query":"the","detail":"full"})"#,
                 r#"inject_context({"query":"the"})"#,
             ]
         );

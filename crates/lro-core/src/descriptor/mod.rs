@@ -320,12 +320,12 @@ mod tests {
         assert_eq!(
             keys,
             [
-                "file_path",
-                "guidance",
-                "jq_recipes",
-                "line_schema",
                 "offloaded",
-                "summary"
+                "summary",
+                "file_path",
+                "line_schema",
+                "jq_recipes",
+                "guidance"
             ]
         );
         assert_eq!(v["summary"]["score_range"], serde_json::json!([0.5, 0.9]));

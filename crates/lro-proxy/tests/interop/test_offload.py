@@ -30,6 +30,7 @@ async def _session(tmp: Path, out: Path) -> dict:
         with anyio.fail_after(PROMPT_S * 3):
             big = await session.call_tool("big_json", {"n": BIG_N})
             log = await session.call_tool("long_log", {"lines": LOG_LINES})
+            ordered = await session.call_tool("ordered", {"n": BIG_N})
             big_desc = descriptor(big)
             path = big_desc["file_path"]
             extract = {
@@ -43,7 +44,7 @@ async def _session(tmp: Path, out: Path) -> dict:
             notice = texts(extract["recipe1"])[-1]
             nxt = json.loads(notice[notice.index("{") :]) if "next part" in notice else None
             extract["recipe1_next"] = await session.call_tool("lro_extract", nxt) if nxt else None
-        return {"big": big, "log": log, "extract": extract, "next_args": nxt, "stderr": proc.stderr()}
+        return {"big": big, "log": log, "ordered": ordered, "extract": extract, "next_args": nxt, "stderr": proc.stderr()}
 
 
 @pytest.fixture(scope="module")
@@ -187,3 +188,9 @@ async def test_a_result_over_64_mib_passes_the_stdio_child_transport(tmp_path):
     path = Path(desc["file_path"])
     assert path.parent == out
     assert path.stat().st_size > 64 << 20, path.stat().st_size
+
+
+def test_structured_records_keep_the_upstream_key_order(offloaded):
+    _, records = records_of(descriptor(offloaded["ordered"]))
+    assert len(records) == BIG_N
+    assert all(list(r) == ["t", "id", "a"] and list(r["a"]) == ["z", "b"] for r in records), records[0]

@@ -24,7 +24,7 @@ from testkit.waiting import PROMPT_S, await_until
 
 # The same calls, made once straight to the fixture and once through the
 # proxy; the tests below compare the two transcripts (raw JSON-RPC answers).
-SMALL_CALLS = [("short", {}), ("big_json", {"n": 3}), ("long_log", {"lines": 3})]
+SMALL_CALLS = [("short", {}), ("big_json", {"n": 3}), ("long_log", {"lines": 3}), ("ordered", {"n": 2})]
 
 
 async def _transcript(argv: list[str], env: dict[str, str], err: Path) -> dict:
@@ -91,6 +91,14 @@ def test_small_results_equal_direct(transcripts, name):
     want, got, out = transcripts
     assert got["calls"][name] == want["calls"][name]
     assert not list(out.iterdir()), "a small result must not be offloaded"
+
+
+def test_structured_results_keep_their_key_order(transcripts):
+    # Dict equality ignores order; the model reads the JSON as written.
+    want, got, _ = transcripts
+    keep = got["calls"]["ordered"]["structuredContent"]
+    assert json.dumps(keep) == json.dumps(want["calls"]["ordered"]["structuredContent"])
+    assert list(keep) == ["zeta", "items", "alpha"] and list(keep["items"][0]["a"]) == ["z", "b"]
 
 
 def test_upstream_error_keeps_code_and_message(transcripts):

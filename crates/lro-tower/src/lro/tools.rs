@@ -227,11 +227,24 @@ impl Listing {
 
 /// An output schema that also admits the offload descriptor, so clients that
 /// validate structured content accept an offloaded result.
+///
+/// The schema's definitions (`$defs`, `definitions`) and `$schema` move to
+/// the new root: references such as pydantic's `#/$defs/Item` resolve from
+/// the document's root, which the upstream's schema no longer is.
 fn relax_output_schema(schema: &JsonObject) -> JsonObject {
-    let relaxed = serde_json::json!({
-        "type": "object",
-        "anyOf": [
-            serde_json::Value::Object(schema.clone()),
+    const HOISTED: [&str; 3] = ["$schema", "$defs", "definitions"];
+    let mut upstream = schema.clone();
+    let mut relaxed = JsonObject::new();
+    for key in HOISTED {
+        if let Some(value) = upstream.remove(key) {
+            relaxed.insert(key.to_owned(), value);
+        }
+    }
+    relaxed.insert("type".to_owned(), "object".into());
+    relaxed.insert(
+        "anyOf".to_owned(),
+        serde_json::json!([
+            upstream,
             {
                 "type": "object",
                 "required": ["offloaded", "file_path"],
@@ -240,17 +253,38 @@ fn relax_output_schema(schema: &JsonObject) -> JsonObject {
                     "file_path": {"type": "string"}
                 }
             }
-        ]
-    });
-    match relaxed {
-        serde_json::Value::Object(map) => map,
-        _ => unreachable!("json! object literal"),
-    }
+        ]),
+    );
+    relaxed
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn definitions_move_to_the_root_their_references_name() {
+        let schema = serde_json::json!({
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "type": "object",
+            "properties": {"items": {"type": "array", "items": {"$ref": "#/$defs/Item"}}},
+            "$defs": {"Item": {"type": "object"}},
+            "definitions": {"Old": {"type": "string"}}
+        });
+        let serde_json::Value::Object(schema) = schema else {
+            unreachable!()
+        };
+        let relaxed = relax_output_schema(&schema);
+        let keys: Vec<_> = relaxed.keys().map(String::as_str).collect();
+        assert_eq!(keys, ["$schema", "$defs", "definitions", "type", "anyOf"]);
+        assert_eq!(
+            relaxed["$defs"],
+            serde_json::json!({"Item": {"type": "object"}})
+        );
+        let upstream = &relaxed["anyOf"][0];
+        assert!(upstream.get("$defs").is_none() && upstream.get("definitions").is_none());
+        assert_eq!(upstream["properties"], schema["properties"]);
+    }
 
     #[test]
     fn only_tools_seen_with_an_output_schema_declare_one() {
