@@ -40,7 +40,7 @@ mod recipe;
 pub mod report;
 mod result;
 mod target;
-mod wire;
+mod negotiation;
 
 pub use audit::audit;
 pub use check::catalogue;
@@ -49,4 +49,4 @@ pub use error::AuditError;
 pub use probe::{Probe, ProbeError};
 pub use report::{Check, Report, Status};
 pub use target::Target;
-pub use wire::{UnknownWire, Wire, WireMode};
+pub use negotiation::{UnknownWire, Wire, WireMode};

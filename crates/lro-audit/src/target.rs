@@ -4,7 +4,7 @@
 //! audit needs, with the spec's `ATLATL_PROMPT__OFFLOAD__*` variables set;
 //! its stderr is kept, because that is one place the spec's events show.
 //! A [`Target::Url`] is a running server: the auditor only connects to it.
-//! Either is spoken to over the wire the audit asks for (`wire.rs`).
+//! Either is spoken to over the wire the audit asks for (`negotiation.rs`).
 
 use std::{
     ffi::OsString,
@@ -16,7 +16,7 @@ use std::{
 };
 
 use http::{HeaderName, HeaderValue};
-use lro_core::wire::{self, PROXY_EXTENSION};
+use lro_core::proxy_flag::{self, PROXY_EXTENSION};
 use rmcp::{
     RoleClient,
     model::{
@@ -36,7 +36,7 @@ use tokio::io::AsyncReadExt as _;
 use crate::{
     AuditError,
     probe::Call,
-    wire::{Wire, WireMode},
+    negotiation::{Wire, WireMode},
 };
 
 /// What to audit.
@@ -331,7 +331,7 @@ fn client_info(proxy: bool, wire: WireMode) -> ClientConfig {
     let mut caps = ClientCapabilities::default();
     if proxy {
         caps.extensions = Some(
-            [(PROXY_EXTENSION.to_owned(), wire::proxy_settings())]
+            [(PROXY_EXTENSION.to_owned(), proxy_flag::proxy_settings())]
                 .into_iter()
                 .collect(),
         );
@@ -403,11 +403,11 @@ fn flag_initialize(message: ClientJsonRpcMessage) -> ClientJsonRpcMessage {
     if let ClientRequest::InitializeRequest(init) = &request.request
         && let Ok(mut params) = serde_json::to_value(&init.params)
     {
-        wire::mark_proxy_client_info(&mut params);
+        proxy_flag::mark_proxy_client_info(&mut params);
         request.request =
             ClientRequest::CustomRequest(CustomRequest::new("initialize", Some(params)));
     } else {
-        wire::mark_proxy_meta(request.request.get_meta_mut());
+        proxy_flag::mark_proxy_meta(request.request.get_meta_mut());
     }
     JsonRpcMessage::Request(request)
 }
@@ -462,11 +462,11 @@ mod tests {
         );
         let sent = serde_json::to_value(flag_initialize(message)).unwrap();
         assert_eq!(
-            sent["params"]["_meta"][wire::META_CLIENT_INFO]["proxy"],
+            sent["params"]["_meta"][proxy_flag::META_CLIENT_INFO]["proxy"],
             true
         );
         assert_eq!(
-            sent["params"]["_meta"][wire::META_CLIENT_INFO]["name"],
+            sent["params"]["_meta"][proxy_flag::META_CLIENT_INFO]["name"],
             "lro-audit"
         );
     }

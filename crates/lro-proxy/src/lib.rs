@@ -26,7 +26,7 @@
 //! ```
 //!
 //! The proxy declares itself a proxy to the upstream in both forms: the
-//! [`lro_core::wire::PROXY_EXTENSION`] client capability extension, which an
+//! [`lro_core::proxy_flag::PROXY_EXTENSION`] client capability extension, which an
 //! rmcp server can read, and the spec's `clientInfo.proxy: true`, added on
 //! the wire of both upstream transports because rmcp's `Implementation` type
 //! drops unknown keys.

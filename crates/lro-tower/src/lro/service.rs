@@ -25,7 +25,7 @@ use crate::scope::LroScope;
 /// Key of the client capability extension that marks an LRO proxy. A client
 /// that declares it with `{"proxy": true}` in `initialize` gets full results
 /// inline: it offloads them itself.
-pub use lro_core::wire::PROXY_EXTENSION;
+pub use lro_core::proxy_flag::PROXY_EXTENSION;
 
 /// Wraps a server handler `H` with Large Result Offloading.
 ///
@@ -107,7 +107,7 @@ fn is_proxy(cx: &RequestContext<RoleServer>) -> bool {
         .and_then(|caps| caps.extensions)
         .and_then(|ext| {
             ext.get(PROXY_EXTENSION)
-                .map(lro_core::wire::is_proxy_settings)
+                .map(lro_core::proxy_flag::is_proxy_settings)
         })
         .unwrap_or(false)
 }
