@@ -53,12 +53,11 @@ mod shared;
 mod slots;
 mod telemetry;
 mod transport;
-mod upstream;
 pub mod watchdog;
 mod wire;
 
 pub use config::{DEFAULT_REQUEST_TIMEOUT, DEFAULT_SESSIONLESS_IDLE_TIMEOUT, ProxyConfig};
 pub use error::ProxyError;
+pub use lro_upstream::{Upstream, UpstreamError};
 pub use session::Proxy;
 pub use shared::ProxyShared;
-pub use upstream::Upstream;

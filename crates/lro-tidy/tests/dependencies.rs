@@ -362,3 +362,25 @@ fn the_memory_corpus_is_data_only_and_only_the_demo_uses_it() {
     }
     assert!(graph.reaches("memory-server", "lro-corpus"));
 }
+
+#[test]
+fn the_upstream_description_is_a_leaf_the_proxy_and_the_auditor_share() {
+    let graph = Graph::load();
+    // What `lro proxy` forwards to and `lro audit` judges is one type: a
+    // command or a URL, data only. It reaches no workspace crate, runtime or
+    // MCP, so sharing it shares no judgement.
+    let ours: Vec<&String> = graph.reach["lro-upstream"]
+        .iter()
+        .filter(|d| graph.members.contains(*d))
+        .collect();
+    assert!(ours.is_empty(), "lro-upstream depends on {ours:?}");
+    for forbidden in ["tokio", "rmcp"] {
+        assert!(
+            !graph.reaches("lro-upstream", forbidden),
+            "lro-upstream depends on {forbidden}"
+        );
+    }
+    for user in ["lro-proxy", "lro-audit"] {
+        assert!(graph.reaches(user, "lro-upstream"), "{user}");
+    }
+}
