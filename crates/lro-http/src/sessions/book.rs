@@ -1,19 +1,76 @@
 //! The book of bound sessions: who owns each, what is in progress in it,
-//! how many each principal holds, and which to close for room at a cap.
+//! how many each principal holds, and which to close for room at the caps
+//! ([`SessionCaps`]).
 
 use std::{
     collections::{HashMap, HashSet, VecDeque},
-    time::Instant,
+    time::{Duration, Instant},
 };
 
 use lro_core::principal::Principal;
 
-use super::{MAX_BOUND, SessionCaps};
 use crate::refusal::Refusal;
+
+/// Bindings kept at most; far above any face's session cap.
+pub const MAX_BOUND: usize = 65_536;
 
 /// Sessions expired at once by one newcomer, so none waits on thousands of
 /// `DELETE`s.
 const EXPIRE_AT_ONCE: usize = 64;
+
+/// How many sessions may be open, and when an idle one counts as ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SessionCaps {
+    /// Sessions open at once, all principals together.
+    pub total: usize,
+    /// Sessions one principal may hold open.
+    pub per_principal: usize,
+    /// A session with nothing in progress for this long is one the face
+    /// ends anyway (rmcp's keep-alive); at a cap it is closed for anyone.
+    pub idle_timeout: Option<Duration>,
+}
+
+impl Default for SessionCaps {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl SessionCaps {
+    /// No cap below [`MAX_BOUND`], no idle timeout.
+    #[must_use]
+    pub fn new() -> Self {
+        Self {
+            total: MAX_BOUND,
+            per_principal: MAX_BOUND,
+            idle_timeout: None,
+        }
+    }
+
+    /// Sets [`SessionCaps::total`] (1 to [`MAX_BOUND`]). Defaults to
+    /// [`MAX_BOUND`].
+    #[must_use]
+    pub fn total(mut self, n: usize) -> Self {
+        self.total = n.clamp(1, MAX_BOUND);
+        self
+    }
+
+    /// Sets [`SessionCaps::per_principal`] (at least 1). Defaults to
+    /// [`MAX_BOUND`].
+    #[must_use]
+    pub fn per_principal(mut self, n: usize) -> Self {
+        self.per_principal = n.max(1);
+        self
+    }
+
+    /// Sets [`SessionCaps::idle_timeout`]. Defaults to none.
+    #[must_use]
+    pub fn idle_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.idle_timeout = timeout;
+        self
+    }
+}
 
 /// One bound session.
 pub(super) struct Bound {
@@ -225,8 +282,6 @@ impl Book {
 
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
-
     use super::*;
 
     #[test]

@@ -39,7 +39,7 @@
 
 use std::{
     sync::{Arc, Mutex, PoisonError},
-    time::{Duration, Instant},
+    time::Instant,
 };
 
 use axum::body::Body;
@@ -48,6 +48,7 @@ use lro_core::principal::Principal;
 use tower::ServiceExt as _;
 
 use self::book::{Book, Closing};
+pub use self::book::{MAX_BOUND, SessionCaps};
 use crate::{
     auth::{Presented, Tokens},
     check::{BoxFuture, Inner, Stage, stage_layer},
@@ -59,8 +60,6 @@ mod book;
 
 /// The session header of the MCP streamable-HTTP transport.
 pub const SESSION_HEADER: &str = "mcp-session-id";
-/// Bindings kept at most; far above any face's session cap.
-pub const MAX_BOUND: usize = 65_536;
 
 /// The MCP version header, whose value says whether a request has sessions.
 const VERSION_HEADER: &str = "mcp-protocol-version";
@@ -76,60 +75,6 @@ fn sessionless<B>(request: &Request<B>) -> bool {
         .get(VERSION_HEADER)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|version| version >= FIRST_SESSIONLESS)
-}
-
-/// How many sessions may be open, and when an idle one counts as ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct SessionCaps {
-    /// Sessions open at once, all principals together.
-    pub total: usize,
-    /// Sessions one principal may hold open.
-    pub per_principal: usize,
-    /// A session with nothing in progress for this long is one the face
-    /// ends anyway (rmcp's keep-alive); at a cap it is closed for anyone.
-    pub idle_timeout: Option<Duration>,
-}
-
-impl Default for SessionCaps {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl SessionCaps {
-    /// No cap below [`MAX_BOUND`], no idle timeout.
-    #[must_use]
-    pub fn new() -> Self {
-        Self {
-            total: MAX_BOUND,
-            per_principal: MAX_BOUND,
-            idle_timeout: None,
-        }
-    }
-
-    /// Sets [`SessionCaps::total`] (1 to [`MAX_BOUND`]). Defaults to
-    /// [`MAX_BOUND`].
-    #[must_use]
-    pub fn total(mut self, n: usize) -> Self {
-        self.total = n.clamp(1, MAX_BOUND);
-        self
-    }
-
-    /// Sets [`SessionCaps::per_principal`] (at least 1). Defaults to
-    /// [`MAX_BOUND`].
-    #[must_use]
-    pub fn per_principal(mut self, n: usize) -> Self {
-        self.per_principal = n.max(1);
-        self
-    }
-
-    /// Sets [`SessionCaps::idle_timeout`]. Defaults to none.
-    #[must_use]
-    pub fn idle_timeout(mut self, timeout: Option<Duration>) -> Self {
-        self.idle_timeout = timeout;
-        self
-    }
 }
 
 /// The layer that binds sessions to principals and caps them; see the
