@@ -340,7 +340,8 @@ fn the_memory_corpus_is_data_only_and_only_the_demo_uses_it() {
     // The demo's memories are test and demo data: lro-corpus reaches no
     // workspace crate but lro-core (for `Detail`) and no runtime or MCP, and
     // no crate but the memory-server depends on it (lro-extract's tests and
-    // benches take it as a dev-dependency, which this graph leaves out).
+    // benches and lro-tower's benches take it as a dev-dependency, which this
+    // graph leaves out).
     let ours: Vec<&String> = graph.reach["lro-corpus"]
         .iter()
         .filter(|d| graph.members.contains(*d))
