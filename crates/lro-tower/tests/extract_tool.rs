@@ -235,17 +235,25 @@ impl ServerHandler for Shadowing {
     }
 }
 
-#[tokio::test]
-async fn a_server_that_drops_its_own_lro_extract_gets_the_layers_after_a_new_listing() {
-    let dir = tempfile::tempdir().unwrap();
+/// A [`Shadowing`] server, its own `lro_extract` on, behind the layer
+/// (whose own tools win when `own_tools_win`), and a client of it.
+async fn shadowed(dir: &std::path::Path, own_tools_win: bool) -> (Shadowing, Client) {
     let server = Shadowing::default();
     server.own.store(true, Ordering::Relaxed);
     let client = connect(
-        LroLayer::new(config(dir.path(), 500))
+        LroLayer::new(config(dir, 500))
             .extract_isolation(())
+            .own_tools_win(own_tools_win)
             .wrap(server.clone()),
     )
     .await;
+    (server, client)
+}
+
+#[tokio::test]
+async fn a_server_that_drops_its_own_lro_extract_gets_the_layers_after_a_new_listing() {
+    let dir = tempfile::tempdir().unwrap();
+    let (server, client) = shadowed(dir.path(), false).await;
     let extract_descriptions = || async {
         let tools = client.list_all_tools().await.unwrap();
         tools
@@ -290,15 +298,7 @@ async fn a_server_that_drops_its_own_lro_extract_gets_the_layers_after_a_new_lis
 #[tokio::test]
 async fn when_the_layers_tools_win_the_servers_own_lro_extract_is_hidden() {
     let dir = tempfile::tempdir().unwrap();
-    let server = Shadowing::default();
-    server.own.store(true, Ordering::Relaxed);
-    let client = connect(
-        LroLayer::new(config(dir.path(), 500))
-            .extract_isolation(())
-            .own_tools_win(true)
-            .wrap(server.clone()),
-    )
-    .await;
+    let (_server, client) = shadowed(dir.path(), true).await;
     let tools = client.list_all_tools().await.unwrap();
     let extracts: Vec<_> = tools.iter().filter(|t| t.name == EXTRACT_TOOL).collect();
     assert_eq!(extracts.len(), 1, "{tools:?}");
