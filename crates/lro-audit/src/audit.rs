@@ -24,7 +24,7 @@ use std::{
 use serde_json::{Map, Value};
 
 use crate::{
-    AuditConfig, AuditError, Report,
+    AuditConfig, AuditError, Report, Upstream,
     check::Judged,
     events::{self, Samples},
     evidence::{
@@ -32,7 +32,7 @@ use crate::{
     },
     probe::{self, Call},
     recipe, result,
-    target::{Launch, Opening, Outcome, Session, Target},
+    target::{Launch, Opening, Outcome, Session},
 };
 
 /// A threshold no result reaches: everything is inline.
@@ -48,7 +48,7 @@ const POLL: Duration = Duration::from_millis(100);
 ///
 /// [`AuditError::Unreachable`] when the target cannot be launched or
 /// reached at all; every later failure is a check's evidence instead.
-pub async fn audit(target: &Target, cfg: &AuditConfig) -> Result<Report, AuditError> {
+pub async fn audit(target: &Upstream, cfg: &AuditConfig) -> Result<Report, AuditError> {
     let scratch = tempfile::Builder::new()
         .prefix("lro-audit-")
         .tempdir()
@@ -99,7 +99,7 @@ pub async fn audit(target: &Target, cfg: &AuditConfig) -> Result<Report, AuditEr
 }
 
 struct Run<'a> {
-    target: &'a Target,
+    target: &'a Upstream,
     cfg: &'a AuditConfig,
     scratch: &'a Path,
     ev: Evidence,

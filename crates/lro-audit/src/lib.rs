@@ -13,10 +13,10 @@
 //! level proven and what blocked the next one.
 //!
 //! ```no_run
-//! use lro_audit::{AuditConfig, Target, audit};
+//! use lro_audit::{AuditConfig, Upstream, audit};
 //!
 //! # async fn run() -> Result<(), lro_audit::AuditError> {
-//! let target = Target::command("python3", ["my_server.py"]);
+//! let target = Upstream::command("python3", ["my_server.py"]);
 //! let report = audit(&target, &AuditConfig::new()).await?;
 //! println!("{}", report.to_table());
 //! assert!(report.level() >= 2, "{}", report.verdict());
@@ -35,18 +35,18 @@ mod config;
 mod error;
 mod events;
 mod evidence;
+mod negotiation;
 mod probe;
 mod recipe;
 pub mod report;
 mod result;
 mod target;
-mod wire;
 
 pub use audit::audit;
 pub use check::catalogue;
 pub use config::AuditConfig;
 pub use error::AuditError;
+pub use lro_upstream::Upstream;
+pub use negotiation::{UnknownWire, Wire, WireMode};
 pub use probe::{Probe, ProbeError};
 pub use report::{Check, Report, Status};
-pub use target::Target;
-pub use wire::{UnknownWire, Wire, WireMode};

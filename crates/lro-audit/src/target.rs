@@ -1,22 +1,22 @@
-//! What is audited, and one MCP client session with it.
+//! One MCP client session with the target (an [`Upstream`]).
 //!
-//! A [`Target::Command`] is launched afresh for every configuration the
-//! audit needs, with the spec's `ATLATL_PROMPT__OFFLOAD__*` variables set;
-//! its stderr is kept, because that is one place the spec's events show.
-//! A [`Target::Url`] is a running server: the auditor only connects to it.
-//! Either is spoken to over the wire the audit asks for (`wire.rs`).
+//! An [`Upstream::Command`] is launched afresh for every configuration the
+//! audit needs, with the spec's `ATLATL_PROMPT__OFFLOAD__*` variables set
+//! after its own `env` (so it cannot replace them) and this project's
+//! cleanup-schedule knob before it (so it can); its stderr is kept, because
+//! that is one place the spec's events show. An [`Upstream::Http`] is a
+//! running server: the auditor only connects to it. Either is spoken to
+//! over the wire the audit asks for (`negotiation.rs`).
 
 use std::{
-    ffi::OsString,
-    fmt,
     path::PathBuf,
     process::Stdio,
     sync::{Arc, Mutex},
     time::Duration,
 };
 
-use http::{HeaderName, HeaderValue};
-use lro_core::wire::{self, PROXY_EXTENSION};
+use lro_core::proxy_flag::{self, PROXY_EXTENSION};
+use lro_upstream::Upstream;
 use rmcp::{
     RoleClient,
     model::{
@@ -35,116 +35,9 @@ use tokio::io::AsyncReadExt as _;
 
 use crate::{
     AuditError,
+    negotiation::{Wire, WireMode},
     probe::Call,
-    wire::{Wire, WireMode},
 };
-
-/// What to audit.
-#[derive(Clone)]
-#[non_exhaustive]
-pub enum Target {
-    /// A stdio server, launched as many times as the audit needs.
-    Command {
-        /// The program.
-        program: OsString,
-        /// Its arguments.
-        args: Vec<OsString>,
-        /// Extra environment: an implementation's own knobs.
-        env: Vec<(OsString, OsString)>,
-    },
-    /// A running streamable-HTTP server.
-    Url {
-        /// The endpoint, e.g. `http://127.0.0.1:8080/mcp`.
-        url: String,
-        /// Headers sent with every request.
-        headers: Vec<(HeaderName, HeaderValue)>,
-    },
-}
-
-impl Target {
-    /// A stdio server run as `program args…`.
-    pub fn command<I, A>(program: impl Into<OsString>, args: I) -> Self
-    where
-        I: IntoIterator<Item = A>,
-        A: Into<OsString>,
-    {
-        Self::Command {
-            program: program.into(),
-            args: args.into_iter().map(Into::into).collect(),
-            env: Vec::new(),
-        }
-    }
-
-    /// A streamable-HTTP server at `url`.
-    pub fn url(url: impl Into<String>) -> Self {
-        Self::Url {
-            url: url.into(),
-            headers: Vec::new(),
-        }
-    }
-
-    /// Adds an environment variable for a launched server; a URL target
-    /// ignores it. Variables given here come after the auditor's own
-    /// cleanup-schedule knob (so they can replace it) and before the spec's
-    /// four `ATLATL_PROMPT__OFFLOAD__*` variables (so they cannot).
-    #[must_use]
-    pub fn env(mut self, key: impl Into<OsString>, value: impl Into<OsString>) -> Self {
-        if let Self::Command { env, .. } = &mut self {
-            env.push((key.into(), value.into()));
-        }
-        self
-    }
-
-    /// Adds a header sent with every request to a URL target; a command
-    /// target ignores it.
-    #[must_use]
-    pub fn header(mut self, name: HeaderName, value: HeaderValue) -> Self {
-        if let Self::Url { headers, .. } = &mut self {
-            headers.push((name, value));
-        }
-        self
-    }
-
-    /// Whether the auditor launches the target (and so controls its
-    /// configuration and sees its stderr).
-    pub fn is_launched(&self) -> bool {
-        matches!(self, Self::Command { .. })
-    }
-}
-
-impl fmt::Display for Target {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Command { program, args, .. } => {
-                f.write_str(&program.to_string_lossy())?;
-                for arg in args {
-                    write!(f, " {}", arg.to_string_lossy())?;
-                }
-                Ok(())
-            }
-            // The query and user info may hold credentials.
-            Self::Url { url, .. } => {
-                let end = url.find(['?', '#']).unwrap_or(url.len());
-                let shown = &url[..end];
-                match shown.split_once("://").and_then(|(s, rest)| {
-                    rest.split_once('@')
-                        .filter(|(info, _)| !info.contains('/'))
-                        .map(|(_, host)| (s, host))
-                }) {
-                    Some((scheme, host)) => write!(f, "{scheme}://…@{host}"),
-                    None => f.write_str(shown),
-                }
-            }
-        }
-    }
-}
-
-impl fmt::Debug for Target {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // Header values and environment values may be secrets.
-        write!(f, "Target({self})")
-    }
-}
 
 /// The configuration a launched target gets, through the spec's variables.
 #[derive(Debug, Clone)]
@@ -197,7 +90,7 @@ impl Session {
     /// Launches (or connects to) the target and starts the session over
     /// the wire `how` asks for.
     pub(crate) async fn open(
-        target: &Target,
+        target: &Upstream,
         launch: Option<&Launch>,
         how: Opening,
     ) -> Result<Self, AuditError> {
@@ -214,7 +107,7 @@ impl Session {
         };
         let serving = async {
             match target {
-                Target::Command { program, args, env } => {
+                Upstream::Command { program, args, env } => {
                     let mut cmd = tokio::process::Command::new(program);
                     cmd.args(args).env(schedule_knob(), EVERY_SECOND);
                     cmd.envs(env.iter().map(|(k, v)| (k, v)));
@@ -240,7 +133,7 @@ impl Session {
                         .await
                         .map_err(|e| unreachable(format!("{} failed: {e}", start(wire))))
                 }
-                Target::Url { url, headers } => {
+                Upstream::Http { url, headers } => {
                     let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
                     config.custom_headers = headers.iter().cloned().collect();
                     let transport = StreamableHttpClientTransport::from_config(config);
@@ -331,7 +224,7 @@ fn client_info(proxy: bool, wire: WireMode) -> ClientConfig {
     let mut caps = ClientCapabilities::default();
     if proxy {
         caps.extensions = Some(
-            [(PROXY_EXTENSION.to_owned(), wire::proxy_settings())]
+            [(PROXY_EXTENSION.to_owned(), proxy_flag::proxy_settings())]
                 .into_iter()
                 .collect(),
         );
@@ -403,11 +296,11 @@ fn flag_initialize(message: ClientJsonRpcMessage) -> ClientJsonRpcMessage {
     if let ClientRequest::InitializeRequest(init) = &request.request
         && let Ok(mut params) = serde_json::to_value(&init.params)
     {
-        wire::mark_proxy_client_info(&mut params);
+        proxy_flag::mark_proxy_client_info(&mut params);
         request.request =
             ClientRequest::CustomRequest(CustomRequest::new("initialize", Some(params)));
     } else {
-        wire::mark_proxy_meta(request.request.get_meta_mut());
+        proxy_flag::mark_proxy_meta(request.request.get_meta_mut());
     }
     JsonRpcMessage::Request(request)
 }
@@ -415,14 +308,6 @@ fn flag_initialize(message: ClientJsonRpcMessage) -> ClientJsonRpcMessage {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn display_hides_credentials() {
-        let t = Target::url("https://user:pw@example.test/mcp?token=x");
-        assert_eq!(t.to_string(), "https://…@example.test/mcp");
-        let t = Target::command("python3", ["server.py"]).env("SECRET", "s3cret");
-        assert_eq!(format!("{t:?}"), "Target(python3 server.py)");
-    }
 
     #[test]
     fn the_specs_variable_names() {
@@ -462,11 +347,11 @@ mod tests {
         );
         let sent = serde_json::to_value(flag_initialize(message)).unwrap();
         assert_eq!(
-            sent["params"]["_meta"][wire::META_CLIENT_INFO]["proxy"],
+            sent["params"]["_meta"][proxy_flag::META_CLIENT_INFO]["proxy"],
             true
         );
         assert_eq!(
-            sent["params"]["_meta"][wire::META_CLIENT_INFO]["name"],
+            sent["params"]["_meta"][proxy_flag::META_CLIENT_INFO]["name"],
             "lro-audit"
         );
     }

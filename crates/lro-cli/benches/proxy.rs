@@ -152,6 +152,15 @@ impl Session {
     }
 }
 
+/// Panics unless `result` is an offload descriptor.
+fn assert_offloaded(result: &CallToolResult) {
+    let text = &result.content[0].as_text().unwrap().text;
+    assert!(
+        text.contains("\"offloaded\":true"),
+        "not offloaded: {text:.200}"
+    );
+}
+
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() - 1) as f64 * p).round() as usize]
 }
@@ -342,13 +351,7 @@ async fn main() {
         let t = Instant::now();
         let r = metered.call("blob", ten.clone()).await;
         p_big.push(t.elapsed());
-        assert!(
-            r.content[0]
-                .as_text()
-                .unwrap()
-                .text
-                .contains("\"offloaded\":true")
-        );
+        assert_offloaded(&r);
         let t = Instant::now();
         bypass.call("blob", ten.clone()).await;
         b_big.push(t.elapsed());
@@ -388,13 +391,7 @@ async fn main() {
     let t = Instant::now();
     let r = hundred.call("blob", json!({"bytes": 100_000_000})).await;
     let took = t.elapsed();
-    assert!(
-        r.content[0]
-            .as_text()
-            .unwrap()
-            .text
-            .contains("\"offloaded\":true")
-    );
+    assert_offloaded(&r);
     let (peak, _) = memory(hundred.pid());
     println!(
         "| 100 MB result: proxy peak RSS (VmHWM), end to end {} | | {:.0} MB (before: {:.0} MB) | {:.2}× the JSON-RPC line ({:.0} MB) |",

@@ -18,8 +18,7 @@
 use std::{path::PathBuf, time::Duration};
 
 use clap::Args;
-use lro_audit::{AuditConfig, Probe, Report, Target, WireMode};
-use lro_proxy::Upstream;
+use lro_audit::{AuditConfig, Probe, Report, Upstream, WireMode};
 
 use crate::{
     error::CliError,
@@ -92,7 +91,7 @@ impl AuditArgs {
     /// # Errors
     ///
     /// A usage error naming the flag.
-    pub fn target(&self, env: impl Fn(&str) -> Option<String>) -> Result<Target, CliError> {
+    pub fn target(&self, env: impl Fn(&str) -> Option<String>) -> Result<Upstream, CliError> {
         match (&self.server.url, self.server.command.split_first()) {
             (Some(url), _) => {
                 if !self.env.is_empty() {
@@ -103,14 +102,7 @@ impl AuditArgs {
                 }
                 // The proxy's parsing: the same header rules and `${VAR}`
                 // expansion, values never echoed.
-                let upstream = http_upstream(url, &self.server.headers, env)?;
-                let mut target = Target::url(url);
-                if let Upstream::Http { headers, .. } = upstream {
-                    for (name, value) in headers {
-                        target = target.header(name, value);
-                    }
-                }
-                Ok(target)
+                http_upstream(url, &self.server.headers, env)
             }
             (None, _) if !self.server.headers.is_empty() => Err(CliError::Usage(
                 "--header: headers go to a URL target; add --url".into(),
@@ -118,7 +110,7 @@ impl AuditArgs {
             (None, Some((program, args))) => Ok(self
                 .env
                 .iter()
-                .fold(Target::command(program, args), |t, (k, v)| t.env(k, v))),
+                .fold(Upstream::command(program, args), |t, (k, v)| t.env(k, v))),
             (None, None) => Err(CliError::Usage(
                 "name the target: `lro audit -- COMMAND [ARGS]` or `lro audit --url URL`".into(),
             )),

@@ -461,73 +461,59 @@ fn result_digest(path: &std::path::Path) -> String {
     crate::principal::short_digest(name.as_deref().unwrap_or_default())
 }
 
+/// A `tracing` event at `$level` for `event`: `event = event.name()`, then
+/// the fields listed, in order, then `$message`. A field alone is the
+/// event's own (`records` is `records = e.records`); `name = value` and
+/// `name = %value` are as in `tracing`.
+macro_rules! trace_event {
+    ($level:ident, $event:expr, $message:literal, $e:ident: $($fields:tt)*) => {
+        trace_event!(@fields $level, $event, $message, $e, [] $($fields)*)
+    };
+    (@fields $level:ident, $event:expr, $message:literal, $e:ident, [$($out:tt)*]
+        $field:ident = % $value:expr $(, $($rest:tt)*)?) => {
+        trace_event!(@fields $level, $event, $message, $e, [$($out)* $field = %$value,] $($($rest)*)?)
+    };
+    (@fields $level:ident, $event:expr, $message:literal, $e:ident, [$($out:tt)*]
+        $field:ident = $value:expr $(, $($rest:tt)*)?) => {
+        trace_event!(@fields $level, $event, $message, $e, [$($out)* $field = $value,] $($($rest)*)?)
+    };
+    (@fields $level:ident, $event:expr, $message:literal, $e:ident, [$($out:tt)*]
+        $field:ident $(, $($rest:tt)*)?) => {
+        trace_event!(@fields $level, $event, $message, $e, [$($out)* $field = $e.$field,] $($($rest)*)?)
+    };
+    (@fields $level:ident, $event:expr, $message:literal, $e:ident, [$($out:tt)*]) => {
+        tracing::$level!(event = $event.name(), $($out)* $message)
+    };
+}
+
 // Result names and paths stay out of these (see `result_digest`): an INFO
 // event inside a span is also exported as a span event.
 fn trace(event: &LroEvent) {
     match event {
         // One per tool call: the span carries the same facts, so keep it quiet.
-        LroEvent::ToolResult(e) => tracing::debug!(
-            event = "tool_result",
-            tool = %e.tool,
-            outcome = e.outcome.as_str(),
-            estimated_tokens = e.estimated_tokens,
-            records = e.records,
-            "tool result"
-        ),
-        LroEvent::Offloaded(e) => tracing::info!(
-            event = "offloaded",
-            tool = %e.tool,
-            operation = %e.operation,
-            result = %result_digest(&e.path),
-            records = e.records,
-            bytes = e.bytes,
-            estimated_tokens = e.estimated_tokens,
-            descriptor_tokens = e.descriptor_tokens,
-            write_ms = e.write_duration.as_secs_f64() * 1e3,
-            "result offloaded"
-        ),
+        LroEvent::ToolResult(e) => trace_event!(debug, event, "tool result", e:
+            tool = %e.tool, outcome = e.outcome.as_str(), estimated_tokens, records),
+        LroEvent::Offloaded(e) => trace_event!(info, event, "result offloaded", e:
+            tool = %e.tool, operation = %e.operation, result = %result_digest(&e.path),
+            records, bytes, estimated_tokens, descriptor_tokens,
+            write_ms = e.write_duration.as_secs_f64() * 1e3),
         // A failed write is recovered by the truncation fallback: a warning,
         // not an error. Its `reason` only: the error's text names the temp
         // file, and so the result (it goes to the event sink).
-        LroEvent::OffloadWriteFailed(e) => tracing::warn!(
-            event = "offload_write_failed",
-            tool = %e.tool,
-            operation = %e.operation,
-            reason = e.reason.as_str(),
-            records_total = e.records_total,
-            records_kept = e.records_kept,
-            "offload write failed; returned truncated inline result"
-        ),
-        LroEvent::OffloadFileExpired(e) => tracing::info!(
-            event = "offload_file_expired",
-            result = %result_digest(&e.path),
-            age_s = e.age.as_secs(),
-            ttl_s = e.ttl.as_secs(),
-            bytes = e.bytes,
-            reason = e.reason.as_str(),
-            "offload file expired"
-        ),
-        LroEvent::CleanupCompleted(e) => tracing::info!(
-            event = "cleanup_completed",
-            scanned = e.scanned,
-            deleted = e.deleted,
-            temp_removed = e.temp_removed,
-            bytes_freed = e.bytes_freed,
-            files_remaining = e.files_remaining,
-            bytes_remaining = e.bytes_remaining,
-            errors = e.errors,
-            duration_ms = e.duration.as_secs_f64() * 1e3,
-            "offload cleanup completed"
-        ),
-        LroEvent::Extracted(e) => tracing::info!(
-            event = "extracted",
-            mode = e.mode.as_str(),
-            outcome = e.outcome.as_str(),
-            result = %result_digest(&e.path),
-            results = e.results,
-            duration_ms = e.duration.as_secs_f64() * 1e3,
-            "extraction ran"
-        ),
+        LroEvent::OffloadWriteFailed(e) => trace_event!(warn, event,
+            "offload write failed; returned truncated inline result", e:
+            tool = %e.tool, operation = %e.operation, reason = e.reason.as_str(),
+            records_total, records_kept),
+        LroEvent::OffloadFileExpired(e) => trace_event!(info, event, "offload file expired", e:
+            result = %result_digest(&e.path), age_s = e.age.as_secs(), ttl_s = e.ttl.as_secs(),
+            bytes, reason = e.reason.as_str()),
+        LroEvent::CleanupCompleted(e) => trace_event!(info, event, "offload cleanup completed", e:
+            scanned, deleted, temp_removed, bytes_freed, files_remaining, bytes_remaining,
+            errors, duration_ms = e.duration.as_secs_f64() * 1e3),
+        LroEvent::Extracted(e) => trace_event!(info, event, "extraction ran", e:
+            mode = e.mode.as_str(), outcome = e.outcome.as_str(),
+            result = %result_digest(&e.path), results,
+            duration_ms = e.duration.as_secs_f64() * 1e3),
     }
 }
 

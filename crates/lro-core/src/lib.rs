@@ -24,7 +24,7 @@
 //! | [`principal`] | who is calling: the owner of a result |
 //! | [`root`] | the offload directory as a private handle; the per-user default |
 //! | [`quota`] | per-principal and total byte quotas, a ledger checked at write time |
-//! | [`wire`] | names on the MCP wire: the proxy flag |
+//! | [`proxy_flag`] | the proxy flag: its names on the MCP wire and its marking |
 //!
 //! ```
 //! use lro_core::{offload::{Offloader, OffloadInput}, records::RecordSet, tokens::{ScriptAware, TokenEstimator}};
@@ -57,6 +57,7 @@ pub mod metric;
 pub mod object;
 pub mod offload;
 pub mod principal;
+pub mod proxy_flag;
 pub mod quota;
 mod quote;
 pub mod recipes;
@@ -66,7 +67,6 @@ pub mod root;
 pub mod schema;
 pub mod tokens;
 mod upload;
-pub mod wire;
 
 pub use config::{
     ConfigError, DescriptorProfile, Estimator, ExtractionLimits, OffloadConfig, ToolConfig,

@@ -64,13 +64,13 @@ mod jq;
 mod output;
 mod plan;
 mod pool;
+mod protocol;
 mod render;
 mod request;
 mod slurp;
 mod structured;
 mod text;
 mod thread;
-mod wire;
 pub mod worker;
 
 // The record scanner is lro-core's: the offload reads its summaries with it.

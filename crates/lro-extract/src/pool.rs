@@ -37,7 +37,7 @@ use crate::{
     ExtractError, ExtractOutput, Isolation, Job,
     frame::{self, Frame, FrameError},
     jq,
-    wire::{self, Message, Spec},
+    protocol::{self, Message, Spec},
     worker::WORKER_ENV,
 };
 
@@ -185,12 +185,12 @@ impl Isolation for WorkerPool {
     fn run(&self, job: Job<'_>) -> Result<ExtractOutput, ExtractError> {
         let cfg = job.extractor.config();
         let spec = Spec {
-            version: wire::VERSION,
+            version: protocol::VERSION,
             memory_budget: cfg.memory_budget,
             stack: jq::worker_stack(cfg.timeout),
         };
         let mut worker = self.take(spec)?;
-        let wire_job = wire::Job {
+        let wire_job = protocol::Job {
             request: job.request.clone(),
             file: job.file.path.clone(),
             timeout_ms: u64::try_from(cfg.timeout.as_millis()).unwrap_or(u64::MAX),
@@ -215,7 +215,7 @@ impl Isolation for WorkerPool {
                 answer
                     .result
                     .map_err(ExtractError::from)
-                    .and_then(wire::Output::into_output)
+                    .and_then(protocol::Output::into_output)
             }
             Err(Failure::TimedOut) => Err(ExtractError::Timeout { limit: cfg.timeout }),
             Err(Failure::Died(detail)) => Err(died(worker.reap(), cfg.memory_budget, &detail)),
@@ -422,7 +422,7 @@ impl Worker {
             return Err(no_handshake(format!("it did not read its input: {e}")));
         }
         let hello = match worker.read(frame::MAX_CHUNK, handshake) {
-            Ok(Frame::Hello(json)) => serde_json::from_slice::<wire::Hello>(&json)
+            Ok(Frame::Hello(json)) => serde_json::from_slice::<protocol::Hello>(&json)
                 .map_err(|e| no_handshake(format!("bad handshake: {e}")))?,
             Ok(Frame::Answer(_)) => return Err(no_handshake("an answer before it".into())),
             Err(e) if timed_out(&e) => {
@@ -430,7 +430,7 @@ impl Worker {
             }
             Err(e) => return Err(no_handshake(e.to_string())),
         };
-        if hello.magic != wire::MAGIC || hello.version != wire::VERSION {
+        if hello.magic != protocol::MAGIC || hello.version != protocol::VERSION {
             return Err(no_handshake(format!(
                 "it speaks {} version {}",
                 hello.magic, hello.version
@@ -466,12 +466,17 @@ impl Worker {
             && matches!(self.child.try_wait(), Ok(None))
     }
 
-    fn ask(&mut self, job: wire::Job, cap: usize, wait: Duration) -> Result<wire::Answer, Failure> {
+    fn ask(
+        &mut self,
+        job: protocol::Job,
+        cap: usize,
+        wait: Duration,
+    ) -> Result<protocol::Answer, Failure> {
         if let Err(e) = self.send(&Message::Job(Box::new(job))) {
             return Err(Failure::Died(format!("it did not read the job: {e}")));
         }
         match self.read(cap, wait) {
-            Ok(Frame::Answer(bytes)) => wire::Answer::read(bytes).map_err(Failure::Protocol),
+            Ok(Frame::Answer(bytes)) => protocol::Answer::read(bytes).map_err(Failure::Protocol),
             Ok(Frame::Hello(_)) => Err(Failure::Protocol("a second handshake".into())),
             Err(e) if timed_out(&e) => Err(Failure::TimedOut),
             Err(e @ (FrameError::Eof | FrameError::Partial { .. })) => {

@@ -36,7 +36,7 @@ use crate::{
     frame::{self, HELLO},
     guard,
     jq::Guard,
-    wire::{self, Answer, Message, Spec},
+    protocol::{self, Answer, Message, Spec},
 };
 
 /// The environment variable that makes a process a worker; its value is
@@ -66,19 +66,19 @@ fn serve<R: BufRead + Send, W: Write + Send>(mut input: R, output: W) -> i32 {
     let Ok(Message::Hello(spec)) = read_message(&mut input, &mut line) else {
         return 2;
     };
-    let limit = if spec.version == wire::VERSION {
+    let limit = if spec.version == protocol::VERSION {
         limit_memory(spec)
     } else {
         Err(format!(
             "the worker speaks protocol {}, the pool {}",
-            wire::VERSION,
+            protocol::VERSION,
             spec.version
         ))
     };
     let refused = limit.is_err();
-    let hello = wire::Hello {
-        magic: wire::MAGIC.into(),
-        version: wire::VERSION,
+    let hello = protocol::Hello {
+        magic: protocol::MAGIC.into(),
+        version: protocol::VERSION,
         limit,
     };
     let hello = serde_json::to_vec(&hello).unwrap_or_default();
@@ -217,7 +217,7 @@ fn read_message(input: &mut impl BufRead, line: &mut String) -> Result<Message, 
 }
 
 /// Runs one job in this (bounded) process, on the job thread.
-fn run(job: &wire::Job, timer: &Timer) -> Answer {
+fn run(job: &protocol::Job, timer: &Timer) -> Answer {
     let estimator = OffloadConfig::default()
         .estimator(job.estimator)
         .exact_band(job.exact_band)
@@ -299,7 +299,7 @@ mod tests {
     #[test]
     fn a_handshake_of_another_version_is_refused_before_any_job() {
         let hello = Message::Hello(Spec {
-            version: wire::VERSION + 1,
+            version: protocol::VERSION + 1,
             memory_budget: 1,
             stack: 1,
         });
@@ -309,7 +309,7 @@ mod tests {
         let frame::Frame::Hello(json) = frame::read_frame(&mut &out[..], 1 << 20).unwrap() else {
             panic!("no hello")
         };
-        let hello: wire::Hello = serde_json::from_slice(&json).unwrap();
+        let hello: protocol::Hello = serde_json::from_slice(&json).unwrap();
         assert!(hello.limit.unwrap_err().contains("protocol"));
     }
 }

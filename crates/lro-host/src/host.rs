@@ -71,10 +71,8 @@ impl HostBuilder {
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct Offload {
-    /// See [`Offload::new`].
-    pub cfg: OffloadConfig,
-    /// See [`Offload::context_store_roots`].
-    pub context_store_roots: Vec<PathBuf>,
+    cfg: OffloadConfig,
+    context_store_roots: Vec<PathBuf>,
 }
 
 impl Offload {

@@ -18,15 +18,14 @@
 //!     .layer(BodyLayer::new(4 << 20, Duration::from_secs(30), JsonRpc).expect(Expect::JsonRpc));
 //! ```
 
-use std::{convert::Infallible, time::Duration};
+use std::time::Duration;
 
-use axum::{body::Body, response::Response};
+use axum::body::Body;
 use http::{Method, Request, header};
 use http_body_util::{BodyExt as _, LengthLimitError, Limited};
-use tower::{Layer, Service};
 
 use crate::{
-    check::{BoxFuture, Stage, Staged},
+    check::{BoxFuture, Inner, Stage, stage_layer},
     jsonrpc,
     refusal::{Refusal, Respond, Responder},
 };
@@ -86,20 +85,10 @@ impl BodyLayer {
     }
 }
 
-impl<S> Layer<S> for BodyLayer {
-    type Service = Staged<S, Self>;
-
-    fn layer(&self, inner: S) -> Self::Service {
-        Staged::new(inner, self.clone())
-    }
-}
+stage_layer!(BodyLayer);
 
 impl Stage for BodyLayer {
-    fn handle<S>(&self, mut inner: S, request: Request<Body>) -> BoxFuture
-    where
-        S: Service<Request<Body>, Response = Response, Error = Infallible> + Send + 'static,
-        S::Future: Send + 'static,
-    {
+    fn handle<S: Inner>(&self, mut inner: S, request: Request<Body>) -> BoxFuture {
         let layer = self.clone();
         Box::pin(async move {
             match read(request, &layer).await {
@@ -150,10 +139,14 @@ async fn read(request: Request<Body>, layer: &BodyLayer) -> Result<Request<Body>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::task::{Context, Poll};
+    use std::{
+        convert::Infallible,
+        task::{Context, Poll},
+    };
 
+    use axum::response::Response;
     use http::StatusCode;
-    use tower::ServiceExt as _;
+    use tower::{Layer as _, ServiceExt as _};
 
     async fn send(layer: BodyLayer, body: Body) -> (StatusCode, String) {
         let echo = tower::service_fn(|r: Request<Body>| async move {

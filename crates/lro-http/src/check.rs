@@ -101,57 +101,17 @@ impl<S, C> Layer<S> for CheckLayer<C> {
     type Service = Checked<S, C>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        Checked {
-            inner,
-            check: self.check.clone(),
-            responder: self.responder.clone(),
-        }
+        Staged::new(inner, self.clone())
     }
 }
 
 /// The service [`CheckLayer`] makes.
-pub struct Checked<S, C> {
-    inner: S,
-    check: Arc<C>,
-    responder: Responder,
-}
+pub type Checked<S, C> = Staged<S, CheckLayer<C>>;
 
-impl<S: Clone, C> Clone for Checked<S, C> {
-    fn clone(&self) -> Self {
-        Self {
-            inner: self.inner.clone(),
-            check: self.check.clone(),
-            responder: self.responder.clone(),
-        }
-    }
-}
-
-impl<S, C> std::fmt::Debug for Checked<S, C> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Checked")
-    }
-}
-
-/// The future every service of this crate returns.
-pub type BoxFuture = Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send>>;
-
-impl<S, C> Service<Request<Body>> for Checked<S, C>
-where
-    S: Service<Request<Body>, Response = Response, Error = Infallible> + Clone + Send + 'static,
-    S::Future: Send + 'static,
-    C: Check,
-{
-    type Response = Response;
-    type Error = Infallible;
-    type Future = BoxFuture;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, mut request: Request<Body>) -> BoxFuture {
+impl<C: Check> Stage for CheckLayer<C> {
+    fn handle<S: Inner>(&self, mut inner: S, mut request: Request<Body>) -> BoxFuture {
         match self.check.check(&mut request) {
-            Ok(()) => Box::pin(take_ready(&mut self.inner).call(request)),
+            Ok(()) => Box::pin(inner.call(request)),
             Err(refusal) => {
                 let response = self.responder.refuse(&refusal);
                 Box::pin(async move { Ok(response) })
@@ -160,16 +120,48 @@ where
     }
 }
 
-/// An asynchronous step around the inner service (reading the body,
-/// taking a request slot): [`BodyLayer`](crate::body::BodyLayer) and
-/// [`SlotsLayer`](crate::slots::SlotsLayer) are stages, run by [`Staged`].
+/// The future every service of this crate returns.
+pub type BoxFuture = Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send>>;
+
+/// The service a [`Stage`] calls: one of `Request<Body>` that answers every
+/// request, with a future it can hand on.
+pub trait Inner:
+    Service<Request<Body>, Response = Response, Error = Infallible, Future: Send + 'static>
+    + Send
+    + 'static
+{
+}
+
+impl<S> Inner for S where
+    S: Service<Request<Body>, Response = Response, Error = Infallible, Future: Send + 'static>
+        + Send
+        + 'static
+{
+}
+
+/// A step around the inner service (a check of the head, reading the body,
+/// taking a request slot): [`CheckLayer`], [`BodyLayer`](crate::body::BodyLayer)
+/// and [`SlotsLayer`](crate::slots::SlotsLayer) are stages, each run by
+/// [`Staged`], which their `Layer` makes.
 pub trait Stage: Clone + Send + Sync + 'static {
     /// Handles `request`, calling `inner` (already ready) when it passes.
-    fn handle<S>(&self, inner: S, request: Request<Body>) -> BoxFuture
-    where
-        S: Service<Request<Body>, Response = Response, Error = Infallible> + Send + 'static,
-        S::Future: Send + 'static;
+    fn handle<S: Inner>(&self, inner: S, request: Request<Body>) -> BoxFuture;
 }
+
+/// `tower::Layer` for stages: the layer is the stage, and makes [`Staged`]
+/// around the inner service.
+macro_rules! stage_layer {
+    ($stage:ty) => {
+        impl<S> tower::Layer<S> for $stage {
+            type Service = $crate::check::Staged<S, Self>;
+
+            fn layer(&self, inner: S) -> Self::Service {
+                $crate::check::Staged::new(inner, self.clone())
+            }
+        }
+    };
+}
+pub(crate) use stage_layer;
 
 /// The service a [`Stage`]'s layer makes.
 #[derive(Debug, Clone)]

@@ -23,14 +23,11 @@
 //! # }
 //! ```
 
-use std::convert::Infallible;
-
-use axum::{body::Body, response::Response};
+use axum::body::Body;
 use http::{Request, StatusCode, header};
-use tower::{Layer, Service};
 
 use crate::{
-    check::{BoxFuture, Stage, Staged},
+    check::{BoxFuture, Inner, Stage, stage_layer},
     refusal::{Refusal, Respond, Responder},
 };
 
@@ -55,20 +52,10 @@ impl ReshapeLayer {
     }
 }
 
-impl<S> Layer<S> for ReshapeLayer {
-    type Service = Staged<S, Self>;
-
-    fn layer(&self, inner: S) -> Self::Service {
-        Staged::new(inner, self.clone())
-    }
-}
+stage_layer!(ReshapeLayer);
 
 impl Stage for ReshapeLayer {
-    fn handle<S>(&self, mut inner: S, request: Request<Body>) -> BoxFuture
-    where
-        S: Service<Request<Body>, Response = Response, Error = Infallible> + Send + 'static,
-        S::Future: Send + 'static,
-    {
+    fn handle<S: Inner>(&self, mut inner: S, request: Request<Body>) -> BoxFuture {
         let responder = self.responder.clone();
         Box::pin(async move {
             let response = inner.call(request).await?;

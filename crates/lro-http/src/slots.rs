@@ -17,7 +17,6 @@
 //! ```
 
 use std::{
-    convert::Infallible,
     pin::Pin,
     sync::Arc,
     task::{Context, Poll},
@@ -28,10 +27,9 @@ use axum::{body::Body, response::Response};
 use bytes::Bytes;
 use http::Request;
 use tokio::sync::Semaphore;
-use tower::{Layer, Service};
 
 use crate::{
-    check::{BoxFuture, Stage, Staged},
+    check::{BoxFuture, Inner, Stage, stage_layer},
     refusal::{Refusal, Respond, Responder},
 };
 
@@ -64,20 +62,10 @@ impl SlotsLayer {
     }
 }
 
-impl<S> Layer<S> for SlotsLayer {
-    type Service = Staged<S, Self>;
-
-    fn layer(&self, inner: S) -> Self::Service {
-        Staged::new(inner, self.clone())
-    }
-}
+stage_layer!(SlotsLayer);
 
 impl Stage for SlotsLayer {
-    fn handle<S>(&self, mut inner: S, request: Request<Body>) -> BoxFuture
-    where
-        S: Service<Request<Body>, Response = Response, Error = Infallible> + Send + 'static,
-        S::Future: Send + 'static,
-    {
+    fn handle<S: Inner>(&self, mut inner: S, request: Request<Body>) -> BoxFuture {
         let layer = self.clone();
         Box::pin(async move {
             let waited = tokio::time::timeout(layer.queue_timeout, layer.slots.acquire_owned());
@@ -129,8 +117,10 @@ impl<T: Unpin> http_body::Body for Held<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::convert::Infallible;
+
     use http::StatusCode;
-    use tower::ServiceExt as _;
+    use tower::{Layer as _, ServiceExt as _};
 
     #[tokio::test]
     async fn a_slot_is_held_until_the_body_is_dropped() {

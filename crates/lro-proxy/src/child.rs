@@ -48,14 +48,16 @@ impl ChildGuard {
     }
 }
 
-/// Spawns `program args` and returns the guard and the client transport over
-/// its pipes, which accepts lines up to `max_line` bytes.
+/// Spawns `program args`, with `env` added to what it inherits, and returns
+/// the guard and the client transport over its pipes, which accepts lines up
+/// to `max_line` bytes.
 /// Under a `watchdog` executable, the child is the outer watchdog, which
 /// starts the inner one, which starts `program args`; they end all of it
 /// when the proxy, or either of them, dies (see [`crate::watchdog`]).
 pub(crate) fn spawn(
     program: &OsString,
     args: &[OsString],
+    env: &[(OsString, OsString)],
     watchdog: Option<&Path>,
     max_line: usize,
     tracker: &TaskTracker,
@@ -78,6 +80,7 @@ pub(crate) fn spawn(
         }
     };
     let mut child = command
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())

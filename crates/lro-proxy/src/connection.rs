@@ -25,6 +25,8 @@ use rmcp::{
     },
 };
 
+use lro_upstream::redact_urls;
+
 use crate::{
     ProxyError, ProxyShared, Upstream,
     child::{self, ChildGuard},
@@ -35,7 +37,6 @@ use crate::{
     relay::{Failure, ProgressMap, Relay, forward},
     slots::{Claim, Slot},
     telemetry,
-    upstream::redact_urls,
     wire::{self, Wire},
 };
 
@@ -106,10 +107,11 @@ impl Connection {
         };
         let timed_out = || format!("no answer to initialize within {}s", INIT_TIMEOUT.as_secs());
         let (service, child) = match upstream {
-            Upstream::Command { program, args } => {
+            Upstream::Command { program, args, env } => {
                 let (guard, transport) = child::spawn(
                     program,
                     args,
+                    env,
                     cfg.watchdog.as_deref(),
                     cfg.max_message_bytes,
                     shared.tasks(),

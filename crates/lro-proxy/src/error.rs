@@ -2,7 +2,7 @@
 
 use std::{error::Error, fmt, io};
 
-use crate::upstream::redact_urls;
+use lro_upstream::redact_urls;
 
 /// A failure to set up the proxy or to open an upstream session.
 #[derive(Debug, thiserror::Error)]
@@ -27,22 +27,6 @@ pub enum ProxyError {
         /// URLs redacted, its causes too.
         #[source]
         source: Box<dyn Error + Send + Sync>,
-    },
-    /// A `--header` is not `Name: value`, or names an unset variable.
-    #[error("invalid header `{header}`: {reason}")]
-    Header {
-        /// The header as given, with its value elided.
-        header: String,
-        /// What is wrong with it.
-        reason: String,
-    },
-    /// The upstream URL is not an `http` or `https` URL.
-    #[error("invalid upstream URL `{url}`: {reason}")]
-    Url {
-        /// The URL as given.
-        url: String,
-        /// What is wrong with it.
-        reason: String,
     },
     /// The HTTP upstream cannot be reached.
     #[error("upstream {url} is unreachable: {source}")]

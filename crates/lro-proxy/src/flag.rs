@@ -23,7 +23,7 @@ use rmcp::{
 };
 use sse_stream::{Error as SseError, Sse};
 
-use lro_core::wire::{self, META_CLIENT_INFO};
+use lro_core::proxy_flag::{self, META_CLIENT_INFO};
 
 use crate::post;
 
@@ -35,7 +35,7 @@ pub(crate) fn mark_message(mut message: ClientJsonRpcMessage) -> ClientJsonRpcMe
     if let JsonRpcMessage::Request(request) = &mut message
         && request.request.get_meta().contains_key(META_CLIENT_INFO)
     {
-        wire::mark_proxy_meta(request.request.get_meta_mut());
+        proxy_flag::mark_proxy_meta(request.request.get_meta_mut());
     }
     let JsonRpcMessage::Request(JsonRpcRequest {
         jsonrpc,
@@ -52,7 +52,7 @@ pub(crate) fn mark_message(mut message: ClientJsonRpcMessage) -> ClientJsonRpcMe
             request: ClientRequest::InitializeRequest(init),
         });
     };
-    lro_core::wire::mark_proxy_client_info(&mut params);
+    lro_core::proxy_flag::mark_proxy_client_info(&mut params);
     let mut custom = CustomRequest::new("initialize", Some(params));
     custom.extensions = init.extensions;
     JsonRpcMessage::Request(JsonRpcRequest {

@@ -26,7 +26,7 @@
 //! ```
 //!
 //! The proxy declares itself a proxy to the upstream in both forms: the
-//! [`lro_core::wire::PROXY_EXTENSION`] client capability extension, which an
+//! [`lro_core::proxy_flag::PROXY_EXTENSION`] client capability extension, which an
 //! rmcp server can read, and the spec's `clientInfo.proxy: true`, added on
 //! the wire of both upstream transports because rmcp's `Implementation` type
 //! drops unknown keys.
@@ -53,12 +53,11 @@ mod shared;
 mod slots;
 mod telemetry;
 mod transport;
-mod upstream;
 pub mod watchdog;
 mod wire;
 
 pub use config::{DEFAULT_REQUEST_TIMEOUT, DEFAULT_SESSIONLESS_IDLE_TIMEOUT, ProxyConfig};
 pub use error::ProxyError;
+pub use lro_upstream::{Upstream, UpstreamError};
 pub use session::Proxy;
 pub use shared::ProxyShared;
-pub use upstream::Upstream;

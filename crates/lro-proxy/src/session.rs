@@ -3,7 +3,7 @@
 
 use std::sync::{Arc, Mutex, RwLock};
 
-use lro_core::wire::PROXY_EXTENSION;
+use lro_core::proxy_flag::PROXY_EXTENSION;
 use rmcp::{
     ErrorData as McpError, RoleServer,
     model::*,
@@ -292,7 +292,10 @@ pub(crate) fn flag_as_proxy(mut client: InitializeRequestParams) -> InitializeRe
         .capabilities
         .extensions
         .get_or_insert_with(Default::default);
-    extensions.insert(PROXY_EXTENSION.to_owned(), lro_core::wire::proxy_settings());
+    extensions.insert(
+        PROXY_EXTENSION.to_owned(),
+        lro_core::proxy_flag::proxy_settings(),
+    );
     client
 }
 

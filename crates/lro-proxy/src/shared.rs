@@ -12,11 +12,12 @@ use std::{
 use tokio::sync::watch;
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
+use lro_upstream::redact_urls;
+
 use crate::{
     ProxyConfig, ProxyError, Upstream, child,
     pool::Pool,
     slots::{Claim, Slot, Slots},
-    upstream::redact_urls,
 };
 
 /// The variables that send reqwest's requests through an HTTP proxy.

@@ -57,7 +57,7 @@ pub(crate) fn meta_for(mut meta: RequestMetaObject, upstream: Wire) -> RequestMe
         Wire::Legacy => meta.retain(|key, _| !key.starts_with(RESERVED)),
         Wire::Modern => {
             meta.remove(PROTOCOL_VERSION);
-            lro_core::wire::mark_proxy_meta(&mut meta);
+            lro_core::proxy_flag::mark_proxy_meta(&mut meta);
             if let Some(caps) = meta
                 .get_mut(CLIENT_CAPABILITIES)
                 .and_then(Value::as_object_mut)
@@ -67,8 +67,8 @@ pub(crate) fn meta_for(mut meta: RequestMetaObject, upstream: Wire) -> RequestMe
                     .or_insert_with(|| Value::Object(Default::default()));
                 if let Some(extensions) = extensions.as_object_mut() {
                     extensions.insert(
-                        lro_core::wire::PROXY_EXTENSION.to_owned(),
-                        Value::Object(lro_core::wire::proxy_settings()),
+                        lro_core::proxy_flag::PROXY_EXTENSION.to_owned(),
+                        Value::Object(lro_core::proxy_flag::proxy_settings()),
                     );
                 }
             }
@@ -140,10 +140,13 @@ mod tests {
     fn a_modern_upstream_gets_the_clients_context_flagged_as_proxied() {
         let meta = meta_for(modern_meta(), Wire::Modern);
         assert!(meta.get(PROTOCOL_VERSION).is_none(), "rmcp stamps its own");
-        assert_eq!(meta[lro_core::wire::META_CLIENT_INFO]["name"], "client");
-        assert_eq!(meta[lro_core::wire::META_CLIENT_INFO]["proxy"], true);
         assert_eq!(
-            meta[CLIENT_CAPABILITIES]["extensions"][lro_core::wire::PROXY_EXTENSION]["proxy"],
+            meta[lro_core::proxy_flag::META_CLIENT_INFO]["name"],
+            "client"
+        );
+        assert_eq!(meta[lro_core::proxy_flag::META_CLIENT_INFO]["proxy"], true);
+        assert_eq!(
+            meta[CLIENT_CAPABILITIES]["extensions"][lro_core::proxy_flag::PROXY_EXTENSION]["proxy"],
             true
         );
         assert_eq!(meta["traceparent"], "00-ab-cd-01");

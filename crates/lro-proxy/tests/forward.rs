@@ -208,6 +208,20 @@ async fn a_lost_http_upstream_fails_pending_calls_and_reconnects_on_the_next() {
     );
 }
 
+/// The size of the file the proxy offloaded the upstream's `big` tool's
+/// `n` records to, each of them counted in the descriptor.
+async fn offloaded_bytes(client: &rmcp::Peer<rmcp::RoleClient>, n: u64) -> u64 {
+    let big = client
+        .call_tool(call("big", json!({"n": n})))
+        .await
+        .unwrap();
+    let descriptor: Value = serde_json::from_str(&big.content[0].as_text().unwrap().text).unwrap();
+    assert_eq!(descriptor["summary"]["count"], n);
+    std::fs::metadata(descriptor["file_path"].as_str().unwrap())
+        .unwrap()
+        .len()
+}
+
 #[tokio::test]
 async fn a_64_mib_result_passes_through_and_is_offloaded() {
     let dir = tempfile::tempdir().unwrap();
@@ -216,16 +230,7 @@ async fn a_64_mib_result_passes_through_and_is_offloaded() {
         connect(Upstream::http(&upstream.url).unwrap(), cfg(dir.path())).await;
     // ~100 bytes a record: 700,000 records is over 64 MiB of JSON text,
     // four times rmcp's default cap for one SSE event.
-    let n = 700_000;
-    let big = client
-        .call_tool(call("big", json!({"n": n})))
-        .await
-        .unwrap();
-    let descriptor: Value = serde_json::from_str(&big.content[0].as_text().unwrap().text).unwrap();
-    assert_eq!(descriptor["summary"]["count"], n);
-    let bytes = std::fs::metadata(descriptor["file_path"].as_str().unwrap())
-        .unwrap()
-        .len();
+    let bytes = offloaded_bytes(&client, 700_000).await;
     assert!(bytes > 64 << 20, "{bytes} bytes");
 }
 
@@ -238,16 +243,7 @@ async fn a_result_over_16_mib_in_one_json_reply_passes_through_and_is_offloaded(
         connect(Upstream::http(&upstream.url).unwrap(), cfg(dir.path())).await;
     // ~100 bytes a record: 200,000 records is about 20 MiB, over rmcp's
     // default cap for a JSON reply (16 MiB).
-    let n = 200_000;
-    let big = client
-        .call_tool(call("big", json!({"n": n})))
-        .await
-        .unwrap();
-    let descriptor: Value = serde_json::from_str(&big.content[0].as_text().unwrap().text).unwrap();
-    assert_eq!(descriptor["summary"]["count"], n);
-    let bytes = std::fs::metadata(descriptor["file_path"].as_str().unwrap())
-        .unwrap()
-        .len();
+    let bytes = offloaded_bytes(&client, 200_000).await;
     assert!(bytes > 16 << 20, "{bytes} bytes");
     let replies = seen.replies.lock().unwrap().clone();
     assert_eq!(

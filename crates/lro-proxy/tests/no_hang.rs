@@ -105,6 +105,17 @@ fn mcp_error(err: ServiceError) -> rmcp::ErrorData {
     }
 }
 
+/// The error a call of the upstream's `stuck` tool ends with, and after
+/// how long.
+async fn stuck_call_fails(client: &rmcp::Peer<rmcp::RoleClient>) -> (rmcp::ErrorData, Duration) {
+    let started = Instant::now();
+    let err = tokio::time::timeout(PATIENCE, client.call_tool(call("stuck", json!({}))))
+        .await
+        .expect("the call ends")
+        .unwrap_err();
+    (mcp_error(err), started.elapsed())
+}
+
 #[tokio::test]
 async fn an_http_400_with_a_null_id_fails_the_call_it_answers_at_once() {
     let dir = tempfile::tempdir().unwrap();
@@ -114,13 +125,7 @@ async fn an_http_400_with_a_null_id_fails_the_call_it_answers_at_once() {
         .request_timeout(Some(Duration::from_secs(600)));
     let (client, _shared, _) = connect_with(proxy, offload(dir.path())).await;
 
-    let started = Instant::now();
-    let err = tokio::time::timeout(PATIENCE, client.call_tool(call("stuck", json!({}))))
-        .await
-        .expect("the call ends")
-        .unwrap_err();
-    let elapsed = started.elapsed();
-    let err = mcp_error(err);
+    let (err, elapsed) = stuck_call_fails(&client).await;
     assert_eq!(err.code, ErrorCode(-32000), "{err:?}");
     assert_eq!(err.message, "Bad Request: Unsupported protocol version");
     eprintln!("the rejected call failed after {elapsed:?}");
@@ -138,13 +143,7 @@ async fn an_unanswered_call_fails_at_the_request_timeout_and_is_cancelled_upstre
     let cancelled = upstream.notification.notified();
     tokio::pin!(cancelled);
     cancelled.as_mut().enable();
-    let started = Instant::now();
-    let err = tokio::time::timeout(PATIENCE, client.call_tool(call("stuck", json!({}))))
-        .await
-        .expect("the call ends")
-        .unwrap_err();
-    let elapsed = started.elapsed();
-    let err = mcp_error(err);
+    let (err, elapsed) = stuck_call_fails(&client).await;
     assert_eq!(err.code, ErrorCode::INTERNAL_ERROR, "{err:?}");
     assert!(
         err.message.contains("request timeout of 1s"),

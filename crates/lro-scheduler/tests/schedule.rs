@@ -44,6 +44,16 @@ fn expired_file(dir: &std::path::Path, seq: u128) -> std::path::PathBuf {
     path
 }
 
+/// The next completed run deletes one file, the expired one at `path`.
+async fn deletes_the_expired_file(
+    rx: &mut mpsc::UnboundedReceiver<LroEvent>,
+    path: &std::path::Path,
+) {
+    let done = next_completed(rx).await;
+    assert_eq!(done.deleted, 1);
+    assert!(!path.exists());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cron_schedule_runs_the_cleanup() {
     let dir = tempfile::tempdir().unwrap();
@@ -58,9 +68,7 @@ async fn cron_schedule_runs_the_cleanup() {
         .await
         .unwrap();
 
-    let done = next_completed(&mut rx).await;
-    assert_eq!(done.deleted, 1);
-    assert!(!path.exists());
+    deletes_the_expired_file(&mut rx, &path).await;
 
     // It keeps running on schedule.
     let again = next_completed(&mut rx).await;
@@ -80,9 +88,7 @@ async fn run_at_start_cleans_without_waiting_for_the_schedule() {
         .start()
         .await
         .unwrap();
-    let done = next_completed(&mut rx).await;
-    assert_eq!(done.deleted, 1);
-    assert!(!path.exists());
+    deletes_the_expired_file(&mut rx, &path).await;
     handle.shutdown().await.unwrap();
 }
 

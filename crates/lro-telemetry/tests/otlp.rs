@@ -8,7 +8,7 @@ mod support;
 
 use lro_core::event::{LroEvent, emit};
 use lro_telemetry::Telemetry;
-use otlp_receiver::{SpanKind, receiver, span_named, str_attr};
+use otlp_receiver::{assert_tool_call_span, receiver, span_named, str_attr};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn spans_with_attributes_and_events_reach_the_collector() {
@@ -43,15 +43,7 @@ async fn spans_with_attributes_and_events_reach_the_collector() {
 
     let (span, resource) = span_named(&mut rx, "tools/call recall_memories").await;
     assert_eq!(str_attr(&resource, "service.name"), Some("memory-server"));
-    assert_eq!(span.kind, SpanKind::Server as i32);
-    assert_eq!(
-        str_attr(&span.attributes, "mcp.method.name"),
-        Some("tools/call")
-    );
-    assert_eq!(
-        str_attr(&span.attributes, "gen_ai.tool.name"),
-        Some("recall_memories")
-    );
+    assert_tool_call_span(&span, "recall_memories");
     assert_eq!(str_attr(&span.attributes, "jsonrpc.request.id"), Some("7"));
     let event = span
         .events

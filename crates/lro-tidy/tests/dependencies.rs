@@ -340,7 +340,8 @@ fn the_memory_corpus_is_data_only_and_only_the_demo_uses_it() {
     // The demo's memories are test and demo data: lro-corpus reaches no
     // workspace crate but lro-core (for `Detail`) and no runtime or MCP, and
     // no crate but the memory-server depends on it (lro-extract's tests and
-    // benches take it as a dev-dependency, which this graph leaves out).
+    // benches and lro-tower's benches take it as a dev-dependency, which this
+    // graph leaves out).
     let ours: Vec<&String> = graph.reach["lro-corpus"]
         .iter()
         .filter(|d| graph.members.contains(*d))
@@ -361,4 +362,26 @@ fn the_memory_corpus_is_data_only_and_only_the_demo_uses_it() {
         }
     }
     assert!(graph.reaches("memory-server", "lro-corpus"));
+}
+
+#[test]
+fn the_upstream_description_is_a_leaf_the_proxy_and_the_auditor_share() {
+    let graph = Graph::load();
+    // What `lro proxy` forwards to and `lro audit` judges is one type: a
+    // command or a URL, data only. It reaches no workspace crate, runtime or
+    // MCP, so sharing it shares no judgement.
+    let ours: Vec<&String> = graph.reach["lro-upstream"]
+        .iter()
+        .filter(|d| graph.members.contains(*d))
+        .collect();
+    assert!(ours.is_empty(), "lro-upstream depends on {ours:?}");
+    for forbidden in ["tokio", "rmcp"] {
+        assert!(
+            !graph.reaches("lro-upstream", forbidden),
+            "lro-upstream depends on {forbidden}"
+        );
+    }
+    for user in ["lro-proxy", "lro-audit"] {
+        assert!(graph.reaches(user, "lro-upstream"), "{user}");
+    }
 }

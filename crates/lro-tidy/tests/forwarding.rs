@@ -2,7 +2,7 @@
 //! gains methods from release to release: a method left out falls back to
 //! the trait default without anyone deciding so.
 //!
-//! - the layer, `Lro<H>` (`crates/lro-tower/src/lro/forward.rs`), forwards
+//! - the layer, `LroService<H>` (`crates/lro-tower/src/lro/forward.rs`), forwards
 //!   every method;
 //! - the proxy, `Proxy` (`crates/lro-proxy/src/forward.rs`), forwards every
 //!   method or lists it in [`NOT_FORWARDED`] with the reason.
@@ -105,7 +105,10 @@ fn implemented<'a>(src: &'a str, header: &str) -> BTreeSet<&'a str> {
 #[test]
 fn the_layer_forwards_every_server_handler_method() {
     let ours = repo_file("crates/lro-tower/src/lro/forward.rs");
-    let forwarded = implemented(&ours, "impl<H: ServerHandler> ServerHandler for Lro<H>");
+    let forwarded = implemented(
+        &ours,
+        "impl<H: ServerHandler> ServerHandler for LroService<H>",
+    );
     let missing: Vec<_> = server_handler_methods()
         .into_iter()
         .filter(|m| !forwarded.contains(m.as_str()))

@@ -17,6 +17,6 @@ pub mod scope;
 
 #[cfg(feature = "context")]
 pub use lro::CONTEXT_TOOLS;
-pub use lro::{CallerTrace, EXTRACT_TOOL, Error, Lro, LroLayer, PROXY_EXTENSION};
+pub use lro::{CallerTrace, EXTRACT_TOOL, Error, LroLayer, LroService, PROXY_EXTENSION};
 pub use principal::{FromHttpRequest, PrincipalSource};
 pub use scope::{LroScope, ScopeHints};

@@ -94,17 +94,39 @@ async fn bad_input_and_escapes_are_clear_tool_errors() {
     }
 }
 
+/// `lro_extract` of `query` on the file a call of `tool` with `args` was
+/// offloaded to.
+async fn offload_and_query(
+    client: &Client,
+    tool: &str,
+    args: Value,
+    query: &str,
+) -> CallToolResult {
+    let d = first_json(&call(client, tool, args).await);
+    call(
+        client,
+        EXTRACT_TOOL,
+        json!({"file_path": d["file_path"], "query": query}),
+    )
+    .await
+}
+
+/// What `lro_extract` answers to `count` on the file at `path`, trimmed.
+async fn counted(client: &Client, path: &str) -> String {
+    let r = call(
+        client,
+        EXTRACT_TOOL,
+        json!({"file_path": path, "count": true}),
+    )
+    .await;
+    r.content[0].as_text().unwrap().text.trim().to_owned()
+}
+
 #[tokio::test]
 async fn extraction_output_over_the_threshold_is_truncated_not_offloaded_again() {
     let dir = tempfile::tempdir().unwrap();
     let client = served(dir.path(), 300).await;
-    let d = first_json(&call(&client, "items", json!({"n": 400, "size": 30})).await);
-    let all = call(
-        &client,
-        EXTRACT_TOOL,
-        json!({"file_path": d["file_path"], "query": "."}),
-    )
-    .await;
+    let all = offload_and_query(&client, "items", json!({"n": 400, "size": 30}), ".").await;
     let text = &all.content[0].as_text().unwrap().text;
     assert!(text.len() <= 300 * 4);
     // Whole results only, each valid JSON.
@@ -137,13 +159,7 @@ async fn extraction_output_over_the_threshold_is_truncated_not_offloaded_again()
 async fn cjk_extraction_output_is_cut_by_the_estimator_not_by_bytes() {
     let dir = tempfile::tempdir().unwrap();
     let client = served(dir.path(), 300).await;
-    let d = first_json(&call(&client, "cjk", json!({"n": 200, "size": 3})).await);
-    let all = call(
-        &client,
-        EXTRACT_TOOL,
-        json!({"file_path": d["file_path"], "query": ".text"}),
-    )
-    .await;
+    let all = offload_and_query(&client, "cjk", json!({"n": 200, "size": 3}), ".text").await;
     let text = &all.content[0].as_text().unwrap().text;
     // Cutting at 4 bytes a token would have let through about 1.33x the threshold.
     let tokens = ScriptAware.estimate(text);
@@ -219,17 +235,25 @@ impl ServerHandler for Shadowing {
     }
 }
 
-#[tokio::test]
-async fn a_server_that_drops_its_own_lro_extract_gets_the_layers_after_a_new_listing() {
-    let dir = tempfile::tempdir().unwrap();
+/// A [`Shadowing`] server, its own `lro_extract` on, behind the layer
+/// (whose own tools win when `own_tools_win`), and a client of it.
+async fn shadowed(dir: &std::path::Path, own_tools_win: bool) -> (Shadowing, Client) {
     let server = Shadowing::default();
     server.own.store(true, Ordering::Relaxed);
     let client = connect(
-        LroLayer::new(config(dir.path(), 500))
+        LroLayer::new(config(dir, 500))
             .extract_isolation(())
+            .own_tools_win(own_tools_win)
             .wrap(server.clone()),
     )
     .await;
+    (server, client)
+}
+
+#[tokio::test]
+async fn a_server_that_drops_its_own_lro_extract_gets_the_layers_after_a_new_listing() {
+    let dir = tempfile::tempdir().unwrap();
+    let (server, client) = shadowed(dir.path(), false).await;
     let extract_descriptions = || async {
         let tools = client.list_all_tools().await.unwrap();
         tools
@@ -245,15 +269,7 @@ async fn a_server_that_drops_its_own_lro_extract_gets_the_layers_after_a_new_lis
     };
     let extract = |path: String| {
         let client = &client;
-        async move {
-            let r = call(
-                client,
-                EXTRACT_TOOL,
-                json!({"file_path": path, "count": true}),
-            )
-            .await;
-            r.content[0].as_text().unwrap().text.trim().to_owned()
-        }
+        async move { counted(client, &path).await }
     };
 
     assert_eq!(extract_descriptions().await, [OWN]);
@@ -282,15 +298,7 @@ async fn a_server_that_drops_its_own_lro_extract_gets_the_layers_after_a_new_lis
 #[tokio::test]
 async fn when_the_layers_tools_win_the_servers_own_lro_extract_is_hidden() {
     let dir = tempfile::tempdir().unwrap();
-    let server = Shadowing::default();
-    server.own.store(true, Ordering::Relaxed);
-    let client = connect(
-        LroLayer::new(config(dir.path(), 500))
-            .extract_isolation(())
-            .own_tools_win(true)
-            .wrap(server.clone()),
-    )
-    .await;
+    let (_server, client) = shadowed(dir.path(), true).await;
     let tools = client.list_all_tools().await.unwrap();
     let extracts: Vec<_> = tools.iter().filter(|t| t.name == EXTRACT_TOOL).collect();
     assert_eq!(extracts.len(), 1, "{tools:?}");
@@ -301,16 +309,7 @@ async fn when_the_layers_tools_win_the_servers_own_lro_extract_is_hidden() {
         "{d}"
     );
     let path = d["file_path"].as_str().unwrap();
-    let r = call(
-        &client,
-        EXTRACT_TOOL,
-        json!({"file_path": path, "count": true}),
-    )
-    .await;
-    assert_eq!(
-        r.content[0].as_text().unwrap().text.trim(),
-        r#"{"count":300}"#
-    );
+    assert_eq!(counted(&client, path).await, r#"{"count":300}"#);
 }
 
 /// Every definition goes to the model on every turn: each tool the layer
@@ -428,16 +427,7 @@ async fn the_configured_limits_hold_a_second_call_of_one_principal_and_time_the_
     let text = &endless.content[0].as_text().unwrap().text;
     assert!(text.contains("stopped after 3000ms"), "{text}");
     // With its slot free again, the same caller's query runs.
-    let again = call(
-        &client,
-        EXTRACT_TOOL,
-        json!({"file_path": path, "count": true}),
-    )
-    .await;
-    assert_eq!(
-        again.content[0].as_text().unwrap().text.trim(),
-        r#"{"count":300}"#
-    );
+    assert_eq!(counted(&client, path).await, r#"{"count":300}"#);
 }
 
 #[tokio::test]

@@ -15,13 +15,13 @@
 //!
 //! ```
 //! use lro_core::OffloadConfig;
-//! use lro_tower::{Lro, LroLayer};
+//! use lro_tower::{LroService, LroLayer};
 //! use lro_corpus::Corpus;
 //! use memory_server::MemoryServer;
 //! use tower_layer::Layer;
 //!
 //! let server = MemoryServer::new(Corpus::default_corpus());
-//! let handler: Lro<MemoryServer> = LroLayer::new(OffloadConfig::default()).layer(server);
+//! let handler: LroService<MemoryServer> = LroLayer::new(OffloadConfig::default()).layer(server);
 //! assert_eq!(handler.get_ref().corpus().len(), 500);
 //! ```
 

@@ -285,17 +285,17 @@ impl MemoryServer {
         Parameters(args): Parameters<RecallArgs>,
         extensions: Extensions,
     ) -> Result<CallToolResult, ErrorData> {
-        if args.limit == 0 {
-            return Ok(invalid("`limit` must be at least 1"));
-        }
-        let detail = Detail::from(args.detail);
-        let hits = self.corpus.recall(&args.query, args.limit);
-        let memories: Vec<&Memory> = hits.iter().map(|h| h.memory).collect();
-        let scope = LroScope::from_extensions(&extensions);
-        if let Some((scope, (min, max))) = scope.as_ref().zip(score_range(&hits)) {
-            scope.set_score_range(min, max);
-        }
-        Ok(hits_result(scope.as_ref(), &memories, detail, &args.query))
+        Ok(found(
+            &extensions,
+            &args.query,
+            args.limit,
+            args.detail,
+            |limit| {
+                let hits = self.corpus.recall(&args.query, limit);
+                let range = score_range(&hits);
+                (hits.into_iter().map(|h| h.memory).collect(), range)
+            },
+        ))
     }
 
     /// Finds a substring in titles and content.
@@ -311,13 +311,13 @@ impl MemoryServer {
         Parameters(args): Parameters<SearchArgs>,
         extensions: Extensions,
     ) -> Result<CallToolResult, ErrorData> {
-        if args.limit == 0 {
-            return Ok(invalid("`limit` must be at least 1"));
-        }
-        let detail = Detail::from(args.detail);
-        let memories = self.corpus.search(&args.query, args.limit);
-        let scope = LroScope::from_extensions(&extensions);
-        Ok(hits_result(scope.as_ref(), &memories, detail, &args.query))
+        Ok(found(
+            &extensions,
+            &args.query,
+            args.limit,
+            args.detail,
+            |limit| (self.corpus.search(&args.query, limit), None),
+        ))
     }
 
     /// Builds a context block under a token budget.
@@ -424,6 +424,27 @@ fn describe(scope: &LroScope, records: String, detail: Detail, query: &str) {
     scope.set_full_result(records);
     scope.set_detail(detail);
     scope.set_query(query);
+}
+
+/// The answer of `recall_memories` or `search_memories`: `limit` checked,
+/// then the memories `find` returns for it (with, for a ranking, the range
+/// of their scores) as [`hits_result`] at `detail`.
+fn found<'a>(
+    extensions: &Extensions,
+    query: &str,
+    limit: usize,
+    detail: DetailLevel,
+    find: impl FnOnce(usize) -> (Vec<&'a Memory>, Option<(f64, f64)>),
+) -> CallToolResult {
+    if limit == 0 {
+        return invalid("`limit` must be at least 1");
+    }
+    let (memories, range) = find(limit);
+    let scope = LroScope::from_extensions(extensions);
+    if let Some((scope, (min, max))) = scope.as_ref().zip(range) {
+        scope.set_score_range(min, max);
+    }
+    hits_result(scope.as_ref(), &memories, Detail::from(detail), query)
 }
 
 /// The `recall_memories` / `search_memories` result,

@@ -78,6 +78,23 @@ impl Raw {
     }
 
     /// Sends a line that is not JSON and checks its parse error.
+    /// A 2025-11-25 `initialize` and `notifications/initialized`; the
+    /// `initialize` answer.
+    async fn initialize(&mut self) -> Value {
+        self.send_json(json!({
+            "jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25", "capabilities": {},
+                "clientInfo": {"name": "raw", "version": "0"},
+            },
+        }))
+        .await;
+        let init = self.answer().await;
+        self.send_json(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+            .await;
+        init
+    }
+
     async fn garbage_gets_a_parse_error(&mut self) {
         self.send(b"this is not json {").await;
         let garbage = self.answer().await;
@@ -123,20 +140,8 @@ impl Raw {
 #[tokio::test]
 async fn with_initialize_bad_lines_get_errors_and_the_session_goes_on() {
     let mut server = Raw::spawn();
-    server
-        .send_json(json!({
-            "jsonrpc": "2.0", "id": 1, "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-11-25", "capabilities": {},
-                "clientInfo": {"name": "raw", "version": "0"},
-            },
-        }))
-        .await;
-    let init = server.answer().await;
+    let init = server.initialize().await;
     assert_eq!(init["result"]["protocolVersion"], "2025-11-25", "{init}");
-    server
-        .send_json(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
-        .await;
     server.garbage_gets_a_parse_error().await;
     server.tools_are_listed(2, json!({})).await;
     server
@@ -207,19 +212,7 @@ async fn serves_what_it_declares(server: &mut Raw, capabilities: &Value, meta: &
 #[tokio::test]
 async fn each_lifecycle_declares_every_capability_it_serves() {
     let mut server = Raw::spawn();
-    server
-        .send_json(json!({
-            "jsonrpc": "2.0", "id": 1, "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-11-25", "capabilities": {},
-                "clientInfo": {"name": "raw", "version": "0"},
-            },
-        }))
-        .await;
-    let init = server.answer().await;
-    server
-        .send_json(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
-        .await;
+    let init = server.initialize().await;
     serves_what_it_declares(&mut server, &init["result"]["capabilities"], &json!({})).await;
 
     let meta = json!({

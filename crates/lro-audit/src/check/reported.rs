@@ -46,7 +46,7 @@ pub(super) fn pagination_precedence(ev: &Evidence) -> Verdict {
 /// "When a proxy client connects to a remote server, the remote server
 /// detects clientInfo.proxy: true and returns full results inline." The
 /// auditor declares itself a proxy in both forms: `clientInfo.proxy` and
-/// the [`lro_core::wire::PROXY_EXTENSION`] capability extension.
+/// the [`lro_core::proxy_flag::PROXY_EXTENSION`] capability extension.
 pub(super) fn proxy_flag(ev: &Evidence) -> Verdict {
     match &ev.flagged {
         None => skip("no offloaded call to repeat as a proxy"),

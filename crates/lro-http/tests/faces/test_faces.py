@@ -257,19 +257,26 @@ def wait_closed(socks: list[socket.socket], within: float) -> None:
     assert not open_, f"{len(open_)} of {len(socks)} slow connections still open after {within}s"
 
 
-def test_slow_headers_are_closed_and_good_requests_answered(face, start):
-    proc, port = start("--header-read-timeout", "1")
-    socks = slow_sockets(port, 300)
+def served_while_slow_ones_close(proc, port, face, socks, closing, within):
+    """A good request is answered at once while the slow `socks` hang on,
+    `closing` of them are closed within `within` seconds, and the face still
+    serves after."""
     try:
         began = time.monotonic()
         served(port, face)
         assert time.monotonic() - began < 1.0, "answered while the slow ones are held"
-        wait_closed(socks, within=8.0)
+        wait_closed(closing, within=within)
     finally:
         for s in socks:
             s.close()
     served(port, face)
     assert proc.alive()
+
+
+def test_slow_headers_are_closed_and_good_requests_answered(face, start):
+    proc, port = start("--header-read-timeout", "1")
+    socks = slow_sockets(port, 300)
+    served_while_slow_ones_close(proc, port, face, socks, closing=socks, within=8.0)
 
 
 # The accept loop is lro-http's, the same for every face: one face shows it.
@@ -280,17 +287,8 @@ def test_past_the_connection_cap_a_good_request_sheds_the_idle_longest(start, fa
     the good request, which is answered at once."""
     proc, port = start("--max-connections", "4")
     socks = slow_sockets(port, 12)
-    try:
-        began = time.monotonic()
-        served(port, face)
-        assert time.monotonic() - began < 1.0, "answered without waiting out the slow ones"
-        # The eight oldest, and one more for the good request, were closed.
-        wait_closed(socks[:9], within=PROMPT_S)
-    finally:
-        for s in socks:
-            s.close()
-    served(port, face)
-    assert proc.alive()
+    # The eight oldest, and one more for the good request, are closed.
+    served_while_slow_ones_close(proc, port, face, socks, closing=socks[:9], within=PROMPT_S)
 
 
 @pytest.mark.parametrize("face", FACES[:1], ids=lambda f: f.name, indirect=True)

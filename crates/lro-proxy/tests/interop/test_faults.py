@@ -252,6 +252,14 @@ def _upstream_with_grandchildren(tmp_path) -> tuple[list[str], Path]:
     return ["sh", "-c", script, "sh", *fixture_cmd()], grandchildren_file
 
 
+async def _upstream_tree(session, grandchildren_file):
+    """The upstream's pid, and its pid with its two grandchildren's."""
+    child = await upstream_pid(session)
+    grandchildren = read_pids(grandchildren_file)
+    assert len(grandchildren) == 2, grandchildren
+    return child, [child, *grandchildren]
+
+
 @pytest.mark.anyio
 async def test_sigkill_of_the_proxy_leaves_no_upstream_process(tmp_path, fixture_env, out_dir):
     """After SIGKILL to the proxy, neither the upstream nor its grandchildren
@@ -260,10 +268,7 @@ async def test_sigkill_of_the_proxy_leaves_no_upstream_process(tmp_path, fixture
     env = full_env({**fixture_env, **offload_env(out_dir)})
     async with stdio_process(proxy_argv(upstream=upstream), env, tmp_path / "proxy.err") as proc:
         async with proc.session() as session:
-            child = await upstream_pid(session)
-            grandchildren = read_pids(grandchildren_file)
-            assert len(grandchildren) == 2, grandchildren
-            upstream_processes = [child, *grandchildren]
+            child, upstream_processes = await _upstream_tree(session, grandchildren_file)
             try:
                 assert all(pid_alive(pid) for pid in upstream_processes)
                 os.kill(proc.pid, signal.SIGKILL)
@@ -296,10 +301,7 @@ async def test_sigkill_of_a_watchdog_fails_the_call_and_leaves_no_upstream_proce
     started = fixture_env["FIXTURE_STARTED_FILE"]
     async with stdio_process(proxy_argv(upstream=upstream), env, tmp_path / "proxy.err") as proc:
         async with proc.session() as session:
-            child = await upstream_pid(session)
-            grandchildren = read_pids(grandchildren_file)
-            assert len(grandchildren) == 2, grandchildren
-            upstream_processes = [child, *grandchildren]
+            child, upstream_processes = await _upstream_tree(session, grandchildren_file)
             # proxy -> outer watchdog -> inner watchdog -> upstream
             outer = _ancestor_under(proc.pid, child)
             inner = parent(child)

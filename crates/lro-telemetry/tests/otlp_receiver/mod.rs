@@ -95,3 +95,14 @@ pub fn str_attr<'a>(attrs: &'a [KeyValue], key: &str) -> Option<&'a str> {
         _ => None,
     }
 }
+
+/// Panics unless `span` is the server span of a `tools/call` of `tool`, as
+/// the MCP semantic conventions name it.
+pub fn assert_tool_call_span(span: &Span, tool: &str) {
+    assert_eq!(span.kind, SpanKind::Server as i32);
+    assert_eq!(
+        str_attr(&span.attributes, "mcp.method.name"),
+        Some("tools/call")
+    );
+    assert_eq!(str_attr(&span.attributes, "gen_ai.tool.name"), Some(tool));
+}

@@ -1,4 +1,4 @@
-//! The forwarding of every `ServerHandler` method of [`Lro<H>`] to the
+//! The forwarding of every `ServerHandler` method of [`LroService<H>`] to the
 //! inner handler, but for the two it intercepts (`tools/call`,
 //! `tasks/get`, in `service.rs`) and the listing it patches (`tools.rs`).
 
@@ -10,14 +10,14 @@ use rmcp::{
     service::{MaybeSendFuture, NotificationContext, RequestContext, SubscriptionContext},
 };
 
-use super::{service::Lro, tools::Listing};
+use super::{service::LroService, tools::Listing};
 
 // Every `ServerHandler` method is forwarded explicitly: a method left out
 // would silently fall back to the trait default and hide the inner handler's
 // behaviour. `crates/lro-tidy/tests/forwarding.rs` compares this list with
 // rmcp's trait.
 #[allow(deprecated)]
-impl<H: ServerHandler> ServerHandler for Lro<H> {
+impl<H: ServerHandler> ServerHandler for LroService<H> {
     fn ping(
         &self,
         context: RequestContext<RoleServer>,

@@ -1,4 +1,4 @@
-//! [`LroLayer`]: builds [`Lro`] around any `rmcp::ServerHandler`.
+//! [`LroLayer`]: builds [`LroService`] around any `rmcp::ServerHandler`.
 
 use std::sync::Arc;
 
@@ -6,7 +6,7 @@ use lro_core::{EventSink, OffloadConfig, TokenEstimator};
 use lro_extract::{ExtractConfig, Isolation};
 use tower_layer::Layer;
 
-use super::{CallerTrace, Lro, error::Error, shared::Shared};
+use super::{CallerTrace, LroService, error::Error, shared::Shared};
 use crate::principal::PrincipalSource;
 
 /// A tower layer that wraps a server handler with Large Result Offloading.
@@ -183,13 +183,13 @@ impl LroLayer {
     }
 
     /// Wraps `inner`; the same as [`Layer::layer`].
-    pub fn wrap<H>(&self, inner: H) -> Lro<H> {
-        Lro::from_shared(inner, self.shared.clone())
+    pub fn wrap<H>(&self, inner: H) -> LroService<H> {
+        LroService::from_shared(inner, self.shared.clone())
     }
 }
 
 impl<H> Layer<H> for LroLayer {
-    type Service = Lro<H>;
+    type Service = LroService<H>;
 
     fn layer(&self, inner: H) -> Self::Service {
         self.wrap(inner)

@@ -1,6 +1,6 @@
-//! The LRO middleware: [`LroLayer`] and the [`Lro`] handler it produces.
+//! The LRO middleware: [`LroLayer`] and the [`LroService`] handler it produces.
 //!
-//! `Lro<H>` implements `rmcp::ServerHandler` for any `H: ServerHandler`. It
+//! `LroService<H>` implements `rmcp::ServerHandler` for any `H: ServerHandler`. It
 //! forwards every method, and intercepts `tools/call` (and completed task
 //! results from `tasks/get`): at or under the threshold a result passes
 //! through unchanged; over it the full result set goes to a JSONL file and
@@ -14,7 +14,7 @@
 //!
 //! ```
 //! use lro_core::OffloadConfig;
-//! use lro_tower::{Lro, LroLayer};
+//! use lro_tower::{LroService, LroLayer};
 //! use rmcp::{ServerHandler, model::ServerConfig};
 //! use tower::ServiceBuilder;
 //!
@@ -27,7 +27,7 @@
 //! }
 //!
 //! let cfg = OffloadConfig::default().threshold_tokens(800);
-//! let handler: Lro<MyServer> = ServiceBuilder::new()
+//! let handler: LroService<MyServer> = ServiceBuilder::new()
 //!     .layer(LroLayer::new(cfg))
 //!     .service(MyServer);
 //! assert_eq!(handler.config().threshold_tokens, 800);
@@ -53,5 +53,5 @@ pub use context::CONTEXT_TOOLS;
 pub use error::Error;
 pub use extract::EXTRACT_TOOL;
 pub use layer::LroLayer;
-pub use service::{Lro, PROXY_EXTENSION};
+pub use service::{LroService, PROXY_EXTENSION};
 pub use trace::CallerTrace;

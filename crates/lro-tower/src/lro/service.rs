@@ -1,4 +1,4 @@
-//! [`Lro<H>`]: an `rmcp::ServerHandler` that offloads large tool results.
+//! [`LroService<H>`]: an `rmcp::ServerHandler` that offloads large tool results.
 //! The interception of `tools/call` and `tasks/get` is here; the forwarding
 //! of every other method is `forward.rs`, the listing `tools.rs`, the task
 //! book `tasks.rs`.
@@ -25,14 +25,14 @@ use crate::scope::LroScope;
 /// Key of the client capability extension that marks an LRO proxy. A client
 /// that declares it with `{"proxy": true}` in `initialize` gets full results
 /// inline: it offloads them itself.
-pub use lro_core::wire::PROXY_EXTENSION;
+pub use lro_core::proxy_flag::PROXY_EXTENSION;
 
 /// Wraps a server handler `H` with Large Result Offloading.
 ///
-/// Built by [`LroLayer`] or [`Lro::new`]. It implements
+/// Built by [`LroLayer`] or [`LroService::new`]. It implements
 /// [`ServerHandler`], so it serves over stdio and inside
 /// `StreamableHttpService` like the handler it wraps.
-pub struct Lro<H> {
+pub struct LroService<H> {
     pub(super) inner: H,
     pub(crate) shared: Arc<Shared>,
     /// Shared by clones: a handler cloned for every session keeps one book.
@@ -40,7 +40,7 @@ pub struct Lro<H> {
     pub(super) listing: Arc<Listing>,
 }
 
-impl<H: Clone> Clone for Lro<H> {
+impl<H: Clone> Clone for LroService<H> {
     fn clone(&self) -> Self {
         Self {
             inner: self.inner.clone(),
@@ -51,16 +51,16 @@ impl<H: Clone> Clone for Lro<H> {
     }
 }
 
-impl<H> std::fmt::Debug for Lro<H> {
+impl<H> std::fmt::Debug for LroService<H> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Lro")
+        f.debug_struct("LroService")
             .field("threshold_tokens", &self.shared.cfg.threshold_tokens)
             .field("output_dir", &self.shared.offloader.dir())
             .finish_non_exhaustive()
     }
 }
 
-impl<H> Lro<H> {
+impl<H> LroService<H> {
     /// Wraps `inner` with the given configuration and default settings.
     pub fn new(inner: H, cfg: OffloadConfig) -> Self {
         LroLayer::new(cfg).wrap(inner)
@@ -107,12 +107,12 @@ fn is_proxy(cx: &RequestContext<RoleServer>) -> bool {
         .and_then(|caps| caps.extensions)
         .and_then(|ext| {
             ext.get(PROXY_EXTENSION)
-                .map(lro_core::wire::is_proxy_settings)
+                .map(lro_core::proxy_flag::is_proxy_settings)
         })
         .unwrap_or(false)
 }
 
-impl<H: ServerHandler> Lro<H> {
+impl<H: ServerHandler> LroService<H> {
     /// `tools/call`: the layer's own tools, or the inner tool's result
     /// offloaded when it is over the threshold.
     pub(super) async fn intercept_call(

@@ -63,7 +63,7 @@ impl TaskBook {
     }
 }
 
-/// The task book of one `Lro` (shared by its clones).
+/// The task book of one `LroService` (shared by its clones).
 #[derive(Default)]
 pub(super) struct Tasks(Mutex<TaskBook>);
 

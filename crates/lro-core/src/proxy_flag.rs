@@ -1,4 +1,5 @@
-//! Names this project puts on the MCP wire: the proxy flag.
+//! The proxy flag: the names this project puts on the MCP wire for it, and
+//! the marking of a request with it.
 //!
 //! An LRO proxy offloads results itself, so a server must hand it full
 //! results inline. It says so twice in `initialize`: in the spec's form,
@@ -12,7 +13,7 @@
 //! [`META_CLIENT_INFO`], and is marked there ([`mark_proxy_meta`]).
 //!
 //! ```
-//! use lro_core::wire::{
+//! use lro_core::proxy_flag::{
 //!     META_CLIENT_INFO, PROXY_EXTENSION, is_proxy_settings, mark_proxy_client_info,
 //!     mark_proxy_meta, proxy_settings,
 //! };

@@ -1,35 +1,43 @@
-//! Where the proxy forwards to: a command spawned as a stdio child, or a
-//! streamable-HTTP URL.
+//! The MCP server a client of this project reaches: a command launched
+//! over stdio, or a streamable-HTTP URL with the headers sent to it.
+//!
+//! `lro proxy` forwards to one (its upstream), `lro audit` judges one (its
+//! target): both take the same description, parsed the same way, shown the
+//! same way with its secrets left out. It is a description only: launching
+//! and connecting are each client's own, and so is every judgement (the
+//! auditor shares none with what it judges).
+//!
+//! ```
+//! use lro_upstream::Upstream;
+//!
+//! let child = Upstream::command("python3", ["server.py"]).env("LEVEL", "debug");
+//! assert_eq!(child.to_string(), "`python3 server.py`");
+//! let remote = Upstream::http("https://mcp.example.com/mcp")
+//!     .unwrap()
+//!     .header("Authorization: Bearer ${TOKEN}", |_| Some("s3cret".into()))
+//!     .unwrap();
+//! // Header values never appear in logs or errors.
+//! assert!(!format!("{remote:?}").contains("s3cret"));
+//! ```
 
 use std::{ffi::OsString, fmt};
 
 use http::{HeaderName, HeaderValue};
 
-use crate::ProxyError;
-
-/// The MCP server behind the proxy.
+/// An MCP server to reach.
 ///
-/// ```
-/// use lro_proxy::Upstream;
-///
-/// let child = Upstream::command("python3", ["server.py"]);
-/// assert_eq!(child.to_string(), "`python3 server.py`");
-/// let remote = Upstream::http("https://mcp.example.com/mcp")
-///     .unwrap()
-///     .header("Authorization: Bearer ${TOKEN}", |_| Some("s3cret".into()))
-///     .unwrap();
-/// // Header values never appear in logs or errors.
-/// assert!(!format!("{remote:?}").contains("s3cret"));
-/// ```
+/// Not `#[non_exhaustive]`: the proxy and the auditor each reach every kind,
+/// so a new kind should fail their builds until they do.
 #[derive(Clone)]
-#[non_exhaustive]
 pub enum Upstream {
-    /// A command spawned once per client session; MCP over its stdin/stdout.
+    /// A command launched as a child; MCP over its stdin/stdout.
     Command {
         /// The program.
         program: OsString,
         /// Its arguments.
         args: Vec<OsString>,
+        /// Environment variables set for it, beyond those it inherits.
+        env: Vec<(OsString, OsString)>,
     },
     /// A streamable-HTTP endpoint.
     Http {
@@ -40,8 +48,30 @@ pub enum Upstream {
     },
 }
 
+/// Why an upstream cannot be described as given.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum UpstreamError {
+    /// A header is not `Name: value`, or names an unset variable.
+    #[error("invalid header `{header}`: {reason}")]
+    Header {
+        /// The header as given, with its value elided.
+        header: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The URL is not an `http` or `https` URL.
+    #[error("invalid upstream URL `{url}`: {reason}")]
+    Url {
+        /// The URL as given.
+        url: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+}
+
 impl Upstream {
-    /// A command spawned as a stdio child.
+    /// A command launched as a stdio child.
     pub fn command<I, A>(program: impl Into<OsString>, args: I) -> Self
     where
         I: IntoIterator<Item = A>,
@@ -50,6 +80,7 @@ impl Upstream {
         Self::Command {
             program: program.into(),
             args: args.into_iter().map(Into::into).collect(),
+            env: Vec::new(),
         }
     }
 
@@ -57,12 +88,13 @@ impl Upstream {
     ///
     /// # Errors
     ///
-    /// [`ProxyError::Url`] when `url` is not an `http://` or `https://` URL.
-    pub fn http(url: impl Into<String>) -> Result<Self, ProxyError> {
+    /// [`UpstreamError::Url`] when `url` is not an `http://` or `https://`
+    /// URL.
+    pub fn http(url: impl Into<String>) -> Result<Self, UpstreamError> {
         let url = url.into();
         let parsed: http::Uri =
             url.parse()
-                .map_err(|err: http::uri::InvalidUri| ProxyError::Url {
+                .map_err(|err: http::uri::InvalidUri| UpstreamError::Url {
                     url: url.clone(),
                     reason: err.to_string(),
                 })?;
@@ -71,11 +103,21 @@ impl Upstream {
                 url,
                 headers: Vec::new(),
             }),
-            _ => Err(ProxyError::Url {
+            _ => Err(UpstreamError::Url {
                 url,
                 reason: "expected http://HOST/PATH or https://HOST/PATH".to_owned(),
             }),
         }
+    }
+
+    /// Adds an environment variable for a command; an HTTP upstream
+    /// ignores it. Defaults to none beyond the inherited environment.
+    #[must_use]
+    pub fn env(mut self, key: impl Into<OsString>, value: impl Into<OsString>) -> Self {
+        if let Self::Command { env, .. } = &mut self {
+            env.push((key.into(), value.into()));
+        }
+        self
     }
 
     /// Adds a header given as `Name: value` to an HTTP upstream. `${VAR}` in
@@ -87,17 +129,17 @@ impl Upstream {
     ///
     /// # Errors
     ///
-    /// [`ProxyError::Header`] for a malformed header or an unset variable;
-    /// the message never contains the value.
+    /// [`UpstreamError::Header`] for a malformed header or an unset
+    /// variable; the message never contains the value.
     pub fn header(
         mut self,
         spec: &str,
         env: impl Fn(&str) -> Option<String>,
-    ) -> Result<Self, ProxyError> {
+    ) -> Result<Self, UpstreamError> {
         let (name, value) = parse_header(spec, env)?;
         if let Self::Http { headers, .. } = &mut self {
             if headers.iter().any(|(n, _)| *n == name) {
-                return Err(ProxyError::Header {
+                return Err(UpstreamError::Header {
                     header: format!("{name}: …"),
                     reason: "given twice; give one value".to_owned(),
                 });
@@ -105,6 +147,12 @@ impl Upstream {
             headers.push((name, value));
         }
         Ok(self)
+    }
+
+    /// Whether it is a command the client launches (and so configures and
+    /// hears on stderr), not a server that runs already.
+    pub fn is_launched(&self) -> bool {
+        matches!(self, Self::Command { .. })
     }
 }
 
@@ -135,8 +183,9 @@ fn redact_url(url: &str) -> String {
     format!("{scheme}://{host}{}{query}", uri.path())
 }
 
-/// `text` with every `http(s)://` URL in it redacted (see [`redact_url`]).
-pub(crate) fn redact_urls(text: &str) -> String {
+/// `text` with every `http(s)://` URL in it redacted: user info and query
+/// replaced by `…`, as an [`Upstream`] shows its own URL.
+pub fn redact_urls(text: &str) -> String {
     text.split_inclusive(char::is_whitespace)
         .map(|word| {
             let trimmed = word.trim_end();
@@ -163,14 +212,14 @@ pub(crate) fn redact_urls(text: &str) -> String {
 fn parse_header(
     spec: &str,
     env: impl Fn(&str) -> Option<String>,
-) -> Result<(HeaderName, HeaderValue), ProxyError> {
+) -> Result<(HeaderName, HeaderValue), UpstreamError> {
     // The spec may be a bare secret (the name forgotten): never echo it.
-    let (name, raw) = spec.split_once(':').ok_or_else(|| ProxyError::Header {
+    let (name, raw) = spec.split_once(':').ok_or_else(|| UpstreamError::Header {
         header: "…".to_owned(),
         reason: "expected `Name: value`".to_owned(),
     })?;
     let shown = format!("{}: …", name.trim());
-    let bad = |reason: String| ProxyError::Header {
+    let bad = |reason: String| UpstreamError::Header {
         header: shown.clone(),
         reason,
     };
@@ -205,7 +254,7 @@ fn parse_header(
 impl fmt::Display for Upstream {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::Command { program, args } => {
+            Self::Command { program, args, .. } => {
                 write!(f, "`{}", program.to_string_lossy())?;
                 for arg in args {
                     write!(f, " {}", arg.to_string_lossy())?;
@@ -217,14 +266,16 @@ impl fmt::Display for Upstream {
     }
 }
 
-// Header values are secrets (bearer tokens); Debug shows only their names.
+// Header and environment values may be secrets (bearer tokens); Debug shows
+// only their names.
 impl fmt::Debug for Upstream {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::Command { program, args } => f
+            Self::Command { program, args, env } => f
                 .debug_struct("Command")
                 .field("program", program)
                 .field("args", args)
+                .field("env", &env.iter().map(|(k, _)| k).collect::<Vec<_>>())
                 .finish(),
             Self::Http { url, headers } => f
                 .debug_struct("Http")
@@ -297,6 +348,22 @@ mod tests {
         assert!(twice.unwrap_err().to_string().contains("given twice"));
         let bare = parse_header("ghp_s3cret", env).unwrap_err().to_string();
         assert!(!bare.contains("s3cret"), "{bare}");
+    }
+
+    #[test]
+    fn environment_values_stay_out_of_debug() {
+        let up = Upstream::command("python3", ["server.py"]).env("SECRET", "s3cret");
+        assert!(up.is_launched());
+        assert_eq!(up.to_string(), "`python3 server.py`");
+        let shown = format!("{up:?}");
+        assert!(
+            shown.contains("SECRET") && !shown.contains("s3cret"),
+            "{shown}"
+        );
+        let url = Upstream::http("http://127.0.0.1:1/mcp")
+            .unwrap()
+            .env("A", "b");
+        assert!(!url.is_launched());
     }
 
     #[test]
