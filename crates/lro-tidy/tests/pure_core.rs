@@ -8,7 +8,11 @@
 //! `#[cfg(test)]` items are left out, `use` trees are expanded, so
 //! `use std::{fs, io}` is seen as `std::fs`.
 
-use std::path::{Path, PathBuf};
+mod support;
+
+use std::path::Path;
+
+use support::rust_files;
 
 /// What lro-core's code may not name.
 const FORBIDDEN: [&str; 4] = ["std::fs", "std::os::unix::fs", "cap_std", "cap_fs_ext"];
@@ -227,17 +231,6 @@ fn violations(text: &str) -> Vec<String> {
         }
     }
     found
-}
-
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
 }
 
 #[test]
