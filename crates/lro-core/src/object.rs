@@ -195,3 +195,33 @@ impl StdError for ObjectError {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stores_own_error_stays_out_of_the_chain_and_another_error_is_it() {
+        let io = || std::io::Error::other("key p-1/atlatl-x.jsonl refused");
+        let store = ObjectError::new(
+            WriteFailureReason::StoreOther,
+            "the offload store failed",
+            Some(Box::new(io())),
+        );
+        assert_eq!(store.to_string(), "the offload store failed");
+        assert!(store.source().is_none());
+        assert!(
+            store
+                .detail()
+                .is_some_and(|d| d.to_string().contains("p-1"))
+        );
+
+        #[derive(Debug, thiserror::Error)]
+        #[error("cannot create offload file /o/x")]
+        struct Create(#[source] std::io::Error);
+        let local = ObjectError::from_error(WriteFailureReason::Io, Create(io()));
+        assert_eq!(local.to_string(), "cannot create offload file /o/x");
+        assert_eq!(local.source().unwrap().to_string(), io().to_string());
+        assert!(local.get_ref().unwrap().is::<Create>());
+    }
+}

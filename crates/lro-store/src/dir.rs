@@ -397,6 +397,13 @@ mod tests {
             "{err}"
         );
         assert_eq!(err.reason(), WriteFailureReason::NotADirectory);
+        // The cause is the source, not the text; the warning prints both.
+        assert!(!err.to_string().contains("os error"), "{err}");
+        let text = err.text();
+        assert!(
+            text.starts_with("cannot open offload directory ") && text.ends_with("(os error 20)"),
+            "{text}"
+        );
     }
 
     #[test]
