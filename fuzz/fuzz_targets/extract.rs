@@ -12,6 +12,7 @@ use lro_core::{
     records::RecordSet,
 };
 use lro_extract::{ExtractConfig, ExtractRequest, Extractor};
+use lro_store::DirSink;
 use tempfile::TempDir;
 
 static DIR: LazyLock<TempDir> = LazyLock::new(|| tempfile::tempdir().unwrap());
@@ -54,7 +55,7 @@ fuzz_target!(|data: &[u8]| {
         return;
     }
     let input = OffloadInput::new("fuzz", "fuzz", &set, text.len() / 4);
-    let Ok(out) = Offloader::new(DIR.path()).offload(input, &|| false) else {
+    let Ok(out) = Offloader::new(DirSink::new(DIR.path())).offload(input, &|| false) else {
         return;
     };
     let path = out.result.path;

@@ -2,11 +2,12 @@
 //!
 //! ```
 //! use lro_core::{offload::{Offloader, OffloadInput}, records::RecordSet};
+//! use lro_store::DirSink;
 //!
 //! let dir = tempfile::tempdir().unwrap();
 //! let text = serde_json::to_string(&(0..20).map(|i| serde_json::json!({"n": i, "msg": "hi"})).collect::<Vec<_>>()).unwrap();
 //! let records = RecordSet::from_text(&text);
-//! let out = Offloader::new(dir.path())
+//! let out = Offloader::new(DirSink::new(dir.path()))
 //!     .offload(OffloadInput::new("logs", "logs", &records, 500), &|| false)
 //!     .unwrap();
 //! let report = lro_cli::inspect::inspect(&out.result.path).unwrap();
@@ -72,7 +73,7 @@ pub fn inspect(path: &Path) -> Result<Report, CliError> {
         .parent()
         .ok_or_else(|| CliError::Usage(format!("{} has no parent directory", path.display())))?;
     let resolved = lro_extract::resolve(root, &path.to_string_lossy())?;
-    let header = lro_core::file::read_header(&resolved.path)?;
+    let header = lro_store::file::read_header(&resolved.path)?;
     let file = resolved.open()?;
     let io_error = |source| CliError::Io {
         path: path.to_owned(),

@@ -10,6 +10,7 @@ use lro_core::{
     offload::{OffloadInput, Offloader},
     records::RecordSet,
 };
+use lro_store::DirSink;
 use serde_json::{Value, json};
 
 fn lro(args: &[&str]) -> Output {
@@ -50,7 +51,7 @@ fn memories() -> Vec<Value> {
 fn offload(dir: &Path, text: &str, detail: Option<Detail>) -> PathBuf {
     let records = RecordSet::from_text(text);
     let input = OffloadInput::new("recall", "recall", &records, text.len() / 4).detail(detail);
-    Offloader::new(dir)
+    Offloader::new(DirSink::new(dir))
         .offload(input, &|| false)
         .unwrap()
         .result
@@ -474,7 +475,7 @@ fn every_recipe_prints_what_its_command_prints_on_mixed_records() {
     for records in [mixed_memories, objects] {
         let text = serde_json::to_string(&records).unwrap();
         let set = RecordSet::from_text(&text);
-        let out = Offloader::new(dir.path())
+        let out = Offloader::new(DirSink::new(dir.path()))
             .offload(OffloadInput::new("recall", "recall", &set, 99_999), &|| {
                 false
             })

@@ -35,7 +35,10 @@ use lro_core::{
     quota::{Ledger, Quota, QuotaExceeded},
 };
 
-use crate::{ContextError, Roots, tree::measure_tree};
+use crate::{
+    ContextError, Roots,
+    tree::{ledger_for, measure_tree},
+};
 
 /// A path inside the caller's area, and how to reach it.
 #[derive(Debug)]
@@ -114,7 +117,7 @@ impl Roots {
         Ok(Place::Own(Located {
             rel: rel.to_owned(),
             anonymous_root: principal.is_anonymous() && rel.as_os_str().is_empty(),
-            quota: Some((key, Ledger::for_root(root), root.clone())),
+            quota: Some((key, ledger_for(root), root.clone())),
             area: Some(area),
             full,
         }))

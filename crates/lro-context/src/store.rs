@@ -14,16 +14,13 @@ use std::{
 };
 
 use cap_std::fs::{Dir, OpenOptionsExt as _};
-use lro_core::{
-    principal::Principal,
-    quota::{Ledger, Quota},
-};
+use lro_core::{principal::Principal, quota::Quota};
 use sha2::{Digest as _, Sha256};
 
 use crate::{
     ContextError,
     scope::{Located, Place},
-    tree::{collect_files, measure_tree},
+    tree::{collect_files, ledger_for, measure_tree},
 };
 
 /// Longest part of a caller's id kept in a file name; the content hash that
@@ -257,7 +254,7 @@ pub fn expire(dir: &Path, retention: Duration, now: std::time::SystemTime) -> Ex
     let Ok(root) = Dir::open_ambient_dir(dir, cap_std::ambient_authority()) else {
         return out;
     };
-    let ledger = Ledger::for_root(dir);
+    let ledger = ledger_for(dir);
     let mark = ledger.begin_pass();
     let root = Arc::new(root);
     let mut files = Vec::new();

@@ -1,7 +1,7 @@
 //! The walk over a store root: its regular files, each with its folder's
 //! open handle, never through a symlink, and the bytes each principal's area
 //! holds. `store.rs` greps and expires over it; `scope.rs` starts the quota
-//! ledger from it.
+//! ledger from it, found by the root's canonical path ([`ledger_for`]).
 
 use std::{
     io,
@@ -11,7 +11,16 @@ use std::{
 
 use cap_fs_ext::DirExt as _;
 use cap_std::fs::Dir;
-use lro_core::{principal::is_principal_folder, quota::Usage};
+use lro_core::{
+    principal::is_principal_folder,
+    quota::{Ledger, Usage},
+};
+
+/// The process's quota ledger of the root `root`, by its canonical path, so
+/// that writes and expiry meet whatever path each was given.
+pub(crate) fn ledger_for(root: &Path) -> Arc<Ledger> {
+    Ledger::for_root(&root.canonicalize().unwrap_or_else(|_| root.to_owned()))
+}
 
 /// Deepest folder level `grep` walks.
 pub(crate) const GREP_DEPTH: usize = 16;

@@ -1,46 +1,39 @@
-//! Offload files: naming, the atomic JSONL writer and the reader.
+//! Offload files as data: naming, the JSONL encoding with its header, and
+//! the header's parser. Writing and reading files is lro-store's
+//! (`lro_store::file`): this module touches no file system.
 //!
 //! A file is `{output_dir}/atlatl-{operation}-{ulid}.jsonl`: a header line
-//! ([`OffloadHeader`]) and one JSON record per line. It is written to a hidden
-//! temp file (`.atlatl-{operation}-{ulid}.jsonl.tmp`, mode 0600, in a 0700
-//! directory) and renamed into place, so readers never see a partial file.
-//! Both are done relative to an open directory handle (`openat`-style, with
-//! `cap-std`), so a symlink swapped inside the directory cannot take the
-//! write outside it.
-//! Names come from the server (operation + ULID), never from client input.
+//! ([`OffloadHeader`]) and one JSON record per line, written under the
+//! hidden temp name `.atlatl-{operation}-{ulid}.jsonl.tmp` and renamed into
+//! place. Names come from the server (operation + ULID), never from client
+//! input.
 //!
 //! ```
-//! use lro_core::file::{OffloadFileName, write_atomic, read_header};
+//! use lro_core::file::{OffloadFileName, encode_body, parse_header};
 //! use lro_core::descriptor::{Detail, OffloadHeader};
 //!
-//! let dir = tempfile::tempdir().unwrap();
 //! let name = OffloadFileName::new("recall");
 //! let header = OffloadHeader::new("recall", None, 2, 10, Detail::Light);
+//! let mut out = Vec::new();
 //! let records = [r#"{"id":"a"}"#, r#"{"id":"b"}"#];
-//! let written = write_atomic(dir.path(), &name, &header, &records, &|| false).unwrap();
-//! assert_eq!(read_header(&written.path).unwrap().count, 2);
-//! assert!(OffloadFileName::parse(written.path.file_name().unwrap().to_str().unwrap()).is_some());
+//! let bytes = encode_body(&mut out, &header, &records, &|| false).unwrap();
+//! assert_eq!(bytes, out.len() as u64);
+//! let first = std::str::from_utf8(&out).unwrap().lines().next().unwrap();
+//! assert_eq!(parse_header(name.to_string().as_ref(), first).unwrap().count, 2);
+//! assert!(OffloadFileName::parse(&name.to_string()).is_some());
 //! ```
 
 use std::{
+    error::Error as _,
     fmt,
-    fs::File,
-    io::{self, BufRead, BufReader, BufWriter, Write},
+    io::{self, Write},
     path::{Path, PathBuf},
     time::{Duration, SystemTime},
 };
 
 use ulid::Ulid;
 
-use cap_std::fs::Dir;
-
-use crate::{
-    descriptor::OffloadHeader,
-    metric::label::WriteFailureReason,
-    object::ObjectError,
-    quota::QuotaExceeded,
-    root::{PrivateDir, RootError},
-};
+use crate::{descriptor::OffloadHeader, metric::label::WriteFailureReason, object::ObjectError};
 
 /// File name prefix of every offload file.
 pub const FILE_PREFIX: &str = "atlatl-";
@@ -156,7 +149,7 @@ pub fn sanitize_operation(raw: &str) -> String {
     }
 }
 
-/// A file that was written.
+/// A result that was written.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct WrittenFile {
@@ -174,40 +167,17 @@ impl WrittenFile {
     }
 }
 
-/// Why a write failed. The temp file is removed in every case.
+/// Why an offload failed. Nothing is left behind in every case.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum WriteError {
-    /// The output directory could not be created.
-    #[error("cannot create offload directory {path}: {source}")]
-    CreateDir {
-        /// The directory.
-        path: PathBuf,
-        /// The OS error.
-        source: io::Error,
-    },
-    /// The temp file could not be created.
-    #[error("cannot create offload file {path}: {source}")]
-    Create {
-        /// The temp file.
-        path: PathBuf,
-        /// The OS error.
-        source: io::Error,
-    },
-    /// Writing the content failed (disk full, I/O error).
-    #[error("cannot write offload file {path}: {source}")]
+    /// Encoding the content failed: the writer refused it.
+    #[error("cannot write offload file {path}")]
     Write {
-        /// The temp file.
+        /// The file, when there is one.
         path: PathBuf,
         /// The OS error.
-        source: io::Error,
-    },
-    /// The temp file could not be renamed into place.
-    #[error("cannot publish offload file {path}: {source}")]
-    Rename {
-        /// The final path.
-        path: PathBuf,
-        /// The OS error.
+        #[source]
         source: io::Error,
     },
     /// A record was not single-line JSON.
@@ -219,43 +189,41 @@ pub enum WriteError {
     /// The request was cancelled while writing.
     #[error("offload write cancelled")]
     Cancelled,
-    /// The offload directory cannot be used: it could not be opened, or
-    /// another user owns it.
+    /// The sink (the directory or an object store) failed the write: see
+    /// [`crate::object`].
     #[error(transparent)]
-    Root(#[from] RootError),
-    /// The write would pass a quota.
-    #[error(transparent)]
-    Quota(#[from] QuotaExceeded),
-    /// The object store failed the write (see [`crate::object`]).
-    #[error("cannot store the offload object: {0}")]
-    Store(#[source] ObjectError),
+    Store(#[from] ObjectError),
 }
 
 impl WriteError {
     /// Why the write failed, as a bounded metric label.
     pub fn reason(&self) -> WriteFailureReason {
-        let source = match self {
-            WriteError::CreateDir { source, .. }
-            | WriteError::Create { source, .. }
-            | WriteError::Write { source, .. }
-            | WriteError::Rename { source, .. } => source,
-            WriteError::BadRecord { .. } => return WriteFailureReason::BadRecord,
-            WriteError::Quota(_) => return WriteFailureReason::Quota,
-            WriteError::Store(err) => return err.reason,
-            WriteError::Root(RootError::NotOwned { .. }) => return WriteFailureReason::NotOwned,
-            WriteError::Root(err) => match err.io() {
-                Some(source) => source,
-                None => return WriteFailureReason::Io,
-            },
+        match self {
+            WriteError::Write { source, .. } => io_reason(source),
+            WriteError::BadRecord { .. } => WriteFailureReason::BadRecord,
+            WriteError::Store(err) => err.reason,
             // A cancelled write is not reported as a failure; should one be
             // counted anyway, it is an I/O interruption.
-            WriteError::Cancelled => return WriteFailureReason::Io,
-        };
-        io_reason(source)
+            WriteError::Cancelled => WriteFailureReason::Io,
+        }
+    }
+
+    /// The error and its causes, each after a `: `: what the truncation
+    /// warning and the `OffloadWriteFailed` event say.
+    pub fn text(&self) -> String {
+        let mut text = self.to_string();
+        let mut source = self.source();
+        while let Some(cause) = source {
+            text.push_str(": ");
+            text.push_str(&cause.to_string());
+            source = cause.source();
+        }
+        text
     }
 }
 
-fn io_reason(err: &io::Error) -> WriteFailureReason {
+/// The metric label of a failed file operation's OS error.
+pub fn io_reason(err: &io::Error) -> WriteFailureReason {
     match err.kind() {
         io::ErrorKind::NotFound => WriteFailureReason::NotFound,
         io::ErrorKind::PermissionDenied | io::ErrorKind::ReadOnlyFilesystem => {
@@ -271,90 +239,8 @@ fn io_reason(err: &io::Error) -> WriteFailureReason {
     }
 }
 
-/// Writes `header` and `records` (each a single line of JSON) atomically to
-/// `dir/name`. `cancelled` is polled between records; when it returns true the
-/// temp file is removed and [`WriteError::Cancelled`] returned.
-///
-/// `dir` is opened as a [`PrivateDir`] (created 0700, ours, private) and the
-/// file is made relative to that handle: see [`write_in`].
-///
-/// The file is not fsynced: offload files are ephemeral and re-creatable, and
-/// the rename alone guarantees readers never see a partial file.
-pub fn write_atomic<R: AsRef<str>>(
-    dir: &Path,
-    name: &OffloadFileName,
-    header: &OffloadHeader,
-    records: &[R],
-    cancelled: &dyn Fn() -> bool,
-) -> Result<WrittenFile, WriteError> {
-    let dir = PrivateDir::open(dir)?;
-    write_in(&dir, name, header, records, cancelled)
-}
-
-/// [`write_atomic`] into a directory already open. The temp file is created
-/// (`O_CREAT|O_EXCL`, 0600), renamed and, on failure, removed relative to the
-/// directory handle, never by path: a symlink swapped anywhere inside or
-/// above it cannot move the write elsewhere.
-pub fn write_in<R: AsRef<str>>(
-    dir: &PrivateDir,
-    name: &OffloadFileName,
-    header: &OffloadHeader,
-    records: &[R],
-    cancelled: &dyn Fn() -> bool,
-) -> Result<WrittenFile, WriteError> {
-    let handle = dir.dir();
-    let temp_name = name.temp_name();
-    let final_name = name.to_string();
-    let temp = dir.path().join(&temp_name);
-    let path = dir.path().join(&final_name);
-    let file = create_private(handle, &temp_name).map_err(|source| WriteError::Create {
-        path: temp.clone(),
-        source,
-    })?;
-    let result = write_body(file, header, records, cancelled)
-        .map_err(|e| match e {
-            BodyError::Io(source) => WriteError::Write {
-                path: temp.clone(),
-                source,
-            },
-            BodyError::BadRecord(index) => WriteError::BadRecord { index },
-            BodyError::Cancelled => WriteError::Cancelled,
-        })
-        .and_then(|bytes| {
-            if cancelled() {
-                return Err(WriteError::Cancelled);
-            }
-            handle
-                .rename(&temp_name, handle, &final_name)
-                .map_err(|source| WriteError::Rename {
-                    path: path.clone(),
-                    source,
-                })?;
-            Ok(bytes)
-        });
-    match result {
-        Ok(bytes) => Ok(WrittenFile { path, bytes }),
-        Err(err) => {
-            // Best effort: the temp file may not exist if creation itself failed.
-            let _ = handle.remove_file(&temp_name);
-            Err(err)
-        }
-    }
-}
-
-fn create_private(dir: &Dir, name: &str) -> io::Result<File> {
-    let mut opts = cap_std::fs::OpenOptions::new();
-    opts.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use cap_std::fs::OpenOptionsExt as _;
-        opts.mode(0o600);
-    }
-    Ok(dir.open_with(name, &opts)?.into_std())
-}
-
-/// The bytes [`write_atomic`] writes for `header` and `records`: what a
-/// quota is checked against before writing.
+/// The bytes [`encode_body`] writes for `header` and `records` (but for
+/// the header's `bytes`): what a quota is checked against before writing.
 pub fn encoded_len<R: AsRef<str>>(header: &OffloadHeader, records: &[R]) -> u64 {
     let header = serde_json::to_string(header).map_or(0, |h| h.len() as u64);
     records
@@ -374,22 +260,10 @@ impl From<io::Error> for BodyError {
     }
 }
 
-fn write_body<R: AsRef<str>>(
-    file: File,
-    header: &OffloadHeader,
-    records: &[R],
-    cancelled: &dyn Fn() -> bool,
-) -> Result<u64, BodyError> {
-    let mut out = BufWriter::with_capacity(256 * 1024, file);
-    let bytes = write_lines(&mut out, header, records, cancelled)?;
-    let file = out.into_inner().map_err(|e| e.into_error())?;
-    drop(file);
-    Ok(bytes)
-}
-
-/// Encodes `header` and `records` as the file's JSONL into `out`, as
-/// [`write_atomic`] does, for a writer that is not a file (an object
-/// store's parts). Returns the bytes written.
+/// Encodes `header` and `records` (each a single line of JSON) as the
+/// file's JSONL into `out`: the header, with the records' size as its
+/// `bytes`, then one record per line. `cancelled` is polled between
+/// records. Returns the bytes written.
 ///
 /// # Errors
 ///
@@ -450,19 +324,21 @@ fn write_lines<W: Write, R: AsRef<str>>(
 #[non_exhaustive]
 pub enum ReadError {
     /// The file could not be opened or read.
-    #[error("cannot read {path}: {source}")]
+    #[error("cannot read {path}")]
     Io {
         /// The file.
         path: PathBuf,
         /// The OS error.
+        #[source]
         source: io::Error,
     },
     /// The first line is missing or does not read as an `lro_header`.
-    #[error("{path} has no valid LRO header line: {source}")]
+    #[error("{path} has no valid LRO header line")]
     Unreadable {
         /// The file.
         path: PathBuf,
         /// The JSON parser's error.
+        #[source]
         source: serde_json::Error,
     },
     /// The first line is JSON of another type than `lro_header`.
@@ -473,18 +349,6 @@ pub enum ReadError {
         /// What is wrong.
         reason: String,
     },
-}
-
-/// Reads and validates the header line of an offload file.
-pub fn read_header(path: &Path) -> Result<OffloadHeader, ReadError> {
-    let io_err = |source| ReadError::Io {
-        path: path.to_owned(),
-        source,
-    };
-    let mut reader = BufReader::new(File::open(path).map_err(io_err)?);
-    let mut line = String::new();
-    reader.read_line(&mut line).map_err(io_err)?;
-    parse_header(path, &line)
 }
 
 /// Parses a header line.
@@ -505,19 +369,7 @@ pub fn parse_header(path: &Path, line: &str) -> Result<OffloadHeader, ReadError>
 
 #[cfg(test)]
 mod tests {
-    use std::fs;
-
     use super::*;
-
-    fn header(count: usize) -> OffloadHeader {
-        OffloadHeader::new(
-            "list",
-            Some("q".into()),
-            count,
-            1,
-            crate::descriptor::Detail::Light,
-        )
-    }
 
     #[test]
     fn name_round_trips_and_rejects_lookalikes() {
@@ -550,87 +402,5 @@ mod tests {
             name.created_at(),
             SystemTime::UNIX_EPOCH + Duration::from_millis(1_700_000_000_000)
         );
-    }
-
-    #[test]
-    fn writes_private_file_in_private_dir() {
-        let root = tempfile::tempdir().unwrap();
-        let dir = root.path().join("nested/out");
-        let name = OffloadFileName::new("list");
-        let written = write_atomic(
-            &dir,
-            &name,
-            &header(2),
-            &["{\"a\":1}", "{\"a\":2}"],
-            &|| false,
-        )
-        .unwrap();
-        let text = fs::read_to_string(&written.path).unwrap();
-        assert_eq!(text.lines().count(), 3);
-        assert_eq!(written.bytes, text.len() as u64);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
-            assert_eq!(mode(&written.path), 0o600);
-            assert_eq!(mode(&dir), 0o700);
-        }
-        assert_eq!(fs::read_dir(&dir).unwrap().count(), 1, "no temp file left");
-    }
-
-    #[test]
-    fn failure_through_a_regular_file_leaves_nothing() {
-        let root = tempfile::tempdir().unwrap();
-        let blocker = root.path().join("file");
-        fs::write(&blocker, "x").unwrap();
-        let err = write_atomic(
-            &blocker.join("sub"),
-            &OffloadFileName::new("list"),
-            &header(0),
-            &[] as &[&str],
-            &|| false,
-        )
-        .unwrap_err();
-        assert!(matches!(err, WriteError::Root(_)), "{err}");
-        assert_eq!(err.reason(), WriteFailureReason::NotADirectory);
-    }
-
-    #[test]
-    fn cancellation_removes_the_temp_file() {
-        let dir = tempfile::tempdir().unwrap();
-        let records = vec!["{}"; 1000];
-        let err = write_atomic(
-            dir.path(),
-            &OffloadFileName::new("list"),
-            &header(1000),
-            &records,
-            &|| true,
-        )
-        .unwrap_err();
-        assert!(matches!(err, WriteError::Cancelled));
-        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0);
-    }
-
-    #[test]
-    fn multi_line_record_is_rejected() {
-        let dir = tempfile::tempdir().unwrap();
-        let err = write_atomic(
-            dir.path(),
-            &OffloadFileName::new("list"),
-            &header(1),
-            &["{\n}"],
-            &|| false,
-        )
-        .unwrap_err();
-        assert!(matches!(err, WriteError::BadRecord { index: 0 }));
-        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0);
-    }
-
-    #[test]
-    fn header_is_validated() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("x");
-        fs::write(&p, "{\"type\":\"other\"}\n").unwrap();
-        assert!(read_header(&p).is_err());
     }
 }

@@ -5,8 +5,10 @@
 //! then one record per line) and the model gets a compact descriptor instead:
 //! file path, summary, line schema, ten jq recipes and guidance.
 //!
-//! This crate knows nothing about MCP, tokio or HTTP; `lro-tower` puts it in
-//! front of rmcp servers, `lro-scheduler` cleans up, `lro-extract` queries.
+//! This crate knows nothing about MCP, tokio or HTTP, and touches no file
+//! system: `lro-store` writes and reads results (the local directory, or an
+//! object store), `lro-tower` puts it in front of rmcp servers,
+//! `lro-scheduler` cleans up, `lro-extract` queries.
 //!
 //! | module | what it owns |
 //! |---|---|
@@ -17,31 +19,36 @@
 //! | [`recipes`] | the ten recipes per detail level |
 //! | [`descriptor`] | `OffloadHeader`, `OffloadResponse`, guidance |
 //! | [`fit`] | the descriptor's token ceilings, and fitting within them |
-//! | [`file`] | naming, the atomic writer, the reader |
+//! | [`file`] | naming, the JSONL encoding, the header parser |
+//! | [`object`] | [`ObjectSink`](object::ObjectSink): where results are written |
 //! | [`offload`] | the pipeline and the truncation fallback |
 //! | [`event`] | observability events and sinks |
 //! | [`metric`] | the metric catalogue and its typed label values (a leaf) |
 //! | [`principal`] | who is calling: the owner of a result |
-//! | [`root`] | the offload directory as a private handle; the per-user default |
 //! | [`quota`] | per-principal and total byte quotas, a ledger checked at write time |
 //! | [`proxy_flag`] | the proxy flag: its names on the MCP wire and its marking |
 //!
 //! ```
-//! use lro_core::{offload::{Offloader, OffloadInput}, records::RecordSet, tokens::{ScriptAware, TokenEstimator}};
+//! use lro_core::{descriptor::Detail, recipes::RecipeSet, records::RecordSet, tokens::{ScriptAware, TokenEstimator}};
 //!
 //! let result = serde_json::to_string(&vec![serde_json::json!({"msg": "a fairly long log line"}); 400]).unwrap();
 //! let tokens = ScriptAware.estimate(&result);
 //! assert!(tokens > 1600);
-//! let dir = tempfile::tempdir().unwrap();
 //! let records = RecordSet::from_text(&result);
-//! let out = Offloader::new(dir.path())
-//!     .offload(OffloadInput::new("fetch_logs", "fetch_logs", &records, tokens), &|| false)
-//!     .unwrap();
-//! assert!(out.text.len() < result.len() / 4);
+//! assert_eq!(records.len(), 400);
+//! let recipes = RecipeSet::derive(records.head(), Detail::Full);
+//! assert_eq!(recipes.to_compact_recipes().len(), 10);
 //! ```
+//!
+//! [`Offloader`] puts these together and writes through an
+//! [`ObjectSink`](object::ObjectSink) (see [`offload`]).
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
+
+// The test sink shared with the integration tests names this crate.
+#[cfg(test)]
+extern crate self as lro_core;
 
 pub mod config;
 pub mod descriptor;
@@ -62,11 +69,8 @@ pub mod quota;
 mod quote;
 pub mod recipes;
 pub mod records;
-pub mod room;
-pub mod root;
 pub mod schema;
 pub mod tokens;
-mod upload;
 
 pub use config::{
     ConfigError, DescriptorProfile, Estimator, ExtractionLimits, OffloadConfig, ToolConfig,

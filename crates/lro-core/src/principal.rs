@@ -132,15 +132,19 @@ impl fmt::Debug for Principal {
 /// The server's secret that principal folders are named with
 /// ([`Principal::keyed`]). Replicas of one store share it through their
 /// configuration; a server with none configured generates one and keeps it
-/// ([`FolderKey::kept_in`]). Never shown: `Debug` prints no byte.
+/// (lro-store's `folder_key::kept_in`, through [`FolderKey::on_first_use`]).
+/// Never shown: `Debug` prints no byte.
 #[derive(Clone)]
 pub struct FolderKey(Arc<Source>);
+
+/// Makes a key's secret when it is first needed.
+type Load = Box<dyn Fn() -> Box<[u8]> + Send + Sync>;
 
 enum Source {
     Secret(Box<[u8]>),
     /// Read, or made, on first use: a server that only ever sees the
     /// anonymous principal (stdio) leaves no key file behind.
-    Kept(PathBuf, OnceLock<Box<[u8]>>),
+    Lazy(Load, OnceLock<Box<[u8]>>),
 }
 
 impl fmt::Debug for FolderKey {
@@ -157,9 +161,6 @@ impl PartialEq for FolderKey {
 
 impl Eq for FolderKey {}
 
-/// The name of the file a generated [`FolderKey`] is kept in.
-pub const FOLDER_KEY_FILE: &str = ".principal-key";
-
 impl FolderKey {
     /// The key `secret` (its text, trimmed), or none when it is empty.
     pub fn new(secret: &str) -> Option<Self> {
@@ -167,50 +168,17 @@ impl FolderKey {
         (!secret.is_empty()).then(|| Self(Arc::new(Source::Secret(secret.as_bytes().into()))))
     }
 
-    /// A new random key's text: 64 hex digits from the system's random
-    /// source.
-    ///
-    /// # Errors
-    ///
-    /// When `/dev/urandom` cannot be read.
-    pub fn generate() -> std::io::Result<String> {
-        use std::io::Read as _;
-        let mut bytes = [0u8; 32];
-        std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
-        Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
-    }
-
-    /// The key kept in `dir`'s [`FOLDER_KEY_FILE`], read on its first use,
-    /// and made then (0600, published whole, never replaced) when there is
-    /// none: every server on that directory names folders alike, across
-    /// restarts. Should it be neither readable nor makeable, this process
-    /// uses a random key of its own, with a warning.
-    pub fn kept_in(dir: impl Into<PathBuf>) -> Self {
-        Self(Arc::new(Source::Kept(dir.into(), OnceLock::new())))
-    }
-
-    /// [`FolderKey::kept_in`], read or made now.
-    ///
-    /// # Errors
-    ///
-    /// When the file cannot be read or made, or holds no key.
-    pub fn load_or_create(dir: &Path) -> std::io::Result<Self> {
-        let secret = load_or_create(dir)?;
-        Ok(Self(Arc::new(Source::Secret(secret))))
+    /// The key `load` gives the first time one is needed, kept from then
+    /// on: a server that only ever sees the anonymous principal (stdio)
+    /// never loads one.
+    pub fn on_first_use(load: impl Fn() -> Box<[u8]> + Send + Sync + 'static) -> Self {
+        Self(Arc::new(Source::Lazy(Box::new(load), OnceLock::new())))
     }
 
     fn secret(&self) -> &[u8] {
         match &*self.0 {
             Source::Secret(secret) => secret,
-            Source::Kept(dir, secret) => secret.get_or_init(|| {
-                load_or_create(dir).unwrap_or_else(|err| {
-                    tracing::warn!(%err, "no principal key could be kept; this process uses one of its own");
-                    Self::generate()
-                        .unwrap_or_else(|_| format!("{:?}", std::time::SystemTime::now()))
-                        .into_bytes()
-                        .into()
-                })
-            }),
+            Source::Lazy(load, secret) => secret.get_or_init(load),
         }
     }
 
@@ -235,39 +203,6 @@ impl FolderKey {
             .finalize()
             .into()
     }
-}
-
-/// The key text in `dir`'s [`FOLDER_KEY_FILE`], written first when there is
-/// none: to a temp file, then linked into place, so no reader sees it half
-/// written and of two servers starting at once one key wins.
-fn load_or_create(dir: &Path) -> std::io::Result<Box<[u8]>> {
-    use std::{io::Write as _, os::unix::fs::OpenOptionsExt as _};
-    std::fs::create_dir_all(dir)?;
-    let path = dir.join(FOLDER_KEY_FILE);
-    if !path.exists() {
-        let temp = dir.join(format!("{FOLDER_KEY_FILE}.{}.tmp", ulid::Ulid::new()));
-        let written = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&temp)
-            .and_then(|mut file| file.write_all(FolderKey::generate()?.as_bytes()));
-        let linked = written.and_then(|()| match std::fs::hard_link(&temp, &path) {
-            Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
-            other => other,
-        });
-        let _ = std::fs::remove_file(&temp);
-        linked?;
-    }
-    let text = std::fs::read_to_string(&path)?;
-    let text = text.trim();
-    if text.is_empty() {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            "the principal key file is empty",
-        ));
-    }
-    Ok(text.as_bytes().into())
 }
 
 /// 16 hex digits of the SHA-256 of `text`: how a result's name or a
@@ -325,36 +260,6 @@ mod tests {
         let anon = Principal::anonymous().keyed(&key);
         assert!(anon.is_anonymous() && anon.folder().is_none());
         assert!(!format!("{key:?}").contains("Jefe"));
-    }
-
-    #[test]
-    fn a_generated_key_is_kept_and_read_again() {
-        let dir = tempfile::tempdir().unwrap();
-        let a = FolderKey::load_or_create(dir.path()).unwrap();
-        let b = FolderKey::load_or_create(dir.path()).unwrap();
-        assert_eq!(a, b);
-        let text = std::fs::read_to_string(dir.path().join(FOLDER_KEY_FILE)).unwrap();
-        assert_eq!(text.len(), 64);
-        use std::os::unix::fs::PermissionsExt as _;
-        let mode = std::fs::metadata(dir.path().join(FOLDER_KEY_FILE))
-            .unwrap()
-            .permissions()
-            .mode();
-        assert_eq!(mode & 0o777, 0o600);
-        assert!(FolderKey::new("  ").is_none());
-        // Kept, it is made only when first used, and read back alike.
-        let lazy = tempfile::tempdir().unwrap();
-        let kept = FolderKey::kept_in(lazy.path());
-        assert!(!lazy.path().join(FOLDER_KEY_FILE).exists());
-        let keyed = Principal::new("alice").keyed(&kept);
-        assert!(lazy.path().join(FOLDER_KEY_FILE).exists());
-        let again = Principal::new("alice").keyed(&FolderKey::kept_in(lazy.path()));
-        assert_eq!(keyed.folder(), again.folder());
-        assert_eq!(
-            std::fs::read_dir(lazy.path()).unwrap().count(),
-            1,
-            "no temp file left"
-        );
     }
 
     #[test]

@@ -1,5 +1,7 @@
 //! Disk quotas on an offload directory, per principal and in total, checked
-//! at write time without scanning the directory on every write.
+//! at write time without scanning the directory on every write: the
+//! limits and the ledger, as data. Measuring the directory and making room
+//! in it are lro-store's (`lro_store::quota`, `lro_store::room`).
 //!
 //! A [`Ledger`] counts the bytes of each principal's folder (the root itself
 //! for the anonymous principal, `p-{digest}` for the others). It starts from
@@ -11,7 +13,7 @@
 //! only be too high, which refuses early, never too late.
 //!
 //! When a write would pass the total, the principals over their fair share
-//! make room ([`make_room`](crate::room::make_room)): the share is the total divided by the
+//! make room (lro-store's `make_room`): the share is the total divided by the
 //! principals holding bytes (the writer counted, with the write), and the
 //! principal furthest over its share loses its oldest result, then again,
 //! until the write fits. A principal at or under its share never loses a
@@ -19,7 +21,8 @@
 //! rotate their own oldest results out; when even that cannot make room the
 //! write is refused as before (the truncation fallback).
 //!
-//! Ledgers are shared per directory inside the process ([`Ledger::for_root`]),
+//! Ledgers are shared per directory inside the process ([`Ledger::for_root`],
+//! given the directory's canonical path),
 //! so the layer that writes and the cleanup task that deletes meet without
 //! being wired together. Processes sharing a directory each count only their
 //! own writes between passes: give each its own directory.
@@ -45,11 +48,6 @@ use std::{
     path::{Path, PathBuf},
     sync::{Arc, Mutex, OnceLock},
 };
-
-use cap_fs_ext::DirExt as _;
-use cap_std::fs::Dir;
-
-use crate::principal::is_principal_folder;
 
 /// Default per-principal quota: 256 MiB.
 pub const DEFAULT_MAX_PRINCIPAL_BYTES: u64 = 256 << 20;
@@ -179,20 +177,22 @@ impl Reservation {
 pub struct PassMark(Usage);
 
 impl Ledger {
-    /// The process's ledger of the directory at `root` (one per canonical
-    /// path), made on first use.
+    /// The process's ledger of the directory whose canonical path is
+    /// `root` (one per path), made on first use. Writers and cleanup meet
+    /// here only when they name the directory alike: canonicalize first
+    /// (lro-store's `quota::ledger` does).
     pub fn for_root(root: &Path) -> Arc<Ledger> {
         static LEDGERS: OnceLock<Mutex<HashMap<PathBuf, Arc<Ledger>>>> = OnceLock::new();
-        let key = root.canonicalize().unwrap_or_else(|_| root.to_owned());
         let mut all = LEDGERS
             .get_or_init(Default::default)
             .lock()
             .unwrap_or_else(|e| e.into_inner());
-        all.entry(key).or_default().clone()
+        all.entry(root.to_owned()).or_default().clone()
     }
 
-    /// Held while one writer makes room (see [`make_room`](crate::room::make_room)).
-    pub(crate) fn room_lock(&self) -> std::sync::MutexGuard<'_, ()> {
+    /// Held while one writer makes room (lro-store's `make_room`), so two
+    /// do not both delete for one write's worth of room.
+    pub fn room_lock(&self) -> std::sync::MutexGuard<'_, ()> {
         self.making_room.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -203,7 +203,7 @@ impl Ledger {
     }
 
     /// Counts `bytes` for the folder `key` when both limits allow it.
-    /// `scan` measures the directory the first time (see [`measure`]).
+    /// `scan` measures the directory the first time (lro-store's `quota::measure`).
     ///
     /// # Errors
     ///
@@ -276,7 +276,7 @@ impl Ledger {
     }
 
     /// `bytes` of the folder `key` were deleted.
-    pub(crate) fn forget(&self, key: &str, bytes: u64) {
+    pub fn forget(&self, key: &str, bytes: u64) {
         if let Some(used) = self.lock().usage.as_mut().and_then(|u| u.get_mut(key)) {
             *used = used.saturating_sub(bytes);
         }
@@ -286,45 +286,6 @@ impl Ledger {
     pub fn usage(&self) -> Option<Usage> {
         self.lock().usage.clone()
     }
-}
-
-/// Bytes of the regular files directly in `root` (key `""`) and in each
-/// `p-*` folder (one level, key the folder's name). Symlinks are never
-/// followed: neither a linked file nor a linked folder counts.
-///
-/// # Errors
-///
-/// When `root` cannot be listed; a folder that cannot be is skipped.
-pub fn measure(root: &Dir) -> io::Result<Usage> {
-    let mut usage = Usage::new();
-    usage.insert(String::new(), files_bytes(root)?);
-    for entry in root.entries()?.flatten() {
-        let Ok(name) = entry.file_name().into_string() else {
-            continue;
-        };
-        if !is_principal_folder(&name) || !entry.file_type().is_ok_and(|t| t.is_dir()) {
-            continue;
-        }
-        if let Ok(sub) = root.open_dir_nofollow(&name)
-            && let Ok(bytes) = files_bytes(&sub)
-        {
-            usage.insert(name, bytes);
-        }
-    }
-    Ok(usage)
-}
-
-fn files_bytes(dir: &Dir) -> io::Result<u64> {
-    let mut total = 0u64;
-    for entry in dir.entries()?.flatten() {
-        // `DirEntry::metadata` does not follow a symlink.
-        if let Ok(meta) = entry.metadata()
-            && meta.is_file()
-        {
-            total = total.saturating_add(meta.len());
-        }
-    }
-    Ok(total)
 }
 
 #[cfg(test)]
@@ -380,22 +341,5 @@ mod tests {
             .reserve(&quota, "", 1, || Err(io::Error::other("no")))
             .unwrap_err();
         assert_eq!(err.scope, QuotaScope::Total);
-    }
-
-    #[test]
-    fn measure_counts_one_level_of_principal_folders_and_no_symlink() {
-        let tmp = tempfile::tempdir().unwrap();
-        std::fs::write(tmp.path().join("a"), "12345").unwrap();
-        std::fs::create_dir(tmp.path().join("p-x")).unwrap();
-        std::fs::write(tmp.path().join("p-x/b"), "123").unwrap();
-        std::fs::create_dir_all(tmp.path().join("p-x/deeper")).unwrap();
-        std::fs::write(tmp.path().join("p-x/deeper/c"), "1234567").unwrap();
-        std::os::unix::fs::symlink("/etc", tmp.path().join("p-etc")).unwrap();
-        std::os::unix::fs::symlink("/etc/passwd", tmp.path().join("link")).unwrap();
-        let dir = Dir::open_ambient_dir(tmp.path(), cap_std::ambient_authority()).unwrap();
-        let usage = measure(&dir).unwrap();
-        assert_eq!(usage[""], 5);
-        assert_eq!(usage["p-x"], 3);
-        assert!(!usage.contains_key("p-etc"));
     }
 }

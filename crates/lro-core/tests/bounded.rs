@@ -23,6 +23,9 @@ use lro_core::{
 use proptest::{prelude::*, test_runner::Config};
 use serde_json::{Map, Value, json};
 
+#[path = "support/sink.rs"]
+mod sink;
+
 /// The longest output directory the ceilings hold for, `p-{digest}` included.
 const DIR_CHARS: usize = 63;
 const JQ: &str = "/usr/bin/jq";
@@ -155,7 +158,7 @@ fn offload(root: &Path, text: &str) -> Vec<(GuidanceStyle, bool, String, String)
             let input = OffloadInput::new("recall", "recall", &records, 123_456_789)
                 .principal(Principal::new("alice"))
                 .detail(Some(Detail::Full));
-            let o = Offloader::new(root)
+            let o = Offloader::new(sink::Files(root.to_owned()))
                 .native_extract(native)
                 .guidance(style)
                 .offload(input, &|| false)

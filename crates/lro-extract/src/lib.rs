@@ -23,6 +23,7 @@
 //!
 //! ```
 //! use lro_core::{offload::{Offloader, OffloadInput}, records::RecordSet};
+//! use lro_store::DirSink;
 //! use lro_extract::{ExtractConfig, ExtractRequest, Extractor};
 //!
 //! let dir = tempfile::tempdir().unwrap();
@@ -32,7 +33,7 @@
 //!     "tags": ["t"], "created": format!("2025-01-{:02}", i % 28 + 1),
 //! })).collect::<Vec<_>>()).unwrap();
 //! let records = RecordSet::from_text(&text);
-//! let written = Offloader::new(dir.path())
+//! let written = Offloader::new(DirSink::new(dir.path()))
 //!     .offload(OffloadInput::new("list", "list", &records, 5000), &|| false)
 //!     .unwrap();
 //! let path = written.result.path.to_string_lossy().into_owned();

@@ -218,10 +218,14 @@ pub async fn folder_key(
                     "the offload store gave no principal key; until restarted, this replica names \
                      folders with its own (set principal_key_file to share one)"
                 );
-                Ok(FolderKey::kept_in(cfg.resolved_output_dir()))
+                Ok(lro_store::folder_key::kept_in(
+                    lro_store::resolved_output_dir(cfg),
+                ))
             }
         },
         // Made on the first authenticated call: a stdio server leaves none.
-        (None, None) => Ok(FolderKey::kept_in(cfg.resolved_output_dir())),
+        (None, None) => Ok(lro_store::folder_key::kept_in(
+            lro_store::resolved_output_dir(cfg),
+        )),
     }
 }

@@ -24,7 +24,8 @@
 //!
 //! ```
 //! use std::time::{Duration, SystemTime};
-//! use lro_core::{descriptor::OffloadHeader, event::MemorySink, file::{OffloadFileName, write_atomic}};
+//! use lro_core::{descriptor::OffloadHeader, event::MemorySink, file::OffloadFileName};
+//! use lro_store::dir::write_atomic;
 //! use lro_scheduler::{CleanupPolicy, run_once};
 //!
 //! let dir = tempfile::tempdir().unwrap();
@@ -57,8 +58,8 @@ use lro_core::{
     event::{CleanupCompleted, EventSink, ExpiryReason, LroEvent, OffloadFileExpired, emit},
     file::OffloadFileName,
     principal::{is_principal_folder, short_digest},
-    quota::{Ledger, measure},
 };
+use lro_store::quota::{ledger, measure};
 
 /// Default grace period before an orphaned temp file is considered stale.
 pub const DEFAULT_TEMP_GRACE: Duration = Duration::from_secs(600);
@@ -335,7 +336,7 @@ pub fn run_once(
     sink: &dyn EventSink,
 ) -> CleanupCompleted {
     let started = Instant::now();
-    let ledger = Ledger::for_root(dir);
+    let ledger = ledger(dir);
     let mark = ledger.begin_pass();
     let Scan { entries, errors } = scan(dir);
     let mut report = CleanupCompleted::default();

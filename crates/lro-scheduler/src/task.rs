@@ -116,8 +116,11 @@ impl OffloadCleanup {
 
     /// Directory, policy and schedule from the `[prompt.offload]` section.
     pub fn from_config(cfg: &OffloadConfig) -> Self {
-        Self::new(cfg.resolved_output_dir(), CleanupPolicy::from_config(cfg))
-            .schedule(cfg.cleanup_schedule.clone())
+        Self::new(
+            lro_store::resolved_output_dir(cfg),
+            CleanupPolicy::from_config(cfg),
+        )
+        .schedule(cfg.cleanup_schedule.clone())
     }
 
     /// Cleans the object store `store`, shared by several replicas, in place

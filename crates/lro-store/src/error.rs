@@ -16,7 +16,7 @@
 
 use std::{fmt, io, path::PathBuf};
 
-use lro_core::root::RootError;
+use crate::root::RootError;
 
 /// What went wrong, in the terms a caller acts on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -1,8 +1,14 @@
-//! The offload store: where offloaded results live, behind one trait with
-//! two backends.
+//! The offload store: where offloaded results live, and every file system
+//! and network access of the offload path, which lro-core leaves out.
+//!
+//! The offloader writes through lro-core's `ObjectSink`, one write path
+//! whatever the backend: [`DirSink`] for the local offload directory
+//! ([`dir`]: private handle ([`root`]), temp file and rename, quotas
+//! ([`quota`], [`room`])), [`BlockingSink`] for an object store behind the
+//! [`Store`] trait, which has two backends:
 //!
 //! - [`LocalStore`]: a local directory, reached only through a `cap-std`
-//!   handle (lro-core's `PrivateDir`), temp file and rename for atomicity,
+//!   handle ([`root::PrivateDir`]), temp file and rename for atomicity,
 //!   0600 files.
 //! - `RemoteStore`: an S3 bucket (or any S3-compatible server) through the
 //!   `object_store` crate, configured from the standard AWS variables, with
@@ -40,17 +46,22 @@
 #![forbid(unsafe_code)]
 
 pub mod config;
+pub mod dir;
 pub mod env;
 pub mod error;
 pub mod fetch;
+pub mod file;
 pub mod folder_key;
 pub mod key;
 pub mod local;
 pub mod metered;
 #[cfg(feature = "context")]
 pub mod mirror;
+pub mod quota;
 #[cfg(feature = "s3")]
 pub mod remote;
+pub mod room;
+pub mod root;
 pub mod sink;
 pub mod store;
 pub mod url;
@@ -58,6 +69,7 @@ pub mod url;
 use std::sync::Arc;
 
 pub use config::StoreConfig;
+pub use dir::DirSink;
 pub use env::Env;
 pub use error::{ErrorKind, StoreError};
 pub use key::Key;
@@ -65,6 +77,7 @@ pub use local::LocalStore;
 pub use metered::Metered;
 #[cfg(feature = "s3")]
 pub use remote::RemoteStore;
+pub use root::resolved_output_dir;
 pub use sink::BlockingSink;
 pub use store::{BodyStream, ByteStream, ObjectMeta, Store, Upload};
 pub use url::StoreUrl;

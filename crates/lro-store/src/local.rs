@@ -1,6 +1,6 @@
-//! The local backend: a directory, opened once as lro-core's
-//! [`PrivateDir`] (ours, mode 0700) and reached only through that `cap-std`
-//! handle, so no key and no symlink swapped inside can lead outside it.
+//! The local backend: a directory, opened once as a [`PrivateDir`] (ours,
+//! mode 0700) and reached only through that `cap-std` handle, so no key and
+//! no symlink swapped inside can lead outside it.
 //!
 //! A put writes a temp file (`.lro-tmp-{ulid}`, mode 0600, `O_EXCL`) next
 //! to its target and renames it into place when finished: readers see the
@@ -29,11 +29,11 @@ use std::{
     sync::Arc,
 };
 
+use crate::root::PrivateDir;
 use async_trait::async_trait;
 use bytes::Bytes;
 use cap_std::fs::{Dir, DirBuilder, DirBuilderExt as _, OpenOptions, OpenOptionsExt as _};
 use futures::{StreamExt as _, TryStreamExt as _, stream::BoxStream};
-use lro_core::root::PrivateDir;
 use tokio::io::{AsyncSeekExt as _, AsyncWriteExt as _};
 use tokio_util::io::ReaderStream;
 

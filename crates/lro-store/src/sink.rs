@@ -19,7 +19,7 @@
 //! let store = open(dir.path().to_str().unwrap(), &StoreConfig::new(), &Env::new()).unwrap();
 //! let sink = BlockingSink::new(store);
 //! let n = tokio::task::spawn_blocking(move || {
-//!     let mut w = sink.create("a/atlatl-x-01ARZ3NDEKTSV4RRFFQ69G5FAV.jsonl").unwrap();
+//!     let mut w = sink.create("a/atlatl-x-01ARZ3NDEKTSV4RRFFQ69G5FAV.jsonl", 3).unwrap();
 //!     w.write(b"{}\n".to_vec()).unwrap();
 //!     w.finish().unwrap()
 //! })
@@ -58,11 +58,12 @@ impl BlockingSink {
 }
 
 impl ObjectSink for BlockingSink {
-    fn create(&self, key: &str) -> Result<Box<dyn ObjectWriter>, ObjectError> {
+    fn create(&self, key: &str, _len: u64) -> Result<Box<dyn ObjectWriter>, ObjectError> {
         let runtime = Handle::try_current().map_err(|e| {
             ObjectError::new(
                 WriteFailureReason::StoreOther,
-                "the offload store is reached from a thread without an async runtime",
+                "cannot store the offload object: the offload store is reached from a thread \
+                 without an async runtime",
                 Some(Box::new(e)),
             )
         })?;
@@ -127,9 +128,16 @@ pub fn describe(kind: ErrorKind) -> &'static str {
     }
 }
 
+/// The error the offloader reports: "cannot store the offload object", the
+/// kind's text, and the store's own error as its detail only (it names
+/// keys).
 fn object_error(err: StoreError) -> ObjectError {
     let kind = err.kind();
-    ObjectError::new(reason(kind), describe(kind), Some(Box::new(err)))
+    ObjectError::new(
+        reason(kind),
+        format!("cannot store the offload object: {}", describe(kind)),
+        Some(Box::new(err)),
+    )
 }
 
 #[cfg(test)]

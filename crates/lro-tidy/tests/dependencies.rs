@@ -106,7 +106,17 @@ fn libraries(graph: &Graph) -> Vec<&str> {
 #[test]
 fn lro_core_knows_nothing_of_runtimes_mcp_or_http() {
     let graph = Graph::load();
-    for forbidden in ["tokio", "rmcp", "hyper", "axum"] {
+    // Nor of the file system's handles: files are lro-store's (the source
+    // rule is `pure_core.rs`).
+    for forbidden in [
+        "tokio",
+        "rmcp",
+        "hyper",
+        "axum",
+        "cap-std",
+        "cap-fs-ext",
+        "rustix",
+    ] {
         assert!(
             !graph.reaches("lro-core", forbidden),
             "lro-core depends on {forbidden}"
@@ -266,9 +276,9 @@ fn every_stdio_face_reads_its_client_through_one_transport() {
 #[test]
 fn the_offload_store_sits_beside_the_core_below_every_face() {
     let graph = Graph::load();
-    // lro-store holds results (a directory through lro-core's PrivateDir, or
-    // a bucket): it may use lro-core, lro-core never uses it, and it knows
-    // nothing of the layer, the proxy, the CLI or MCP.
+    // lro-store holds results (the offload directory through its
+    // PrivateDir, or a bucket): it may use lro-core, lro-core never uses it,
+    // and it knows nothing of the layer, the proxy, the CLI or MCP.
     assert!(graph.reaches("lro-store", "lro-core"));
     assert!(graph.reaches("lro-store", "object_store"));
     assert!(

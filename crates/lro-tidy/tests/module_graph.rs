@@ -8,21 +8,14 @@
 //! `jq::emit` (comments and unit tests left out), so siblings at any depth
 //! are held to the rule the crate's top-level modules are.
 
+mod support;
+
 use std::{
     collections::{BTreeMap, BTreeSet},
     path::{Path, PathBuf},
 };
 
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
-}
+use support::rust_files;
 
 /// A module's path in its crate: `src/jq/emit.rs` is `jq::emit`,
 /// `src/jq/mod.rs` is `jq`, `src/lib.rs` and `src/main.rs` the root. Files of

@@ -24,6 +24,7 @@ use lro_core::{
     OffloadConfig, Offloader, RecordSet, ScriptAware, TokenEstimator, offload::OffloadInput,
     principal::Principal,
 };
+use lro_store::DirSink;
 use lro_tower::LroLayer;
 use rmcp::{
     RoleServer, ServiceExt,
@@ -54,7 +55,7 @@ fn offload_vs_raw() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(1000);
     let text = memories(200);
-    let offloader = Offloader::new(dir.path());
+    let offloader = Offloader::new(DirSink::new(dir.path()));
     let offload = || {
         let records = RecordSet::from_text(black_box(&text));
         let tokens = ScriptAware.estimate(&text);

@@ -159,7 +159,7 @@ async fn run(cli: Cli, http: Option<(SocketAddr, Guard)>) -> anyhow::Result<()> 
         "memory-server starting"
     );
     // Paths stay out of INFO logs.
-    tracing::debug!(output_dir = %cfg.resolved_output_dir().display(), "offload directory");
+    tracing::debug!(output_dir = %lro_store::resolved_output_dir(&cfg).display(), "offload directory");
     // One handler per session (HTTP) or one in all (stdio).
     let conformance_tools = cli.conformance_tools;
     let server = move || {

@@ -17,6 +17,7 @@ use lro_core::{
     tokens::Bpe,
 };
 use lro_corpus::Corpus;
+use lro_store::DirSink;
 use serde_json::Value;
 
 /// The output directory's length the figures are quoted for, the caller's
@@ -242,7 +243,7 @@ fn measure(root: &std::path::Path, caller: &Principal, whole_guidance: bool) {
         };
         for style in [GuidanceStyle::Spec, GuidanceStyle::Compact] {
             for native in [false, true] {
-                let out = Offloader::new(root)
+                let out = Offloader::new(DirSink::new(root))
                     .native_extract(native)
                     .guidance(style)
                     .offload(input(), &|| false)
@@ -281,7 +282,7 @@ fn measure(root: &std::path::Path, caller: &Principal, whole_guidance: bool) {
                 });
             }
         }
-        let out = Offloader::new(root)
+        let out = Offloader::new(DirSink::new(root))
             .profile(DescriptorProfile::Minimal)
             .offload(input(), &|| false)
             .unwrap();

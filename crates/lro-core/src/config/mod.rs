@@ -46,7 +46,6 @@ pub use tool::{ToolConfig, default_operation};
 use crate::descriptor::GuidanceStyle;
 use crate::quota::Quota;
 pub use crate::quota::{DEFAULT_MAX_PRINCIPAL_BYTES, DEFAULT_MAX_TOTAL_BYTES};
-use crate::root::default_output_dir;
 use crate::tokens::{DEFAULT_EXACT_BAND, ScriptAware, TokenEstimator};
 
 /// Default token threshold (normative spec: 1600).
@@ -131,7 +130,8 @@ pub struct OffloadConfig {
     /// Seconds before custodial cleanup may delete a file. Defaults to 3600.
     pub ttl_seconds: u64,
     /// Directory for offload files; empty means the per-user private
-    /// directory `{temp_dir}/lro-{uid}` ([`default_output_dir`]). Either way
+    /// directory `{temp_dir}/lro-{uid}` (lro-store's `resolved_output_dir`
+    /// says which). Either way
     /// it must belong to this user, and is made mode 0700. Defaults to empty.
     pub output_dir: PathBuf,
     /// Where results go: empty for `output_dir`, or an object store URL,
@@ -222,16 +222,6 @@ impl OffloadConfig {
     /// The defaults of the spec.
     pub fn new() -> Self {
         Self::default()
-    }
-
-    /// The directory files are written to: `output_dir`, or the per-user
-    /// `{temp_dir}/lro-{uid}` when it is empty.
-    pub fn resolved_output_dir(&self) -> PathBuf {
-        if self.output_dir.as_os_str().is_empty() {
-            default_output_dir()
-        } else {
-            self.output_dir.clone()
-        }
     }
 
     /// The quotas every write is checked against.
@@ -401,8 +391,6 @@ mod tests {
         assert_eq!(cfg.threshold_tokens, 1600);
         assert_eq!(cfg.ttl_seconds, 3600);
         assert_eq!(cfg.output_dir, PathBuf::new());
-        assert_eq!(cfg.resolved_output_dir(), default_output_dir());
-        assert_ne!(cfg.resolved_output_dir(), std::env::temp_dir());
         assert_eq!(
             cfg.quota(),
             Quota::new()

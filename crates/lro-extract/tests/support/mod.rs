@@ -19,6 +19,7 @@ use lro_core::{
     records::RecordSet,
 };
 use lro_corpus::Corpus;
+use lro_store::DirSink;
 use serde_json::{Value, json};
 
 /// A small deterministic PRNG (SplitMix64) for the generated records of
@@ -75,7 +76,9 @@ fn offload_array(dir: &Path, operation: &str, text: &str, detail: Detail) -> Off
     let set = RecordSet::from_text(text);
     let mut input = OffloadInput::new(operation, operation, &set, text.len() / 4);
     input.detail = Some(detail);
-    let out = Offloader::new(dir).offload(input, &|| false).unwrap();
+    let out = Offloader::new(DirSink::new(dir))
+        .offload(input, &|| false)
+        .unwrap();
     Offloaded {
         path: out.result.path,
         recipes: out.recipes,
@@ -87,7 +90,7 @@ fn offload_array(dir: &Path, operation: &str, text: &str, detail: Detail) -> Off
 pub fn offload_text(dir: &Path, text: &str) -> PathBuf {
     let set = RecordSet::from_text(text);
     let input = OffloadInput::new("fetch_logs", "fetch_logs", &set, text.len() / 4);
-    Offloader::new(dir)
+    Offloader::new(DirSink::new(dir))
         .offload(input, &|| false)
         .unwrap()
         .result
@@ -121,7 +124,9 @@ pub fn offload(dir: &Path, operation: &str, records: &[Value], detail: Detail) -
 pub fn offload_result(dir: &Path, text: &str) -> Offloaded {
     let set = RecordSet::from_text(text);
     let input = OffloadInput::new("result", "result", &set, text.len() / 4);
-    let out = Offloader::new(dir).offload(input, &|| false).unwrap();
+    let out = Offloader::new(DirSink::new(dir))
+        .offload(input, &|| false)
+        .unwrap();
     Offloaded {
         path: out.result.path,
         recipes: out.recipes,

@@ -222,7 +222,7 @@ impl Shared {
             Ok(o) => o,
             Err(join) => JobOutcome::Failed {
                 error: WriteError::Write {
-                    path: self.offloader.dir().to_owned(),
+                    path: self.output_dir.clone(),
                     source: std::io::Error::other(format!("offload task failed: {join}")),
                 },
                 truncated: None,
@@ -278,10 +278,9 @@ impl Shared {
                 if matches!(error, WriteError::Cancelled) {
                     return Processed::unchanged(result, ToolOutcome::Inline, estimated_tokens);
                 }
-                let failed =
-                    OffloadWriteFailed::new(tool, operation, error.to_string(), error.reason())
-                        .records_total(total)
-                        .records_kept(kept);
+                let failed = OffloadWriteFailed::new(tool, operation, error.text(), error.reason())
+                    .records_total(total)
+                    .records_kept(kept);
                 event::emit(&*self.sink, LroEvent::OffloadWriteFailed(failed));
                 let warning = truncation_warning(&error, kept, total);
                 let mut content = vec![ContentBlock::text(warning)];
@@ -334,8 +333,8 @@ impl Shared {
         let offloaded = if self.remote.is_some() && (job.shadowed || self.extractor.is_none()) {
             Err(WriteError::Store(ObjectError::new(
                 WriteFailureReason::StoreOther,
-                "results in the shared store are read only with this layer's lro_extract, which \
-                 this server does not offer",
+                "cannot store the offload object: results in the shared store are read only with \
+                 this layer's lro_extract, which this server does not offer",
                 None,
             )))
         } else {

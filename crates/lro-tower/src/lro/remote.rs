@@ -26,13 +26,13 @@ use std::{
     time::Duration,
 };
 
-use lro_core::{file::OffloadFileName, handle, principal::Principal, root::PrivateDir};
+use lro_core::{file::OffloadFileName, handle, principal::Principal};
 use lro_extract::{
     ExtractRequest,
     access::{Access, AccessError},
     fair::FairQueue,
 };
-use lro_store::{ErrorKind, Key, Store, StoreError};
+use lro_store::{ErrorKind, Key, Store, StoreError, root::PrivateDir};
 
 /// The object store results go to, and where their copies are read.
 #[derive(Debug, Clone)]
@@ -314,7 +314,7 @@ fn check_copy(
     };
     // A header that does not read is the extractor's to report, as for a
     // file.
-    let (Some(header_len), Ok(header)) = (copied.first_line, lro_core::file::read_header(path))
+    let (Some(header_len), Ok(header)) = (copied.first_line, lro_store::file::read_header(path))
     else {
         return Ok(());
     };

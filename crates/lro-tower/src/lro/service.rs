@@ -55,7 +55,7 @@ impl<H> std::fmt::Debug for LroService<H> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LroService")
             .field("threshold_tokens", &self.shared.cfg.threshold_tokens)
-            .field("output_dir", &self.shared.offloader.dir())
+            .field("output_dir", &self.shared.output_dir)
             .finish_non_exhaustive()
     }
 }

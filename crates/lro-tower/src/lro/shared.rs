@@ -5,7 +5,7 @@
 //! here; the request path reads it (see `intercept.rs`, `extract.rs`,
 //! `context.rs`).
 
-use std::sync::Arc;
+use std::{path::PathBuf, sync::Arc};
 
 use lro_core::{EventSink, OffloadConfig, Offloader, TokenEstimator};
 use lro_extract::{ExtractConfig, Extractor, Isolation, WorkerPool, access::Access};
@@ -17,6 +17,9 @@ use crate::principal::{FromHttpRequest, PrincipalSource};
 #[derive(Clone)]
 pub(crate) struct Shared {
     pub(crate) cfg: OffloadConfig,
+    /// The output directory `cfg` names: results, or a store's working
+    /// copies, and `lro_extract`'s root.
+    pub(crate) output_dir: PathBuf,
     pub(crate) offloader: Offloader,
     pub(crate) estimator: Arc<dyn TokenEstimator>,
     pub(crate) sink: Arc<dyn EventSink>,
@@ -64,7 +67,7 @@ impl Shared {
     /// Results go to `store`: the offloader writes through it, and
     /// `lro_extract` reads by handle.
     pub(crate) fn set_store(&mut self, store: Arc<dyn lro_store::Store>) {
-        let dir = self.cfg.resolved_output_dir();
+        let dir = self.output_dir.clone();
         let timeout = std::time::Duration::from_secs(self.cfg.store_timeout_seconds);
         self.offloader = self
             .offloader
@@ -97,27 +100,27 @@ impl Shared {
     /// The state for `cfg` with results in the output directory.
     pub(crate) fn local(cfg: OffloadConfig) -> Self {
         let caller_trace = cfg.caller_trace;
-        let dir = cfg.resolved_output_dir();
+        let dir = lro_store::resolved_output_dir(&cfg);
         let ttl = std::time::Duration::from_secs(cfg.ttl_seconds);
         let access = Access::new(&dir).ttl(ttl);
-        let offloader = Offloader::new(&dir)
+        let offloader = Offloader::new(lro_store::DirSink::new(&dir).quota(cfg.quota()))
             .ttl(ttl)
             .profile(cfg.profile)
             .native_extract(cfg.extract)
-            .guidance(cfg.guidance)
-            .quota(cfg.quota());
+            .guidance(cfg.guidance);
         let estimator = cfg.token_estimator();
         let isolation: Arc<dyn Isolation> =
             Arc::new(WorkerPool::new().estimator(cfg.estimator, cfg.exact_band));
         // The pool needs none of the limits up front: it reads the memory
         // budget, the timeout and how many idle workers to keep from each
         // job's extractor.
-        let limits = ExtractConfig::new(dir).limits(&cfg.extraction);
+        let limits = ExtractConfig::new(&dir).limits(&cfg.extraction);
         let extractor = cfg
             .extract
             .then(|| extractor(&cfg, limits, &estimator, &isolation));
         Self {
             cfg,
+            output_dir: dir,
             offloader,
             estimator,
             sink: Arc::new(()),
@@ -161,7 +164,7 @@ impl Shared {
     /// the output directory.
     pub(crate) fn set_extract_config(&mut self, cfg: ExtractConfig) {
         if self.extractor.is_some() {
-            let cfg = cfg.root_dir(self.offloader.dir().to_owned());
+            let cfg = cfg.root_dir(self.output_dir.clone());
             self.extractor = Some(extractor(&self.cfg, cfg, &self.estimator, &self.isolation));
         }
     }

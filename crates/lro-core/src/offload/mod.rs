@@ -1,24 +1,50 @@
-//! The offload pipeline, free of any transport: records in, file and
-//! descriptor out; and the truncation used when the write fails.
+//! The offload pipeline, free of any transport and of any file system:
+//! records in, descriptor out, the bytes written through an
+//! [`ObjectSink`] (lro-store's `DirSink` for the local directory, its
+//! `BlockingSink` for an object store); and the truncation used when the
+//! write fails (`truncate.rs`).
 //!
 //! ```
-//! use lro_core::{offload::{Offloader, OffloadInput}, records::RecordSet, tokens::ScriptAware};
+//! # use std::sync::{Arc, Mutex};
+//! # use lro_core::object::{ObjectError, ObjectSink, ObjectWriter};
+//! # #[derive(Debug, Default)]
+//! # struct Memory(Arc<Mutex<Vec<u8>>>);
+//! # struct W(Arc<Mutex<Vec<u8>>>);
+//! # impl ObjectWriter for W {
+//! #     fn write(&mut self, chunk: Vec<u8>) -> Result<(), ObjectError> { self.0.lock().unwrap().extend(chunk); Ok(()) }
+//! #     fn finish(self: Box<Self>) -> Result<u64, ObjectError> { Ok(self.0.lock().unwrap().len() as u64) }
+//! #     fn abort(self: Box<Self>) {}
+//! # }
+//! # impl ObjectSink for Memory {
+//! #     fn create(&self, _: &str, _: u64) -> Result<Box<dyn ObjectWriter>, ObjectError> { Ok(Box::new(W(self.0.clone()))) }
+//! #     fn chunk_size(&self) -> usize { 1024 }
+//! # }
+//! use lro_core::{offload::{Offloader, OffloadInput}, records::RecordSet};
 //!
-//! let dir = tempfile::tempdir().unwrap();
-//! let offloader = Offloader::new(dir.path());
+//! // `Memory`: an object store kept in memory (see `lro_core::object`).
+//! let store = Memory::default();
+//! let bytes = store.0.clone();
+//! let offloader = Offloader::new(store);
 //! let text = serde_json::to_string(&(0..50).map(|i| serde_json::json!({"n": i, "msg": "hello"})).collect::<Vec<_>>()).unwrap();
 //! let records = RecordSet::from_text(&text);
 //! let out = offloader
 //!     .offload(OffloadInput::new("fetch_logs", "fetch_logs", &records, 500), &|| false)
 //!     .unwrap();
-//! assert!(out.result.path.exists());
+//! assert!(out.result.handle.as_deref().unwrap().starts_with("lro:fetch_logs-"));
 //! assert_eq!(out.result.header.count, 50);
+//! assert_eq!(bytes.lock().unwrap().len() as u64, out.bytes);
 //! assert!(out.text.contains("\"offloaded\":true"));
 //! ```
 
+mod input;
+#[cfg(test)]
+#[path = "../../tests/support/sink.rs"]
+mod test_sink;
+mod truncate;
+mod write;
+
 use std::{
-    path::{Path, PathBuf},
-    sync::{Arc, Mutex},
+    sync::Arc,
     time::{Duration, Instant},
 };
 
@@ -29,199 +55,66 @@ use crate::{
     config::DescriptorProfile,
     descriptor::{
         Detail, GuidanceInput, GuidanceStyle, Location, MinimalOffloadResponse, OffloadHeader,
-        OffloadResponse, OffloadSummary, OffloadedResult,
+        OffloadSummary, OffloadedResult,
     },
     example::WorkedExample,
-    file::{OffloadFileName, WriteError, WrittenFile, encoded_len, write_in},
+    file::{OffloadFileName, WriteError},
     fit, handle,
     object::ObjectSink,
-    principal::Principal,
-    quota::{Ledger, Quota, QuotaScope, measure},
     quote::cut,
     recipes::{RecipeSet, SAMPLE_SIZE, is_memory_sample},
     records::{RecordKind, RecordSet},
-    room::make_room,
-    root::{PrivateDir, default_output_dir},
     schema::descriptor_line_schema,
-    tokens::TokenEstimator,
-    upload::write_object,
 };
+pub use input::{Descriptor, OffloadInput, OffloadOutput};
+pub use truncate::{records_within_budget, truncation_warning};
+pub use write::write_object;
 
-/// Times a write at the total quota makes room before it is refused.
-const MAKE_ROOM_TRIES: usize = 8;
-
-/// What to offload.
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub struct OffloadInput<'a> {
-    /// Tool name.
-    pub tool: &'a str,
-    /// Operation name for the file name and header.
-    pub operation: &'a str,
-    /// The query, when the call had one.
-    pub query: Option<String>,
-    /// Detail level the records were serialized at; inferred when `None`.
-    pub detail: Option<Detail>,
-    /// The records.
-    pub records: &'a RecordSet<'a>,
-    /// Estimated tokens of the whole result set.
-    pub estimated_tokens: usize,
-    /// Score range, when the tool knows one.
-    pub score_range: Option<(f64, f64)>,
-    /// Whose result this is: the file goes to [`Principal::dir`].
-    pub principal: Principal,
-}
-
-impl<'a> OffloadInput<'a> {
-    /// An input with no query, inferred detail and no score range.
-    pub fn new(
-        tool: &'a str,
-        operation: &'a str,
-        records: &'a RecordSet<'a>,
-        estimated_tokens: usize,
-    ) -> Self {
-        Self {
-            tool,
-            operation,
-            query: None,
-            detail: None,
-            records,
-            estimated_tokens,
-            score_range: None,
-            principal: Principal::anonymous(),
-        }
-    }
-
-    /// Sets whose result this is. Defaults to [`Principal::anonymous`]:
-    /// the file goes straight into the output directory.
-    #[must_use]
-    pub fn principal(self, principal: Principal) -> Self {
-        Self { principal, ..self }
-    }
-
-    /// Sets the query, for the file header. Defaults to none.
-    #[must_use]
-    pub fn query(self, query: Option<String>) -> Self {
-        Self { query, ..self }
-    }
-
-    /// Sets the detail level the records were serialized at. Defaults to
-    /// none: inferred from the records.
-    #[must_use]
-    pub fn detail(self, detail: Option<Detail>) -> Self {
-        Self { detail, ..self }
-    }
-
-    /// Sets the score range. Defaults to none.
-    #[must_use]
-    pub fn score_range(self, score_range: Option<(f64, f64)>) -> Self {
-        Self {
-            score_range,
-            ..self
-        }
-    }
-}
-
-/// The descriptor that replaces the result.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Descriptor {
-    /// The spec's full descriptor.
-    Full(OffloadResponse),
-    /// The bare pointer.
-    Minimal(MinimalOffloadResponse),
-}
-
-/// A finished offload.
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub struct OffloadOutput {
-    /// The descriptor.
-    pub descriptor: Descriptor,
-    /// The descriptor as JSON text, what the model reads.
-    pub text: String,
-    /// The file.
-    pub result: OffloadedResult,
-    /// Bytes written.
-    pub bytes: u64,
-    /// Time spent writing the file.
-    pub write_duration: Duration,
-    /// The recipes in the descriptor.
-    pub recipes: RecipeSet,
-}
-
-/// Writes offload files and builds descriptors.
+/// Builds descriptors and writes results through its [`ObjectSink`].
 ///
-/// The output directory is opened once, on the first write, as a
-/// [`PrivateDir`] (and again only if it was removed meanwhile); clones
-/// share the handle and the quota [`Ledger`].
+/// Clones share the sink (and so, for the local directory, its open handle
+/// and quota ledger).
 #[derive(Debug, Clone)]
 pub struct Offloader {
-    dir: PathBuf,
     ttl: Duration,
     profile: DescriptorProfile,
     native_extract: bool,
     guidance: GuidanceStyle,
-    quota: Quota,
-    root: Arc<Mutex<Option<Arc<OpenRoot>>>>,
-    sink: Option<Arc<dyn ObjectSink>>,
-}
-
-/// One file to write, as [`Offloader::offload`] hands it on.
-struct WriteJob<'a> {
-    principal: &'a Principal,
-    name: &'a OffloadFileName,
-    header: &'a OffloadHeader,
-    records: &'a RecordSet<'a>,
-    cancelled: &'a dyn Fn() -> bool,
-}
-
-/// The output directory, open, and its ledger.
-#[derive(Debug)]
-struct OpenRoot {
-    dir: PrivateDir,
-    ledger: Arc<Ledger>,
+    sink: Arc<dyn ObjectSink>,
 }
 
 impl Offloader {
-    /// Writes into `dir`, TTL one hour, full profile, the spec's shell
-    /// guidance.
-    pub fn new(dir: impl Into<PathBuf>) -> Self {
+    /// Writes through `sink`, TTL one hour, full profile, the spec's shell
+    /// guidance for a local sink (`lro_extract`'s otherwise).
+    pub fn new(sink: impl ObjectSink + 'static) -> Self {
         Self {
-            dir: dir.into(),
             ttl: Duration::from_secs(crate::config::DEFAULT_TTL_SECONDS),
             profile: DescriptorProfile::Full,
             native_extract: false,
             guidance: GuidanceStyle::Spec,
-            quota: Quota::new(),
-            root: Arc::default(),
-            sink: None,
+            sink: Arc::new(sink),
         }
+        .checked_native()
     }
 
-    /// Writes results into an object store instead of the directory: the
-    /// descriptor then carries a handle (see [`handle`]) where it carried
-    /// the path, and its guidance is `lro_extract`'s, since there is no file
-    /// to pipe into `jq`. The directory's quotas do not apply; the store's
-    /// lifecycle and cleanup bound it. Defaults to none (the directory).
+    /// Writes through `sink` instead. A sink that is not local (an object
+    /// store) makes the descriptor carry a handle (see [`handle`]) where it
+    /// carried the path, and its guidance `lro_extract`'s, since there is
+    /// no file to pipe into `jq`.
     #[must_use]
-    pub fn sink(mut self, sink: Arc<dyn ObjectSink>) -> Self {
-        self.native_extract = true;
-        self.sink = Some(sink);
+    pub fn sink(self, sink: Arc<dyn ObjectSink>) -> Self {
+        Self { sink, ..self }.checked_native()
+    }
+
+    /// `lro_extract`'s guidance when results have no path.
+    fn checked_native(mut self) -> Self {
+        self.native_extract |= !self.sink.is_local();
         self
     }
 
     /// Whether results go to an object store (see [`Offloader::sink`]).
     pub fn is_remote(&self) -> bool {
-        self.sink.is_some()
-    }
-
-    /// Sets the byte quotas checked before each write; a write over one
-    /// fails with [`WriteError::Quota`]. Defaults to none (the layer sets
-    /// the configuration's, 256 MiB per principal and 1 GiB in total).
-    #[must_use]
-    pub fn quota(mut self, quota: Quota) -> Self {
-        self.quota = quota;
-        self
+        !self.sink.is_local()
     }
 
     /// Sets the TTL recorded in results. Defaults to 3600 s.
@@ -242,8 +135,8 @@ impl Offloader {
     /// always on with an object store, whose results have no path.
     #[must_use]
     pub fn native_extract(mut self, on: bool) -> Self {
-        self.native_extract = on || self.sink.is_some();
-        self
+        self.native_extract = on;
+        self.checked_native()
     }
 
     /// Sets how much the guidance says. Defaults to [`GuidanceStyle::Spec`]
@@ -252,124 +145,6 @@ impl Offloader {
     pub fn guidance(mut self, style: GuidanceStyle) -> Self {
         self.guidance = style;
         self
-    }
-
-    /// The output directory.
-    pub fn dir(&self) -> &Path {
-        &self.dir
-    }
-
-    /// The output directory, opened on first use: the default one without
-    /// following a symlink in its place (see [`PrivateDir::open_nofollow`]).
-    fn open_root(&self, fresh: bool) -> Result<Arc<OpenRoot>, WriteError> {
-        let mut cached = self.root.lock().unwrap_or_else(|e| e.into_inner());
-        // One stat per write: the handle is kept only while the path still
-        // names the same directory. One renamed away (or replaced) must not
-        // receive files the descriptor would place at the path.
-        if let Some(root) = cached.as_ref().filter(|_| !fresh)
-            && std::fs::metadata(&self.dir).is_ok_and(|m| root.dir.is_same(&m))
-        {
-            return Ok(root.clone());
-        }
-        let dir = if self.dir == default_output_dir() {
-            PrivateDir::open_nofollow(&self.dir)?
-        } else {
-            PrivateDir::open(&self.dir)?
-        };
-        let ledger = Ledger::for_root(dir.path());
-        let root = Arc::new(OpenRoot { dir, ledger });
-        *cached = Some(root.clone());
-        Ok(root)
-    }
-
-    /// Writes into the principal's folder, within the quota. A directory
-    /// removed since it was opened (a temp cleaner) is opened once more.
-    fn write(&self, job: &WriteJob<'_>) -> Result<WrittenFile, WriteError> {
-        if let Some(sink) = &self.sink {
-            let key = handle::key(job.principal, job.name);
-            let records = &job.records.records;
-            let bytes = write_object(&**sink, &key, job.header, records, job.cancelled)?;
-            return Ok(WrittenFile::new(PathBuf::from(key), bytes));
-        }
-        let root = self.open_root(false)?;
-        match self.write_under(&root, job) {
-            Err(WriteError::Create { source, .. } | WriteError::CreateDir { source, .. })
-                if source.kind() == std::io::ErrorKind::NotFound =>
-            {
-                let root = self.open_root(true)?;
-                self.write_under(&root, job)
-            }
-            other => other,
-        }
-    }
-
-    fn write_under(&self, root: &OpenRoot, job: &WriteJob<'_>) -> Result<WrittenFile, WriteError> {
-        let WriteJob {
-            principal,
-            name,
-            header,
-            records,
-            cancelled,
-        } = *job;
-        let (key, sub) = if let Some(key) = principal.folder() {
-            let sub = root
-                .dir
-                .subdir(&key)
-                .map_err(|source| WriteError::CreateDir {
-                    path: principal.dir(root.dir.path()),
-                    source,
-                })?;
-            (key, Some(sub))
-        } else {
-            (String::new(), None)
-        };
-        let reservation = if self.quota.is_limited() {
-            let bytes = encoded_len(header, &records.records);
-            let reserve = || {
-                root.ledger
-                    .reserve(&self.quota, &key, bytes, || measure(root.dir.dir()))
-            };
-            // The principals over their share make room (see `quota`); a
-            // few times, as writers that fit may take the room meanwhile.
-            // Nothing freed once may mean the room is there already (made
-            // by a writer at the same moment, not yet reserved): reserve
-            // again before giving up.
-            let mut tries = 0;
-            let mut stalled = false;
-            Some(loop {
-                match reserve() {
-                    Err(full) if full.scope == QuotaScope::Total && tries < MAKE_ROOM_TRIES => {
-                        tries += 1;
-                        let freed =
-                            make_room(&root.ledger, root.dir.dir(), &self.quota, &key, bytes);
-                        if freed.files == 0 {
-                            if stalled {
-                                return Err(full.into());
-                            }
-                            stalled = true;
-                            continue;
-                        }
-                        stalled = false;
-                        tracing::info!(
-                            files = freed.files,
-                            bytes = freed.bytes,
-                            "total offload quota reached: deleted the oldest results of principals over their share"
-                        );
-                    }
-                    other => break other?,
-                }
-            })
-        } else {
-            None
-        };
-        let dir = sub.as_ref().unwrap_or(&root.dir);
-        let written = write_in(dir, name, header, &records.records, cancelled);
-        if written.is_err()
-            && let Some(r) = reservation
-        {
-            r.release();
-        }
-        written
     }
 
     /// Writes the file and builds the descriptor. `cancelled` is polled during
@@ -393,16 +168,18 @@ impl Offloader {
         );
         let name = OffloadFileName::new(input.operation);
         let started = Instant::now();
-        let job = WriteJob {
-            principal: &input.principal,
-            name: &name,
-            header: &header,
-            records: input.records,
+        // The principal's folder, then the name: the same layout in the
+        // directory and in a store.
+        let key = handle::key(&input.principal, &name);
+        let written = write_object(
+            &*self.sink,
+            &key,
+            &header,
+            &input.records.records,
             cancelled,
-        };
-        let written = self.write(&job)?;
+        )?;
         let write_duration = started.elapsed();
-        let handle = self.sink.is_some().then(|| handle::of(&name));
+        let handle = self.is_remote().then(|| handle::of(&name));
         // With a store, the handle stands wherever the path would.
         let file_path = handle
             .clone()
@@ -543,40 +320,12 @@ pub fn infer_detail(sample: &[Value], memories: bool) -> Detail {
     }
 }
 
-/// How many records from the front fit in `budget` tokens. Each record is
-/// estimated on its own, which rounds up per record and so errs on the side
-/// of staying under the budget.
-pub fn records_within_budget(
-    records: &RecordSet<'_>,
-    budget: usize,
-    estimator: &dyn TokenEstimator,
-) -> usize {
-    let mut used = 0;
-    for (i, record) in records.records.iter().enumerate() {
-        // One extra token per record for the separator between records.
-        used += estimator.estimate(record) + 1;
-        if used > budget {
-            return i;
-        }
-    }
-    records.len()
-}
-
-/// The warning prepended to a truncated result.
-pub fn truncation_warning(error: &WriteError, kept: usize, total: usize) -> String {
-    format!(
-        "WARNING: large result offloading failed ({error}); results are truncated: \
-         showing {kept} of {total} records, {} left out. Narrow the query (filters, limit) \
-         to see the rest.",
-        total - kept
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::DescriptorProfile;
+    use crate::{config::DescriptorProfile, descriptor::OffloadResponse};
     use serde_json::json;
+    use test_sink::Files;
 
     fn memories(n: usize, detail: Detail) -> String {
         let items: Vec<Value> = (0..n)
@@ -604,7 +353,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let text = memories(30, Detail::Medium);
         let records = RecordSet::from_text(&text);
-        let out = Offloader::new(dir.path())
+        let out = Offloader::new(Files(dir.path().to_owned()))
             .offload(
                 OffloadInput::new("list_memories", "list", &records, 2000),
                 &|| false,
@@ -633,7 +382,7 @@ mod tests {
     fn full_descriptor(text: &str, tool: &str, tokens: usize) -> OffloadResponse {
         let dir = tempfile::tempdir().unwrap();
         let records = RecordSet::from_text(text);
-        let out = Offloader::new(dir.path())
+        let out = Offloader::new(Files(dir.path().to_owned()))
             .offload(OffloadInput::new(tool, tool, &records, tokens), &|| false)
             .unwrap();
         match out.descriptor {
@@ -699,7 +448,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let text = memories(5, Detail::Light);
         let records = RecordSet::from_text(&text);
-        let out = Offloader::new(dir.path())
+        let out = Offloader::new(Files(dir.path().to_owned()))
             .profile(DescriptorProfile::Minimal)
             .offload(OffloadInput::new("t", "t", &records, 10), &|| false)
             .unwrap();
@@ -717,15 +466,5 @@ mod tests {
             let sample: Vec<Value> = serde_json::from_str(&text).unwrap();
             assert_eq!(infer_detail(&sample, true), d);
         }
-    }
-
-    #[test]
-    fn budget_cuts_at_record_boundaries() {
-        let text = serde_json::to_string(&vec!["x".repeat(38); 10]).unwrap();
-        let records = RecordSet::from_text(&text);
-        // Each record is 40 chars = 10 tokens + 1 separator.
-        assert_eq!(records_within_budget(&records, 33, &()), 3);
-        assert_eq!(records_within_budget(&records, 1000, &()), 10);
-        assert_eq!(records_within_budget(&records, 5, &()), 0);
     }
 }

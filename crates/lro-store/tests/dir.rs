@@ -16,12 +16,15 @@ use lro_core::{
     offload::{OffloadInput, Offloader},
     principal::Principal,
     records::RecordSet,
+};
+use lro_store::{
+    DirSink, resolved_output_dir,
     root::{PrivateDir, current_uid},
 };
 
 #[test]
 fn the_default_directory_is_private_ours_and_not_the_temp_dir_itself() {
-    let dir = OffloadConfig::default().resolved_output_dir();
+    let dir = resolved_output_dir(&OffloadConfig::default());
     assert_ne!(dir, std::env::temp_dir());
     assert!(dir.starts_with(std::env::temp_dir()));
     let opened = PrivateDir::open_nofollow(&dir).unwrap();
@@ -67,7 +70,7 @@ fn a_principal_folder_swapped_for_a_symlink_never_leads_outside() {
             flips
         })
     };
-    let offloader = Offloader::new(&root);
+    let offloader = Offloader::new(DirSink::new(&root));
     let text = serde_json::to_string(&vec![serde_json::json!({"n": 1}); 20]).unwrap();
     let records = RecordSet::from_text(&text);
     let mut written = 0;
@@ -97,7 +100,7 @@ fn root_sibling(folder: &std::path::Path, n: usize) -> std::path::PathBuf {
 fn a_directory_renamed_away_receives_no_more_files() {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().join("out");
-    let offloader = Offloader::new(&root);
+    let offloader = Offloader::new(DirSink::new(&root));
     let text = serde_json::to_string(&vec![serde_json::json!({"n": 1}); 5]).unwrap();
     let records = RecordSet::from_text(&text);
     let offload = || offloader.offload(OffloadInput::new("t", "t", &records, 10), &|| false);

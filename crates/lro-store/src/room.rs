@@ -1,5 +1,5 @@
 //! Room under the total quota, made by the principals over their fair
-//! share: see [`crate::quota`]'s module docs for the rule. The ledger
+//! share: see [`lro_core::quota`]'s module docs for the rule. The ledger
 //! decides nothing here; this module lists and deletes the files.
 
 use std::{collections::HashMap, io};
@@ -7,7 +7,7 @@ use std::{collections::HashMap, io};
 use cap_fs_ext::DirExt as _;
 use cap_std::fs::Dir;
 
-use crate::{
+use lro_core::{
     file::OffloadFileName,
     quota::{Ledger, Quota},
 };
@@ -24,7 +24,7 @@ pub struct Freed {
 
 /// Deletes the oldest offload files of the principals over their fair
 /// share of `quota.total` until a write of `bytes` into the folder `key`
-/// fits (the rule: [`crate::quota`]); nothing when no such deletions can
+/// fits (the rule: [`lro_core::quota`]); nothing when no such deletions can
 /// make room, or when the write is over the principal's own quota anyway.
 /// Call it when [`Ledger::reserve`] refused for the total, then reserve
 /// again. Only files named as offload files, directly in the
@@ -114,8 +114,10 @@ fn oldest_last(dir: &Dir) -> Vec<(OffloadFileName, u64)> {
 mod tests {
     use std::sync::Arc;
 
+    use lro_core::quota::{QuotaScope, Usage};
+
     use super::*;
-    use crate::quota::{QuotaScope, Usage, measure};
+    use crate::quota::measure;
 
     fn empty() -> std::io::Result<Usage> {
         Ok(Usage::new())

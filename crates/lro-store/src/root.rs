@@ -9,7 +9,7 @@
 //! checks, but its last component may be a symlink (an operator's choice).
 //!
 //! ```
-//! use lro_core::root::{PrivateDir, default_output_dir};
+//! use lro_store::root::{PrivateDir, default_output_dir};
 //!
 //! let dir = tempfile::tempdir().unwrap();
 //! let root = PrivateDir::open(&dir.path().join("out")).unwrap();
@@ -32,6 +32,7 @@ use cap_std::{
     ambient_authority,
     fs::{Dir, DirBuilder, DirBuilderExt as _, MetadataExt as _},
 };
+use lro_core::OffloadConfig;
 
 /// How the default directory's name starts, before the user id.
 pub const DEFAULT_DIR_PREFIX: &str = "lro-";
@@ -47,16 +48,27 @@ pub fn default_output_dir() -> PathBuf {
     std::env::temp_dir().join(format!("{DEFAULT_DIR_PREFIX}{}", current_uid()))
 }
 
+/// The directory `cfg`'s files are written to: its `output_dir`, or the
+/// per-user [`default_output_dir`] when that is empty.
+pub fn resolved_output_dir(cfg: &OffloadConfig) -> PathBuf {
+    if cfg.output_dir.as_os_str().is_empty() {
+        default_output_dir()
+    } else {
+        cfg.output_dir.clone()
+    }
+}
+
 /// Why an offload directory cannot be used.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum RootError {
     /// It could not be created or opened.
-    #[error("cannot open offload directory {path}: {source}")]
+    #[error("cannot open offload directory {path}")]
     Open {
         /// The directory.
         path: PathBuf,
         /// The OS error.
+        #[source]
         source: io::Error,
     },
     /// It belongs to another user: refused, since that user could read
@@ -235,6 +247,15 @@ mod tests {
 
     fn mode(p: &Path) -> u32 {
         fs::metadata(p).unwrap().permissions().mode() & 0o777
+    }
+
+    #[test]
+    fn an_empty_output_dir_is_the_per_user_default() {
+        let cfg = OffloadConfig::from_toml_str("").unwrap();
+        assert_eq!(resolved_output_dir(&cfg), default_output_dir());
+        assert_ne!(resolved_output_dir(&cfg), std::env::temp_dir());
+        let cfg = cfg.output_dir("/srv/lro");
+        assert_eq!(resolved_output_dir(&cfg), Path::new("/srv/lro"));
     }
 
     #[test]
