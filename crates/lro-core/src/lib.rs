@@ -19,6 +19,7 @@
 //! | [`fit`] | the descriptor's token ceilings, and fitting within them |
 //! | [`file`] | naming, the atomic writer, the reader |
 //! | [`offload`] | the pipeline and the truncation fallback |
+//! | [`error`] | how an error becomes text: [`error::chain`], every cause once |
 //! | [`event`] | observability events and sinks |
 //! | [`metric`] | the metric catalogue and its typed label values (a leaf) |
 //! | [`principal`] | who is calling: the owner of a result |
@@ -45,6 +46,7 @@
 
 pub mod config;
 pub mod descriptor;
+pub mod error;
 pub mod event;
 pub mod example;
 pub mod fields;

@@ -204,7 +204,7 @@ impl FolderKey {
             Source::Secret(secret) => secret,
             Source::Kept(dir, secret) => secret.get_or_init(|| {
                 load_or_create(dir).unwrap_or_else(|err| {
-                    tracing::warn!(%err, "no principal key could be kept; this process uses one of its own");
+                    tracing::warn!(err = %crate::error::chain(&err), "no principal key could be kept; this process uses one of its own");
                     Self::generate()
                         .unwrap_or_else(|_| format!("{:?}", std::time::SystemTime::now()))
                         .into_bytes()
