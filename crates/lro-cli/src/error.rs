@@ -217,4 +217,18 @@ mod tests {
         assert_eq!(timeout.exit_status(), EXIT_FAILURE);
         assert_ne!(EXIT_SUCCESS, EXIT_FAILURE);
     }
+
+    #[test]
+    fn a_cause_is_kept_as_the_source_not_glued_into_the_text() {
+        let refused = CliError::refused("--config", io::Error::other("no such key"));
+        assert_eq!(refused.to_string(), "--config");
+        assert_eq!(
+            lro_core::error::chain(&refused).to_string(),
+            "--config: no such key"
+        );
+        assert_eq!(refused.exit_status(), EXIT_USAGE);
+        let failed = CliError::failed("cannot start the runtime", io::Error::other("no threads"));
+        assert!(std::error::Error::source(&failed).is_some());
+        assert_eq!(failed.exit_status(), EXIT_FAILURE);
+    }
 }

@@ -164,7 +164,7 @@ mod tests {
 /// answered with a JSON-RPC error: it is up, and refuses `initialize` (a
 /// server that speaks MCP 2026-07-28 only, say).
 #[derive(Debug, thiserror::Error)]
-#[error("{0}")]
+#[error(transparent)]
 pub(crate) struct Refused(pub(crate) Box<dyn Error + Send + Sync>);
 
 impl ProxyError {
