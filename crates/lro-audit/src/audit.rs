@@ -272,7 +272,7 @@ impl Run<'_> {
                 session.close().await;
                 out
             }
-            Err(e) => Outcome::Error(e.to_string()),
+            Err(e) => Outcome::Error(lro_core::error::chain(&e).to_string()),
         }
     }
 
@@ -294,7 +294,7 @@ impl Run<'_> {
         let seen = match self.open(Some(&launch), false).await {
             Err(e) => CleanupSeen {
                 ttl,
-                expired: Err(e.to_string()),
+                expired: Err(lro_core::error::chain(&e).to_string()),
                 fresh_deleted: None,
                 stderr: String::new(),
                 metrics: None,
@@ -356,7 +356,10 @@ impl Run<'_> {
         let seen = match self.open(Some(&launch), false).await {
             Err(e) => WriteFailureSeen {
                 threshold: t_lo,
-                outcome: Outcome::Error(format!("the server did not start: {e}")),
+                outcome: Outcome::Error(format!(
+                    "the server did not start: {}",
+                    lro_core::error::chain(&e)
+                )),
                 stderr: String::new(),
                 metrics: None,
             },
@@ -402,7 +405,7 @@ impl Run<'_> {
                 session.close().await;
                 out
             }
-            Err(e) => Outcome::Error(e.to_string()),
+            Err(e) => Outcome::Error(lro_core::error::chain(&e).to_string()),
         });
     }
 }

@@ -14,6 +14,6 @@ pub enum AuditError {
         reason: String,
     },
     /// The auditor's own scratch directory could not be made.
-    #[error("cannot create a scratch directory: {0}")]
+    #[error("cannot create a scratch directory")]
     Scratch(#[source] std::io::Error),
 }

@@ -120,7 +120,9 @@ impl Session {
                     let (transport, err) = TokioChildProcess::builder(cmd)
                         .stderr(Stdio::piped())
                         .spawn()
-                        .map_err(|e| unreachable(format!("cannot launch: {e}")))?;
+                        .map_err(|e| {
+                            unreachable(format!("cannot launch: {}", lro_core::error::chain(&e)))
+                        })?;
                     if let Some(err) = err {
                         tokio::spawn(keep_stderr(err, stderr.clone()));
                     }
@@ -131,7 +133,13 @@ impl Session {
                     info.clone()
                         .serve_with_lifecycle(flagged, wire.lifecycle())
                         .await
-                        .map_err(|e| unreachable(format!("{} failed: {e}", start(wire))))
+                        .map_err(|e| {
+                            unreachable(format!(
+                                "{} failed: {}",
+                                start(wire),
+                                lro_core::error::chain(&e)
+                            ))
+                        })
                 }
                 Upstream::Http { url, headers } => {
                     let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
@@ -140,7 +148,13 @@ impl Session {
                     info.clone()
                         .serve_with_lifecycle(transport, wire.lifecycle())
                         .await
-                        .map_err(|e| unreachable(format!("{} failed: {e}", start(wire))))
+                        .map_err(|e| {
+                            unreachable(format!(
+                                "{} failed: {}",
+                                start(wire),
+                                lro_core::error::chain(&e)
+                            ))
+                        })
                 }
             }
         };
@@ -160,7 +174,9 @@ impl Session {
         let tools = tokio::time::timeout(timeout, client.peer().list_all_tools())
             .await
             .map_err(|_| unreachable("no tools/list answer".to_owned()))?
-            .map_err(|e| unreachable(format!("tools/list failed: {e}")))?;
+            .map_err(|e| {
+                unreachable(format!("tools/list failed: {}", lro_core::error::chain(&e)))
+            })?;
         Ok(Self {
             client,
             stderr,
@@ -186,7 +202,7 @@ impl Session {
         params.arguments = Some(call.args.clone());
         match tokio::time::timeout(self.call_timeout, self.client.peer().call_tool(params)).await {
             Err(_) => Outcome::Error(format!("no answer within {}s", self.call_timeout.as_secs())),
-            Ok(Err(e)) => Outcome::Error(e.to_string()),
+            Ok(Err(e)) => Outcome::Error(lro_core::error::chain(&e).to_string()),
             Ok(Ok(result)) => match serde_json::to_value(&result) {
                 Ok(v) => Outcome::Result(v),
                 Err(e) => Outcome::Error(e.to_string()),

@@ -147,7 +147,7 @@ pub fn audit(args: &AuditArgs, out: &mut impl std::io::Write) -> Result<(), CliE
         .worker_threads(2)
         .enable_all()
         .build()
-        .map_err(|err| CliError::Runtime(format!("cannot start the runtime: {err}")))?;
+        .map_err(|err| CliError::failed("cannot start the runtime", err))?;
     let report = runtime
         .block_on(lro_audit::audit(&target, &cfg))
         .map_err(CliError::Unreachable)?;
@@ -224,7 +224,11 @@ mod tests {
         assert!(!a.target(|_| Some("s".into())).unwrap().is_launched());
         let err = a.target(|_| None).unwrap_err();
         assert_eq!(err.exit_status(), crate::error::EXIT_USAGE);
-        assert!(!err.to_string().contains("${K}") || err.to_string().contains("K is not set"));
+        let text = lro_core::error::chain(&err).to_string();
+        assert!(
+            !text.contains("${K}") || text.contains("K is not set"),
+            "{text}"
+        );
         assert!(Cli::try_parse_from(["lro", "audit", "--env", "novalue", "--", "x"]).is_err());
         assert_eq!(a.wire, WireMode::Auto);
         let a = args(&["lro", "audit", "--wire", "legacy", "--", "srv"]);

@@ -124,17 +124,15 @@ impl OffloadArgs {
     ///
     /// A usage error when the input is not JSON or not a request.
     pub fn request(&self, input: &str) -> Result<OffloadRequest, CliError> {
-        let value: Value = serde_json::from_str(input)
-            .map_err(|e| CliError::Usage(format!("stdin is not JSON: {e}")))?;
+        let value: Value =
+            serde_json::from_str(input).map_err(|e| CliError::refused("stdin is not JSON", e))?;
         let mut req = match value {
             Value::Array(_) => {
                 let mut req = OffloadRequest::default();
                 req.messages = value;
                 req
             }
-            Value::Object(_) => {
-                OffloadRequest::from_value(value).map_err(|e| CliError::Usage(e.to_string()))?
-            }
+            Value::Object(_) => OffloadRequest::from_value(value)?,
             _ => {
                 return Err(CliError::Usage(
                     "stdin must hold a request object or an array of messages".into(),
@@ -177,15 +175,13 @@ pub fn context(
             let mut input = String::new();
             stdin
                 .read_to_string(&mut input)
-                .map_err(|e| CliError::Usage(format!("cannot read stdin: {e}")))?;
+                .map_err(|e| CliError::refused("cannot read stdin", e))?;
             // The ReMe shape by default, as the HTTP service answers.
-            let out = ContextOffloader::from_env()
-                .offload_request(
-                    &lro_core::principal::Principal::anonymous(),
-                    a.request(&input)?,
-                    FileContents::Included,
-                )
-                .map_err(|e| CliError::Usage(e.to_string()))?;
+            let out = ContextOffloader::from_env().offload_request(
+                &lro_core::principal::Principal::anonymous(),
+                a.request(&input)?,
+                FileContents::Included,
+            )?;
             let text = serde_json::to_string_pretty(&out).unwrap_or_default();
             writeln!(stdout, "{text}").map_err(CliError::Output)
         }
@@ -211,12 +207,10 @@ impl rmcp::ServerHandler for NoTools {
 fn mcp(args: &McpArgs) -> Result<(), CliError> {
     use tower_layer::Layer as _;
 
-    let roots =
-        Roots::new(&args.store_roots).map_err(|e| CliError::Usage(format!("--store-root: {e}")))?;
+    let roots = Roots::new(&args.store_roots).map_err(|e| CliError::refused("--store-root", e))?;
     // Only the context tools: no result of this server is ever offloaded.
     // The configuration's `store` shares the entries with every replica.
-    let cfg = lro_core::OffloadConfig::load(None)
-        .map_err(|e| CliError::Usage(e.to_string()))?
+    let cfg = lro_core::OffloadConfig::load(None)?
         .enabled(false)
         .extract(false);
     let handler = lro_tower::LroLayer::new(cfg)
@@ -225,7 +219,7 @@ fn mcp(args: &McpArgs) -> Result<(), CliError> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|err| CliError::Runtime(format!("cannot start the runtime: {err}")))?;
+        .map_err(|err| CliError::failed("cannot start the runtime", err))?;
     // The stdio face both hosts serve: a bad line gets a JSON-RPC error.
     runtime
         .block_on(lro_host::serve_stdio(handler, lro_host::Shutdown::signal()))
@@ -238,24 +232,22 @@ fn serve(args: &ServeArgs) -> Result<(), CliError> {
         .guard(args.http, lro_http::serve::Limits::context(), |var| {
             std::env::var(var).ok()
         })?;
-    let roots =
-        Roots::new(&args.store_roots).map_err(|e| CliError::Usage(format!("--store-root: {e}")))?;
+    let roots = Roots::new(&args.store_roots).map_err(|e| CliError::refused("--store-root", e))?;
     let dirs = roots.dirs().to_vec();
     let service = lro_context_http::Service::new(ContextOffloader::from_env().roots(roots));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
-        .map_err(|err| CliError::Runtime(format!("cannot start the runtime: {err}")))?;
+        .map_err(|err| CliError::failed("cannot start the runtime", err))?;
     runtime.block_on(async {
         // As the hosts name folders: never kept in a store root, where a
         // caller's grep or read_file could reach it.
-        let cfg =
-            lro_core::OffloadConfig::load(None).map_err(|e| CliError::Usage(e.to_string()))?;
+        let cfg = lro_core::OffloadConfig::load(None)?;
         // The configuration's `store` shares the entries with every replica,
         // as the layer's context tools do.
         let store = lro_store::from_config(&cfg)
-            .map_err(|e| CliError::Runtime(format!("cannot open the offload store: {e}")))?;
+            .map_err(|e| CliError::failed("cannot open the offload store", e))?;
         let key = lro_host::folder_key(&cfg, store.as_deref()).await?;
         let mut service = service.principal_key(key);
         if let Some(store) = store {
@@ -272,7 +264,7 @@ fn serve(args: &ServeArgs) -> Result<(), CliError> {
             |bound| eprintln!("lro context listening on http://{bound}"),
         )
         .await
-        .map_err(|e| CliError::Runtime(e.to_string()))
+        .map_err(CliError::from)
     })
 }
 

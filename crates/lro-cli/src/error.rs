@@ -19,7 +19,7 @@
 //! assert_eq!(CliError::CleanupErrors(2).exit_status(), EXIT_FAILURE);
 //! ```
 
-use std::{io, path::PathBuf};
+use std::{error::Error, io, path::PathBuf};
 
 use lro_extract::ExtractError;
 
@@ -49,13 +49,35 @@ Exit status (every subcommand):
   4  lro extract only: a record is nested deeper than jq 1.6 reads (it was left out)
   5  lro extract only: the filter failed on the last record, as jq 1.6 exits";
 
-/// Why a command failed.
+/// Why a command failed. Its `Display` is this level alone; the causes
+/// are its `source()` chain, which `lro` prints on stderr through
+/// [`lro_core::error::chain`], `lro: what: cause: cause`.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum CliError {
     /// The command line asks for something impossible.
     #[error("{0}")]
     Usage(String),
+    /// A value from the command line or stdin was refused by what reads it;
+    /// the text names the flag or input (`--config`, `--store-root`).
+    #[error("{what}")]
+    Refused {
+        /// The flag or input, or what was being done with it.
+        what: String,
+        /// Why it was refused.
+        #[source]
+        source: Box<dyn Error + Send + Sync>,
+    },
+    /// The offload configuration (file or environment) is invalid.
+    #[error(transparent)]
+    Config(#[from] lro_core::ConfigError),
+    /// A context request is invalid, or its store cannot be used.
+    #[error(transparent)]
+    Context(#[from] lro_context::ContextError),
+    /// An HTTP face refuses to start: a bad token entry or origin, or a
+    /// non-loopback address without tokens; each is the operator's to fix.
+    #[error(transparent)]
+    Guard(#[from] lro_http::GuardError),
     /// Extraction (or the path guard in front of it) failed.
     #[error(transparent)]
     Extract(#[from] ExtractError),
@@ -63,7 +85,7 @@ pub enum CliError {
     #[error(transparent)]
     Read(#[from] lro_core::file::ReadError),
     /// A path could not be resolved or read.
-    #[error("{}: {source}", path.display())]
+    #[error("{}", path.display())]
     Io {
         /// The path.
         path: PathBuf,
@@ -71,8 +93,8 @@ pub enum CliError {
         source: io::Error,
     },
     /// Writing to stdout failed.
-    #[error("cannot write the output: {0}")]
-    Output(io::Error),
+    #[error("cannot write the output")]
+    Output(#[source] io::Error),
     /// `lro gc` was given something that is not a directory.
     #[error("{} is not a directory", .0.display())]
     NotADirectory(PathBuf),
@@ -82,6 +104,16 @@ pub enum CliError {
     /// The proxy's upstream could not be started, reached or kept.
     #[error(transparent)]
     Proxy(#[from] lro_proxy::ProxyError),
+    /// A host could not start: telemetry, the cleanup task, the store or
+    /// the principal key.
+    #[error(transparent)]
+    Host(lro_host::HostError),
+    /// `lro context serve` could not listen or serve.
+    #[error(transparent)]
+    ContextServe(#[from] lro_context_http::ServeError),
+    /// `lro install` could not read or write a client's configuration.
+    #[error(transparent)]
+    Install(#[from] lro_install::Error),
     /// `lro audit` could not launch or reach its target.
     #[error(transparent)]
     Unreachable(lro_audit::AuditError),
@@ -100,8 +132,18 @@ pub enum CliError {
     /// printed as jq prints it.
     #[error("the filter failed on the last record ({0} record(s) failed)")]
     FilterFailed(usize),
-    /// A failure at run time with its own sentence (the upstream was lost, a
-    /// runtime or exporter could not start).
+    /// A failure at run time, and what was being done (starting the
+    /// runtime, opening the offload store).
+    #[error("{what}")]
+    Failed {
+        /// What was being done.
+        what: &'static str,
+        /// Why it failed.
+        #[source]
+        source: Box<dyn Error + Send + Sync>,
+    },
+    /// A failure at run time with its own sentence (the upstream was lost,
+    /// no configuration file was found).
     #[error("{0}")]
     Runtime(String),
 }
@@ -111,6 +153,10 @@ impl CliError {
     pub fn exit_status(&self) -> u8 {
         match self {
             CliError::Usage(_)
+            | CliError::Refused { .. }
+            | CliError::Config(_)
+            | CliError::Context(_)
+            | CliError::Guard(_)
             | CliError::Extract(ExtractError::InvalidRequest(_) | ExtractError::Compile(_)) => {
                 EXIT_USAGE
             }
@@ -120,13 +166,40 @@ impl CliError {
             _ => EXIT_FAILURE,
         }
     }
+
+    /// A value refused by what reads it: a usage error naming `what`.
+    pub(crate) fn refused(
+        what: impl Into<String>,
+        source: impl Into<Box<dyn Error + Send + Sync>>,
+    ) -> Self {
+        Self::Refused {
+            what: what.into(),
+            source: source.into(),
+        }
+    }
+
+    /// A failure at run time while doing `what`.
+    pub(crate) fn failed(
+        what: &'static str,
+        source: impl Into<Box<dyn Error + Send + Sync>>,
+    ) -> Self {
+        Self::Failed {
+            what,
+            source: source.into(),
+        }
+    }
 }
 
-/// Every reason an HTTP face refuses to start is the operator's to fix:
-/// a bad token entry or origin, or a non-loopback address without tokens.
-impl From<lro_http::GuardError> for CliError {
-    fn from(err: lro_http::GuardError) -> Self {
-        Self::Usage(err.to_string())
+/// The host's start-up failures in the exit-status table: a bad context
+/// store root is the caller's (2), the rest are run-time failures (1).
+impl From<lro_host::HostError> for CliError {
+    fn from(err: lro_host::HostError) -> Self {
+        match err {
+            lro_host::HostError::ContextStoreRoots(source) => {
+                Self::refused("--context-store-root", source)
+            }
+            other => Self::Host(other),
+        }
     }
 }
 
@@ -143,5 +216,19 @@ mod tests {
         });
         assert_eq!(timeout.exit_status(), EXIT_FAILURE);
         assert_ne!(EXIT_SUCCESS, EXIT_FAILURE);
+    }
+
+    #[test]
+    fn a_cause_is_kept_as_the_source_not_glued_into_the_text() {
+        let refused = CliError::refused("--config", io::Error::other("no such key"));
+        assert_eq!(refused.to_string(), "--config");
+        assert_eq!(
+            lro_core::error::chain(&refused).to_string(),
+            "--config: no such key"
+        );
+        assert_eq!(refused.exit_status(), EXIT_USAGE);
+        let failed = CliError::failed("cannot start the runtime", io::Error::other("no threads"));
+        assert!(std::error::Error::source(&failed).is_some());
+        assert_eq!(failed.exit_status(), EXIT_FAILURE);
     }
 }

@@ -15,6 +15,7 @@
 use std::{io::Write, path::Path};
 
 use clap::Args;
+use lro_core::error::chain;
 use lro_install::{Client, Env, LroCommand, Options, Report, Scope, Status};
 
 use crate::error::CliError;
@@ -85,8 +86,7 @@ pub fn install(
     let report = match direction {
         Direction::Install => lro_install::install(client, &options, &env),
         Direction::Uninstall => lro_install::uninstall(client, &options, &env),
-    }
-    .map_err(|e| CliError::Runtime(e.to_string()))?;
+    }?;
     print_report(&report, direction, &env, out)?;
     if report.none_found() {
         let looked: Vec<String> = client
@@ -170,8 +170,7 @@ fn list(
 ) -> Result<(), CliError> {
     let mut text = String::new();
     for client in clients {
-        let places =
-            lro_install::list(*client, lro, env).map_err(|e| CliError::Runtime(chain(&e)))?;
+        let places = lro_install::list(*client, lro, env)?;
         for (place, servers) in places {
             text.push_str(&format!(
                 "{} ({}, {} scope)\n",
@@ -200,18 +199,6 @@ fn list(
         text.push_str("no configuration file found\n");
     }
     out.write_all(text.as_bytes()).map_err(CliError::Output)
-}
-
-/// An error with its causes, as one line.
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 /// `~/…` for a path under the home directory, as people write them.
@@ -246,7 +233,7 @@ fn lro_command(given: Option<&str>) -> Result<LroCommand, CliError> {
             let exe = std::env::current_exe()
                 .and_then(std::fs::canonicalize)
                 .map_err(|e| {
-                    CliError::Usage(format!("cannot find this lro's path ({e}); give --lro CMD"))
+                    CliError::refused("cannot find this lro's path (give --lro CMD)", e)
                 })?;
             Ok(LroCommand {
                 program: exe.to_string_lossy().into_owned(),

@@ -46,7 +46,7 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("lro: {err}");
+            eprintln!("lro: {}", lro_core::error::chain(&err));
             ExitCode::from(err.exit_status())
         }
     }

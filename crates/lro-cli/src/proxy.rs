@@ -16,7 +16,7 @@ use std::{net::SocketAddr, path::PathBuf};
 
 use clap::Args;
 use lro_core::OffloadConfig;
-use lro_host::{Host, HostError, Offload};
+use lro_host::{Host, Offload};
 use lro_proxy::{Proxy, ProxyConfig, ProxyShared, Upstream, serve};
 use tower_layer::Layer as _;
 
@@ -119,7 +119,7 @@ impl ProxyArgs {
 pub fn proxy(args: &ProxyArgs) -> Result<(), CliError> {
     let upstream = args.upstream(|var| std::env::var(var).ok())?;
     let cfg = OffloadConfig::load(args.config.as_deref())
-        .map_err(|err| CliError::Usage(format!("--config: {err}")))?;
+        .map_err(|err| CliError::refused("--config", err))?;
     let guard = args
         .http
         .map(|addr| {
@@ -137,7 +137,7 @@ pub fn proxy(args: &ProxyArgs) -> Result<(), CliError> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|err| CliError::Runtime(format!("cannot start the runtime: {err}")))?;
+        .map_err(|err| CliError::failed("cannot start the runtime", err))?;
     let result = runtime.block_on(run(args, upstream, cfg, guard));
     // A read of a stdin that is not a pipe sits in a blocking thread that
     // nothing can interrupt; the client may keep stdin open after the
@@ -163,7 +163,7 @@ async fn run(
     // so no upstream process outlives the proxy, even one killed with SIGKILL.
     let watchdog = std::env::current_exe()
         .inspect_err(|err| {
-            tracing::warn!(%err, "no watchdog: upstream processes may outlive a killed proxy");
+            tracing::warn!(err = %lro_core::error::chain(err), "no watchdog: upstream processes may outlive a killed proxy");
         })
         .ok();
     let idle = (args.session_idle_timeout > 0)
@@ -217,26 +217,10 @@ async fn run(
     .await
 }
 
-/// The host's start-up failures in the exit-status table: a bad context
-/// store root is the caller's (2), the rest are run-time failures (1).
-impl From<HostError> for CliError {
-    fn from(err: HostError) -> Self {
-        let cause = std::error::Error::source(&err).map(ToString::to_string);
-        match err {
-            HostError::ContextStoreRoots(source) => {
-                Self::Usage(format!("--context-store-root: {source}"))
-            }
-            other => Self::Runtime(match cause {
-                Some(cause) => format!("{other}: {cause}"),
-                None => other.to_string(),
-            }),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use clap::Parser as _;
+    use lro_core::error::chain;
 
     use crate::cli::{Cli, Command};
 
@@ -261,12 +245,12 @@ mod tests {
         let remote = args(&["--url", "http://127.0.0.1:1/mcp", "-H", "A: ${V}"]).unwrap();
         let err = remote.upstream(|_| None).unwrap_err();
         assert_eq!(err.exit_status(), crate::error::EXIT_USAGE);
-        assert!(err.to_string().starts_with("--header: "), "{err}");
+        let text = chain(&err).to_string();
+        assert!(text.starts_with("--header: "), "{text}");
         assert!(remote.upstream(|_| Some("v".into())).is_ok());
         let bad = args(&["--url", "ftp://x/y"]).unwrap();
         assert!(
-            bad.upstream(|_| None)
-                .unwrap_err()
+            chain(&bad.upstream(|_| None).unwrap_err())
                 .to_string()
                 .starts_with("--url: ")
         );
@@ -294,18 +278,17 @@ mod tests {
         let roots = lro_context::Roots::new([file.path()]).unwrap_err();
         let err = CliError::from(HostError::ContextStoreRoots(roots));
         assert_eq!(err.exit_status(), EXIT_USAGE);
-        assert!(
-            err.to_string().starts_with("--context-store-root: "),
-            "{err}"
-        );
+        let text = chain(&err).to_string();
+        assert!(text.starts_with("--context-store-root: "), "{text}");
         let port_zero = lro_telemetry::TelemetryError::MetricsPortZero(([127, 0, 0, 1], 0).into());
         let err = CliError::from(HostError::Telemetry(port_zero));
         assert_eq!(err.exit_status(), EXIT_FAILURE);
+        let text = chain(&err).to_string();
         assert!(
-            err.to_string().starts_with(
+            text.starts_with(
                 "cannot install telemetry: cannot serve Prometheus metrics on 127.0.0.1:0"
             ),
-            "{err}"
+            "{text}"
         );
     }
 }

@@ -53,7 +53,7 @@ pub(crate) fn http_upstream(
     headers: &[String],
     env: impl Fn(&str) -> Option<String>,
 ) -> Result<Upstream, CliError> {
-    let usage = |flag: &str, err: UpstreamError| CliError::Usage(format!("{flag}: {err}"));
+    let usage = |flag: &str, err: UpstreamError| CliError::refused(flag, err);
     headers.iter().try_fold(
         Upstream::http(url).map_err(|e| usage("--url", e))?,
         |upstream, header| {

@@ -496,3 +496,210 @@ fn every_recipe_prints_what_its_command_prints_on_mixed_records() {
         }
     }
 }
+
+/// `lro` with `args`, its environment cleared but for `PATH` and `env`, its
+/// stdin `input`: a failure's text depends on nothing of the test host's.
+fn lro_in(dir: &Path, args: &[&str], env: &[(&str, &str)], input: &str) -> Output {
+    use std::io::Write as _;
+
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lro"))
+        .args(args)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", dir)
+        .env("TMPDIR", dir)
+        .envs(env.iter().copied())
+        .current_dir(dir)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run lro");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+/// The error line of a failed `lro`, checked to show every level of its
+/// chain once: its last line is `lro: outer: cause: …`, and no level of it
+/// (a text between `: `) is repeated anywhere in the line.
+fn error_line(o: &Output, status: i32) -> String {
+    let text = stderr(o);
+    assert_eq!(o.status.code(), Some(status), "{text}");
+    let line = text.lines().last().unwrap_or_default();
+    let message = line
+        .strip_prefix("lro: ")
+        .unwrap_or_else(|| panic!("no error line: {text}"));
+    for level in message.split(": ").filter(|l| l.len() > 3) {
+        assert_eq!(
+            message.matches(level).count(),
+            1,
+            "{level:?} is printed twice: {message}"
+        );
+    }
+    message.to_owned()
+}
+
+/// A loopback port nothing listens on.
+fn closed_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// One real failure of each command of `lro --help`, as its user reads it
+/// on stderr: every cause once, outermost first.
+#[test]
+fn each_command_prints_its_failure_as_one_chain() {
+    let help = stdout(&lro(&["--help"]));
+    let commands = [
+        "proxy",
+        "audit",
+        "context",
+        "extract",
+        "inspect",
+        "gc",
+        "metrics",
+        "install",
+        "uninstall",
+    ];
+    for command in commands {
+        assert!(help.contains(&format!("\n  {command} ")), "{help}");
+    }
+    let home = tempfile::tempdir().unwrap();
+    let dir = home.path();
+    let run = |args: &[&str]| lro_in(dir, args, &[], "");
+
+    // proxy: a missing upstream command, a refused upstream URL, a store
+    // the configuration names that cannot be opened.
+    assert_eq!(
+        error_line(&run(&["proxy", "--", "lro-no-such-command"]), 1),
+        "cannot start upstream command `lro-no-such-command`: not found on PATH"
+    );
+    let port = closed_port();
+    assert_eq!(
+        error_line(
+            &run(&["proxy", "--url", &format!("http://127.0.0.1:{port}/mcp")]),
+            1
+        ),
+        format!(
+            "upstream http://127.0.0.1:{port}/mcp is unreachable: Connection refused (os error 111)"
+        )
+    );
+    let store = lro_in(
+        dir,
+        &["proxy", "--", "true"],
+        &[
+            ("ATLATL_PROMPT__OFFLOAD__STORE", "s3://results"),
+            ("AWS_ALLOW_HTTP", "maybe"),
+        ],
+        "",
+    );
+    let line = error_line(&store, 1);
+    assert!(
+        line.starts_with(
+            "cannot open the offload store: cannot configure the object store s3://results: "
+        ),
+        "{line}"
+    );
+
+    // audit: a target that cannot be launched (exit 3).
+    assert_eq!(
+        error_line(&run(&["audit", "--", "lro-no-such-command"]), 3),
+        "cannot reach lro-no-such-command: cannot launch: No such file or directory (os error 2)"
+    );
+
+    // context: stdin that is not JSON; a port another holds.
+    assert_eq!(
+        error_line(&lro_in(dir, &["context", "offload"], &[], "{"), 2),
+        "stdin is not JSON: EOF while parsing an object at line 1 column 1"
+    );
+    let held = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = held.local_addr().unwrap().to_string();
+    let root = dir.to_string_lossy();
+    assert_eq!(
+        error_line(
+            &run(&["context", "serve", "--http", &addr, "--store-root", &root]),
+            1
+        ),
+        format!("cannot listen on {addr}: Address already in use (os error 98)")
+    );
+
+    // extract: an offload directory that is not there; a directory where
+    // the file should be.
+    let results = dir.join("results");
+    std::fs::create_dir(&results).unwrap();
+    let file = memory_file(&results);
+    assert_eq!(
+        error_line(
+            &run(&["extract", &file, "--root", "/lro-no-such-dir", "--count"]),
+            1
+        ),
+        "offload directory /lro-no-such-dir is not usable: No such file or directory (os error 2)"
+    );
+    let folder = results.join("atlatl-recall-01JD0000000000000000000000.jsonl");
+    std::fs::create_dir(&folder).unwrap();
+    let folder = folder.to_string_lossy();
+    assert!(
+        error_line(&run(&["extract", &folder, "--count"]), 1).ends_with(
+            "is not an offload file (expected a regular file named atlatl-<operation>-<ULID>.jsonl)"
+        )
+    );
+
+    // inspect: a file of the right name whose first line is no header.
+    let headless = results.join("atlatl-recall-01JD0000000000000000000001.jsonl");
+    std::fs::write(&headless, "not json\n").unwrap();
+    let headless = headless.to_string_lossy();
+    assert_eq!(
+        error_line(&run(&["inspect", &headless]), 1),
+        format!("{headless} has no valid LRO header line: expected ident at line 1 column 2")
+    );
+
+    // gc: a file where the directory should be.
+    assert_eq!(
+        error_line(&run(&["gc", &file]), 1),
+        format!("{file} is not a directory")
+    );
+
+    // metrics: an output that cannot be written.
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_lro"))
+        .arg("metrics")
+        .stdout(full)
+        .output()
+        .unwrap();
+    assert_eq!(
+        error_line(&o, 1),
+        "cannot write the output: No space left on device (os error 28)"
+    );
+
+    // install, uninstall: a records file that does not read.
+    let state = dir.join("state");
+    std::fs::create_dir_all(state.join("lro")).unwrap();
+    std::fs::write(state.join("lro/installs.json"), "{").unwrap();
+    let records = state.join("lro/installs.json");
+    for command in ["install", "uninstall"] {
+        let o = lro_in(
+            dir,
+            &[command, "gemini", "--lro", "lro"],
+            &[("XDG_STATE_HOME", &state.to_string_lossy())],
+            "",
+        );
+        assert_eq!(
+            error_line(&o, 1),
+            format!(
+                "the records in {} cannot be used: EOF while parsing an object at line 1 column 1",
+                records.display()
+            )
+        );
+    }
+}

@@ -45,7 +45,7 @@ use axum::{
     routing::{MethodRouter, post},
 };
 use lro_context::{ContextError, ContextOffloader, FileContents};
-use lro_core::principal::Principal;
+use lro_core::{error::chain, principal::Principal};
 use lro_http::{Guard, body::Expect, refusal::Refusal};
 use lro_store::mirror::{Mirror, Op};
 use serde_json::{Value, json};
@@ -119,7 +119,7 @@ impl Service {
 #[non_exhaustive]
 pub enum ServeError {
     /// The address could not be bound.
-    #[error("cannot listen on {addr}: {source}")]
+    #[error("cannot listen on {addr}")]
     Bind {
         /// The address.
         addr: SocketAddr,
@@ -127,7 +127,7 @@ pub enum ServeError {
         source: std::io::Error,
     },
     /// The server failed while running.
-    #[error("the HTTP server failed: {0}")]
+    #[error("the HTTP server failed")]
     Serve(#[source] std::io::Error),
 }
 
@@ -185,7 +185,7 @@ fn error_reply(err: &ContextError) -> Response {
         e if e.is_bad_request() => StatusCode::BAD_REQUEST,
         _ => StatusCode::INTERNAL_SERVER_ERROR,
     };
-    refuse(status, err.to_string())
+    refuse(status, chain(err).to_string())
 }
 
 /// Runs `op` on the body off the async threads; `ok` turns its result into
@@ -228,7 +228,7 @@ async fn run<T: Stored>(
         Ok(Err(e)) => error_reply(&e),
         Err(e) => refuse(
             StatusCode::INTERNAL_SERVER_ERROR,
-            format!("the request failed: {e}"),
+            format!("the request failed: {}", chain(&e)),
         ),
     }
 }

@@ -18,7 +18,7 @@ pub enum ContextError {
     },
     /// A request field's value could not be read (a wrong JSON type) or
     /// compiled (a bad regular expression or glob).
-    #[error("`{field}`: {source}")]
+    #[error("`{field}`")]
     Invalid {
         /// The field, e.g. `max_total_tokens`, `messages[2]`, `pattern` or
         /// `glob`.
@@ -60,7 +60,7 @@ pub enum ContextError {
         reason: String,
     },
     /// The store cannot be read.
-    #[error("{}: {source}", path.display())]
+    #[error("{}", path.display())]
     Io {
         /// The path.
         path: PathBuf,

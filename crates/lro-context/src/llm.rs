@@ -128,13 +128,16 @@ impl Summariser for OpenAiSummariser {
             if e.is_timeout() {
                 "the LLM timed out".to_owned()
             } else {
-                format!("the LLM cannot be reached: {e}")
+                format!("the LLM cannot be reached: {}", lro_core::error::chain(&e))
             }
         })?;
         let status = resp.status();
-        let text = resp
-            .text()
-            .map_err(|e| format!("the LLM reply cannot be read: {e}"))?;
+        let text = resp.text().map_err(|e| {
+            format!(
+                "the LLM reply cannot be read: {}",
+                lro_core::error::chain(&e)
+            )
+        })?;
         if !status.is_success() {
             let shown: String = text.chars().take(200).collect();
             return Err(format!("the LLM answered {status}: {shown}"));

@@ -20,6 +20,7 @@ use serde_json::{Map, Value};
 
 use lro_core::{
     config::{DEFAULT_MAX_PRINCIPAL_BYTES, DEFAULT_MAX_TOTAL_BYTES},
+    error::chain,
     principal::Principal,
     quota::Quota,
 };
@@ -508,11 +509,12 @@ impl Run<'_> {
                 }
                 Err(e) => {
                     self.out.stats.write_failures += 1;
-                    tracing::warn!(event = "context_write_failed", tool_call_id = %id, dir = %self.dir.full.display(), error = %e,
+                    tracing::warn!(event = "context_write_failed", tool_call_id = %id, dir = %self.dir.full.display(), error = %chain(&e),
                         "cannot store a tool result; the message was kept whole");
                     self.out.warnings.push(format!(
-                        "cannot store the result of tool call {id} in {}: {e}; the message was kept whole",
-                        self.dir.full.display()
+                        "cannot store the result of tool call {id} in {}: {}; the message was kept whole",
+                        self.dir.full.display(),
+                        chain(&e)
                     ));
                 }
             }
@@ -552,11 +554,12 @@ impl Run<'_> {
                 Ok(ok) => ok,
                 Err(e) => {
                     self.out.stats.write_failures += 1;
-                    tracing::warn!(event = "context_write_failed", group = idx, dir = %self.dir.full.display(), error = %e,
+                    tracing::warn!(event = "context_write_failed", group = idx, dir = %self.dir.full.display(), error = %chain(&e),
                         "cannot store a compressed group; its messages were kept whole");
                     self.out.warnings.push(format!(
-                        "cannot store compressed group {idx} in {}: {e}; its {} messages were kept whole",
+                        "cannot store compressed group {idx} in {}: {}; its {} messages were kept whole",
                         self.dir.full.display(),
+                        chain(&e),
                         group.len()
                     ));
                     continue;

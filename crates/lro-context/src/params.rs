@@ -314,7 +314,7 @@ mod tests {
 
     #[test]
     fn bad_fields_are_named() {
-        let err = |v| request(v).unwrap_err().to_string();
+        let err = |v| lro_core::error::chain(&request(v).unwrap_err()).to_string();
         assert_eq!(err(json!({"messages": []})), "`store_dir`: is required");
         assert!(
             err(json!({"messages": [], "store_dir": "/s", "working_summary_mode": "shrink"}))

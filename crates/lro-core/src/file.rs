@@ -24,7 +24,6 @@
 //! ```
 
 use std::{
-    error::Error as _,
     fmt,
     io::{self, Write},
     path::{Path, PathBuf},
@@ -206,19 +205,6 @@ impl WriteError {
             // counted anyway, it is an I/O interruption.
             WriteError::Cancelled => WriteFailureReason::Io,
         }
-    }
-
-    /// The error and its causes, each after a `: `: what the truncation
-    /// warning and the `OffloadWriteFailed` event say.
-    pub fn text(&self) -> String {
-        let mut text = self.to_string();
-        let mut source = self.source();
-        while let Some(cause) = source {
-            text.push_str(": ");
-            text.push_str(&cause.to_string());
-            source = cause.source();
-        }
-        text
     }
 }
 

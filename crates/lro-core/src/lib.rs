@@ -22,6 +22,7 @@
 //! | [`file`] | naming, the JSONL encoding, the header parser |
 //! | [`object`] | [`ObjectSink`](object::ObjectSink): where results are written |
 //! | [`offload`] | the pipeline and the truncation fallback |
+//! | [`error`] | how an error becomes text: [`error::chain`], every cause once |
 //! | [`event`] | observability events and sinks |
 //! | [`metric`] | the metric catalogue and its typed label values (a leaf) |
 //! | [`principal`] | who is calling: the owner of a result |
@@ -52,6 +53,7 @@ extern crate self as lro_core;
 
 pub mod config;
 pub mod descriptor;
+pub mod error;
 pub mod event;
 pub mod example;
 pub mod fields;

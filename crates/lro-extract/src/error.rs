@@ -58,7 +58,7 @@ pub enum ExtractError {
         path: String,
     },
     /// The offload directory itself cannot be resolved.
-    #[error("offload directory {root} is not usable: {source}")]
+    #[error("offload directory {root} is not usable")]
     BadRoot {
         /// The configured offload directory.
         root: PathBuf,
@@ -87,7 +87,7 @@ pub enum ExtractError {
         message: String,
     },
     /// Reading the file failed.
-    #[error("cannot read {path}: {source}")]
+    #[error("cannot read {path}")]
     Io {
         /// The file.
         path: PathBuf,

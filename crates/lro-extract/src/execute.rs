@@ -58,7 +58,7 @@ fn read_header(
     let text = std::str::from_utf8(&line)
         .map_err(|_| ExtractError::BadHeader("header line is not UTF-8".into()))?;
     let header = lro_core::file::parse_header(&file.path, text)
-        .map_err(|e| ExtractError::BadHeader(e.to_string()))?;
+        .map_err(|e| ExtractError::BadHeader(lro_core::error::chain(&e).to_string()))?;
     Ok((header, line.len() as u64))
 }
 

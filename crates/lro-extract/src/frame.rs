@@ -126,7 +126,7 @@ pub(crate) enum FrameError {
         cap: usize,
     },
     /// Reading failed.
-    #[error("reading the worker's output failed: {0}")]
+    #[error("reading the worker's output failed")]
     Io(#[from] io::Error),
 }
 

@@ -31,7 +31,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use lro_core::Estimator;
+use lro_core::{Estimator, error::chain};
 
 use crate::{
     ExtractError, ExtractOutput, Isolation, Job,
@@ -428,7 +428,7 @@ impl Worker {
             Err(e) if timed_out(&e) => {
                 return Err(no_handshake(format!("no answer in {handshake:?}")));
             }
-            Err(e) => return Err(no_handshake(e.to_string())),
+            Err(e) => return Err(no_handshake(chain(&e).to_string())),
         };
         if hello.magic != protocol::MAGIC || hello.version != protocol::VERSION {
             return Err(no_handshake(format!(
@@ -482,7 +482,7 @@ impl Worker {
             Err(e @ (FrameError::Eof | FrameError::Partial { .. })) => {
                 Err(Failure::Died(e.to_string()))
             }
-            Err(e) => Err(Failure::Protocol(e.to_string())),
+            Err(e) => Err(Failure::Protocol(chain(&e).to_string())),
         }
     }
 

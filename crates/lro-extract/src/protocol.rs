@@ -4,7 +4,7 @@
 
 use std::{io, path::PathBuf, time::Duration};
 
-use lro_core::{Estimator, metric::label::ExtractMode};
+use lro_core::{Estimator, error::chain, metric::label::ExtractMode};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -262,14 +262,14 @@ impl From<ExtractError> for Error {
             E::NotFound { path } => Self::NotFound { path },
             E::BadRoot { root, source } => Self::BadRoot {
                 root,
-                source: source.to_string(),
+                source: chain(&source).to_string(),
             },
             E::BadHeader(m) => Self::BadHeader(m),
             E::Damaged { path, what } => Self::Damaged { path, what },
             E::BadRecord { line, message } => Self::BadRecord { line, message },
             E::Io { path, source } => Self::Io {
                 path,
-                source: source.to_string(),
+                source: chain(&source).to_string(),
             },
             E::InvalidRequest(m) => Self::InvalidRequest(m),
             E::Compile(m) => Self::Compile(m),
@@ -329,11 +329,11 @@ mod tests {
     use super::*;
 
     fn round_trip(e: ExtractError) {
-        let text = e.to_string();
+        let text = chain(&e).to_string();
         let outcome = e.outcome();
         let json = serde_json::to_string(&Error::from(e)).unwrap();
         let back = ExtractError::from(serde_json::from_str::<Error>(&json).unwrap());
-        assert_eq!((back.to_string(), back.outcome()), (text, outcome));
+        assert_eq!((chain(&back).to_string(), back.outcome()), (text, outcome));
     }
 
     #[test]

@@ -155,7 +155,7 @@ impl Host {
         }
         let served = serve(layer, self.shutdown).await;
         if let Err(err) = cleanup.shutdown().await {
-            tracing::warn!(%err, "offload_cleanup did not stop cleanly");
+            tracing::warn!(err = %lro_core::error::chain(&err), "offload_cleanup did not stop cleanly");
         }
         shutdown_telemetry(self.telemetry).await;
         served

@@ -43,7 +43,7 @@ impl fmt::Debug for Shutdown {
 pub async fn shutdown_signal() {
     let ctrl_c = async {
         if let Err(err) = tokio::signal::ctrl_c().await {
-            tracing::warn!(%err, "cannot listen for ctrl-c");
+            tracing::warn!(err = %lro_core::error::chain(&err), "cannot listen for ctrl-c");
             std::future::pending::<()>().await;
         }
     };
@@ -54,7 +54,7 @@ pub async fn shutdown_signal() {
                 sig.recv().await;
             }
             Err(err) => {
-                tracing::warn!(%err, "cannot listen for SIGTERM");
+                tracing::warn!(err = %lro_core::error::chain(&err), "cannot listen for SIGTERM");
                 std::future::pending::<()>().await;
             }
         }

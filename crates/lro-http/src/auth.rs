@@ -70,7 +70,7 @@ pub enum TokenError {
         origin: String,
     },
     /// The token file could not be read.
-    #[error("cannot read the token file {path}: {source}")]
+    #[error("cannot read the token file {path}")]
     File {
         /// The file.
         path: String,
@@ -364,7 +364,7 @@ impl Tokens {
                 }
                 // The text names the file and the line, never a token.
                 Err(err) => tracing::warn!(
-                    %err,
+                    err = %lro_core::error::chain(&err),
                     "a bearer token file changed and does not read; its previous tokens stay"
                 ),
             }

@@ -116,7 +116,11 @@ async fn read(request: Request<Body>, layer: &BodyLayer) -> Result<Request<Body>
         Ok(Err(err)) if err.is::<LengthLimitError>() => {
             return Err(Refusal::TooLarge(layer.max_bytes));
         }
-        Ok(Err(err)) => return Err(Refusal::BodyUnreadable(err.to_string())),
+        Ok(Err(err)) => {
+            return Err(Refusal::BodyUnreadable(
+                lro_core::error::chain(&*err).to_string(),
+            ));
+        }
         Ok(Ok(collected)) => collected.to_bytes(),
     };
     if parts.method == Method::POST {

@@ -264,7 +264,7 @@ where
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => stream,
                 Err(err) if out_of_descriptors(&err) => {
-                    tracing::warn!(%err, "out of descriptors: closing the connection idle longest");
+                    tracing::warn!(err = %lro_core::error::chain(&err), "out of descriptors: closing the connection idle longest");
                     if !open.shed_idle_longest() {
                         // Every descriptor is in use by a request: wait for one to end.
                         tokio::select! {
@@ -277,7 +277,7 @@ where
                 }
                 Err(err) => {
                     // A connection reset before it was taken: the next one.
-                    tracing::debug!(%err, "accepting a connection failed");
+                    tracing::debug!(err = %lro_core::error::chain(&err), "accepting a connection failed");
                     continue;
                 }
             },
@@ -315,7 +315,7 @@ where
         tokio::spawn(async move {
             tokio::select! {
                 ended = connection => if let Err(err) = ended {
-                    tracing::debug!(%err, "connection ended with an error");
+                    tracing::debug!(err = %lro_core::error::chain(&err), "connection ended with an error");
                 },
                 // Dropping the connection closes it.
                 _ = shed => tracing::debug!("connection shed for a newer one"),

@@ -173,7 +173,7 @@ async fn end(child: &mut tokio::process::Child, pid: Option<Pid>) -> ExitStatus 
 fn status_or_failure(status: std::io::Result<ExitStatus>) -> ExitStatus {
     use std::os::unix::process::ExitStatusExt as _;
     status.unwrap_or_else(|err| {
-        tracing::warn!(%err, "cannot wait for the upstream child");
+        tracing::warn!(err = %lro_core::error::chain(&err), "cannot wait for the upstream child");
         ExitStatus::from_raw(1 << 8)
     })
 }

@@ -12,7 +12,10 @@ use std::{
     time::{Duration, Instant},
 };
 
-use lro_core::metric::{UpstreamErrorCode, UpstreamExit};
+use lro_core::{
+    error::chain,
+    metric::{UpstreamErrorCode, UpstreamExit},
+};
 use rmcp::{
     ErrorData as McpError, RoleClient, RoleServer,
     model::*,
@@ -83,7 +86,7 @@ impl Connection {
         let slot = shared.slot(claim).await?;
         let opened = Self::start(shared, slot, relay, lifecycle).await;
         // What the stdio face's exit status reports, when its client goes.
-        shared.record_open(opened.as_ref().err().map(ToString::to_string));
+        shared.record_open(opened.as_ref().err().map(|e| chain(e).to_string()));
         opened
     }
 

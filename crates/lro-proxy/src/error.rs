@@ -9,7 +9,7 @@ use lro_upstream::redact_urls;
 #[non_exhaustive]
 pub enum ProxyError {
     /// The upstream command could not be started.
-    #[error("cannot start upstream command `{command}`: {source}")]
+    #[error("cannot start upstream command `{command}`")]
     Spawn {
         /// The command as given.
         command: String,
@@ -18,7 +18,7 @@ pub enum ProxyError {
         source: io::Error,
     },
     /// The upstream did not complete the MCP `initialize` handshake.
-    #[error("upstream {upstream} did not initialize: {source}")]
+    #[error("upstream {upstream} did not initialize")]
     Initialize {
         /// The command or URL.
         upstream: String,
@@ -29,7 +29,7 @@ pub enum ProxyError {
         source: Box<dyn Error + Send + Sync>,
     },
     /// The HTTP upstream cannot be reached.
-    #[error("upstream {url} is unreachable: {source}")]
+    #[error("upstream {url} is unreachable")]
     Unreachable {
         /// The URL.
         url: String,
@@ -59,7 +59,7 @@ pub enum ProxyError {
         max: usize,
     },
     /// The HTTP face could not bind its address.
-    #[error("cannot listen on {addr}: {source}")]
+    #[error("cannot listen on {addr}")]
     Bind {
         /// The address asked for.
         addr: std::net::SocketAddr,
@@ -69,14 +69,15 @@ pub enum ProxyError {
     },
     /// Serving the client failed: rmcp's error on stdio (the session never
     /// started), the server's I/O error on HTTP.
-    #[error("serving the client failed: {0}")]
+    #[error("serving the client failed")]
     Serve(#[source] Box<dyn Error + Send + Sync>),
 }
 
 impl ProxyError {
-    /// This error as the JSON-RPC error the client receives.
+    /// This error as the JSON-RPC error the client receives, its causes
+    /// in the message.
     pub(crate) fn into_mcp(self) -> rmcp::ErrorData {
-        rmcp::ErrorData::internal_error(self.to_string(), None)
+        rmcp::ErrorData::internal_error(lro_core::error::chain(&self).to_string(), None)
     }
 
     /// The HTTP status of a refusal at a slot cap: 503 when every slot is
@@ -147,7 +148,7 @@ mod tests {
 /// answered with a JSON-RPC error: it is up, and refuses `initialize` (a
 /// server that speaks MCP 2026-07-28 only, say).
 #[derive(Debug, thiserror::Error)]
-#[error("{0}")]
+#[error(transparent)]
 pub(crate) struct Refused(pub(crate) Box<dyn Error + Send + Sync>);
 
 impl ProxyError {

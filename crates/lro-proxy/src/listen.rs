@@ -20,6 +20,7 @@ use std::{
     sync::{Arc, Mutex},
 };
 
+use lro_core::error::chain;
 use rmcp::{
     ErrorData as McpError, RoleClient,
     model::{ServerNotification, SubscribeRequestParams, UnsubscribeRequestParams},
@@ -114,7 +115,10 @@ pub(crate) async fn relay(
         .listen(cx.accepted().clone())
         .await
         .map_err(|err| {
-            McpError::internal_error(format!("the upstream refused the listen: {err}"), None)
+            McpError::internal_error(
+                format!("the upstream refused the listen: {}", chain(&err)),
+                None,
+            )
         })?;
     loop {
         tokio::select! {
@@ -126,7 +130,7 @@ pub(crate) async fn relay(
                 Ok(None) => return Ok(()),
                 Err(err) => {
                     return Err(McpError::internal_error(
-                        format!("the upstream's listen failed: {err}"),
+                        format!("the upstream's listen failed: {}", chain(&err)),
                         None,
                     ));
                 }

@@ -272,7 +272,7 @@ pub(crate) fn set_meta<N: GetMeta<Metadata = NotificationMetaObject>>(
 }
 
 fn gone(err: ServiceError) -> Failure {
-    Failure::Gone(err.to_string())
+    Failure::Gone(lro_core::error::chain(&err).to_string())
 }
 
 /// The upstream side of one connection: answers the upstream's requests by

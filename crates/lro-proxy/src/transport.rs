@@ -15,6 +15,7 @@
 
 use std::sync::Arc;
 
+use lro_core::error::chain;
 use lro_stdio::line::{Head, Lines, Next, head_of, trimmed, write_line};
 use rmcp::{
     RoleClient,
@@ -105,7 +106,7 @@ impl Transport<RoleClient> for ChildTransport {
                 }
                 Ok(Next::End) => return None,
                 Err(err) => {
-                    tracing::warn!(%err, "cannot read from the upstream");
+                    tracing::warn!(err = %chain(&err), "cannot read from the upstream");
                     return None;
                 }
             }
@@ -176,7 +177,7 @@ fn parse(line: &[u8]) -> Option<ServerJsonRpcMessage> {
     match parsed {
         Ok(message) => Some(message),
         Err(err) => {
-            tracing::warn!(%err, bytes = line.len(), "the upstream sent a line that is not an MCP message");
+            tracing::warn!(err = %chain(&err), bytes = line.len(), "the upstream sent a line that is not an MCP message");
             fail_pending(
                 head_of(line),
                 format!("the upstream's answer is not an MCP message: {err}"),

@@ -213,7 +213,7 @@ pub fn scan(dir: &Path) -> Scan {
         // No directory yet means nothing was ever offloaded: nothing to clean.
         Err(err) if err.kind() == io::ErrorKind::NotFound => return out,
         Err(err) => {
-            tracing::warn!(error = %err, "cannot read offload directory");
+            tracing::warn!(error = %lro_core::error::chain(&err), "cannot read offload directory");
             out.errors += 1;
             return out;
         }
@@ -226,7 +226,7 @@ fn scan_folder(folder: &Folder, path: &Path, top: bool, out: &mut Scan) {
     let read = match folder.0.entries() {
         Ok(read) => read,
         Err(err) => {
-            tracing::warn!(error = %err, "cannot read offload directory");
+            tracing::warn!(error = %lro_core::error::chain(&err), "cannot read offload directory");
             out.errors += 1;
             return;
         }
@@ -235,7 +235,7 @@ fn scan_folder(folder: &Folder, path: &Path, top: bool, out: &mut Scan) {
         let item = match item {
             Ok(item) => item,
             Err(err) => {
-                tracing::warn!(error = %err, "cannot read offload directory entry");
+                tracing::warn!(error = %lro_core::error::chain(&err), "cannot read offload directory entry");
                 out.errors += 1;
                 continue;
             }
@@ -265,7 +265,7 @@ fn scan_folder(folder: &Folder, path: &Path, top: bool, out: &mut Scan) {
             Ok(meta) => meta,
             Err(err) if err.kind() == io::ErrorKind::NotFound => continue,
             Err(err) => {
-                tracing::warn!(file = %short_digest(file_name), error = %err, "cannot stat offload file");
+                tracing::warn!(file = %short_digest(file_name), error = %lro_core::error::chain(&err), "cannot stat offload file");
                 out.errors += 1;
                 continue;
             }
@@ -427,7 +427,7 @@ fn expire(
         // Someone else deleted it: neither ours to report nor on disk.
         Removal::Vanished => None,
         Removal::Failed(err) => {
-            tracing::warn!(file = %short_digest(&entry.file_name()), error = %err, "cannot delete offload file");
+            tracing::warn!(file = %short_digest(&entry.file_name()), error = %lro_core::error::chain(&err), "cannot delete offload file");
             report.errors += 1;
             Some(entry)
         }
@@ -453,7 +453,7 @@ fn remove_temp(entry: &Entry, report: &mut CleanupCompleted) {
         }
         Removal::Vanished => {}
         Removal::Failed(err) => {
-            tracing::warn!(file = %short_digest(&entry.file_name()), error = %err, "cannot remove offload temp file");
+            tracing::warn!(file = %short_digest(&entry.file_name()), error = %lro_core::error::chain(&err), "cannot remove offload temp file");
             report.errors += 1;
         }
     }

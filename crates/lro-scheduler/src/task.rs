@@ -59,7 +59,7 @@ pub enum SchedulerError {
     },
     /// `tokio-cron-scheduler` failed while creating, starting or stopping
     /// the scheduler.
-    #[error("cleanup scheduler failed to {action}: {source}")]
+    #[error("cleanup scheduler failed to {action}")]
     Scheduler {
         /// What was being done: `create`, `add the job`, `start` or `shut down`.
         action: &'static str,
@@ -67,7 +67,7 @@ pub enum SchedulerError {
         source: Box<dyn std::error::Error + Send + Sync>,
     },
     /// A cleanup run panicked or was cancelled before finishing.
-    #[error("cleanup run did not finish: {0}")]
+    #[error("cleanup run did not finish")]
     RunFailed(#[source] tokio::task::JoinError),
 }
 
@@ -176,7 +176,7 @@ impl OffloadCleanup {
                 Box::pin(async move {
                     // A failed scheduled run is logged; the next tick retries.
                     if let Err(err) = runner.run().await {
-                        tracing::error!(task = TASK_NAME, error = %err, "cleanup run failed");
+                        tracing::error!(task = TASK_NAME, error = %lro_core::error::chain(&err), "cleanup run failed");
                     }
                 })
             })
@@ -208,7 +208,7 @@ impl OffloadCleanup {
             let runner = runner.clone();
             tokio::spawn(async move {
                 if let Err(err) = runner.run().await {
-                    tracing::error!(task = TASK_NAME, error = %err, "cleanup run failed");
+                    tracing::error!(task = TASK_NAME, error = %lro_core::error::chain(&err), "cleanup run failed");
                 }
             });
         }

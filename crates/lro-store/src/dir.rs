@@ -399,7 +399,7 @@ mod tests {
         assert_eq!(err.reason(), WriteFailureReason::NotADirectory);
         // The cause is the source, not the text; the warning prints both.
         assert!(!err.to_string().contains("os error"), "{err}");
-        let text = err.text();
+        let text = lro_core::error::chain(&err).to_string();
         assert!(
             text.starts_with("cannot open offload directory ") && text.ends_with("(os error 20)"),
             "{text}"

@@ -117,10 +117,10 @@ pub enum StoreError {
         reason: &'static str,
     },
     /// The local store's directory cannot be used.
-    #[error("local store: {0}")]
+    #[error("local store")]
     Root(#[from] RootError),
     /// The S3 client could not be built from the URL and environment.
-    #[error("cannot configure the object store {url}: {source}")]
+    #[error("cannot configure the object store {url}")]
     Build {
         /// The store URL.
         url: String,
@@ -137,7 +137,7 @@ pub enum StoreError {
         url: String,
     },
     /// A local file operation failed.
-    #[error("{op} {key:?} in {dir}: {source}")]
+    #[error("{op} {key:?} in {dir}")]
     Local {
         /// The operation.
         op: Op,
@@ -149,7 +149,7 @@ pub enum StoreError {
         source: io::Error,
     },
     /// A request to the object store failed.
-    #[error("{op} {key:?} on {store}: {kind}: {source}")]
+    #[error("{op} {key:?} on {store}: {kind}")]
     Remote {
         /// The operation.
         op: Op,
@@ -173,7 +173,7 @@ pub enum StoreError {
         size: u64,
     },
     /// The byte stream being written failed; nothing was stored.
-    #[error("the body of {key:?} failed while being written: {source}")]
+    #[error("the body of {key:?} failed while being written")]
     Body {
         /// The key.
         key: String,

@@ -91,7 +91,7 @@ pub fn kept_in(dir: impl Into<PathBuf>) -> FolderKey {
     let dir = dir.into();
     FolderKey::on_first_use(move || {
         load_or_create_secret(&dir).unwrap_or_else(|err| {
-            tracing::warn!(%err, "no principal key could be kept; this process uses one of its own");
+            tracing::warn!(err = %lro_core::error::chain(&err), "no principal key could be kept; this process uses one of its own");
             generate()
                 .unwrap_or_else(|_| format!("{:?}", std::time::SystemTime::now()))
                 .into_bytes()

@@ -207,7 +207,7 @@ impl Mirror {
         }
         .await;
         if let Err(err) = fetched {
-            tracing::debug!(error = %err, "a context entry could not be copied from the store");
+            tracing::debug!(error = %lro_core::error::chain(&err), "a context entry could not be copied from the store");
             let _ = tokio::fs::remove_file(&temp).await;
         }
     }

@@ -404,7 +404,7 @@ impl Drop for RemoteUpload {
         {
             runtime.spawn(async move {
                 if let Err(e) = writer.abort().await {
-                    tracing::debug!(error = %e, "aborting a dropped multipart upload failed");
+                    tracing::debug!(error = %lro_core::error::chain(&e), "aborting a dropped multipart upload failed");
                 }
             });
         }

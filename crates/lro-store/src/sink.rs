@@ -99,7 +99,7 @@ impl ObjectWriter for BlockingUpload {
     fn abort(self: Box<Self>) {
         let Self { upload, runtime } = *self;
         if let Err(err) = runtime.block_on(upload.abort()) {
-            tracing::debug!(error = %err, "aborting an offload upload failed");
+            tracing::debug!(error = %lro_core::error::chain(&err), "aborting an offload upload failed");
         }
     }
 }

@@ -138,7 +138,7 @@ pub trait Store: Send + Sync + fmt::Debug + fmt::Display {
             };
             if let Err(err) = step {
                 if let Err(abort) = upload.abort().await {
-                    tracing::warn!(key = %key, error = %abort, "aborting an upload failed");
+                    tracing::warn!(key = %key, error = %lro_core::error::chain(&abort), "aborting an upload failed");
                 }
                 return Err(err);
             }

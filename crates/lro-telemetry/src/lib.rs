@@ -67,7 +67,7 @@ pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 pub enum TelemetryError {
     /// The Prometheus listener could not bind its address (in use, not
     /// local, no permission).
-    #[error("cannot serve Prometheus metrics on {addr}: {source}")]
+    #[error("cannot serve Prometheus metrics on {addr}")]
     MetricsListener {
         /// The address asked for.
         addr: SocketAddr,
@@ -80,20 +80,20 @@ pub enum TelemetryError {
     #[error("{}", port_zero_message(*.0))]
     MetricsPortZero(SocketAddr),
     /// The Prometheus exporter rejected its configuration.
-    #[error("cannot configure the Prometheus exporter: {0}")]
+    #[error("cannot configure the Prometheus exporter")]
     MetricsExporter(#[source] metrics_exporter_prometheus::BuildError),
     /// The thread or runtime that serves metrics could not be started.
-    #[error("cannot start the metrics thread: {0}")]
+    #[error("cannot start the metrics thread")]
     MetricsThread(#[source] std::io::Error),
     /// Another global `metrics` recorder was installed first; only one per
     /// process is possible.
     #[error("a global metrics recorder is already installed")]
     MetricsRecorderInstalled,
     /// Another global `tracing` subscriber was installed first.
-    #[error("a global tracing subscriber is already installed: {0}")]
+    #[error("a global tracing subscriber is already installed")]
     SubscriberInstalled(#[source] tracing_subscriber::util::TryInitError),
     /// The default log filter given in code is not valid `RUST_LOG` syntax.
-    #[error("invalid log filter {directives:?}: {source}")]
+    #[error("invalid log filter {directives:?}")]
     LogFilter {
         /// The directives as given.
         directives: String,
@@ -111,10 +111,10 @@ pub enum TelemetryError {
         protocol: String,
     },
     /// The OTLP exporter could not be built (e.g. an invalid endpoint URL).
-    #[error("cannot build the OTLP trace exporter: {0}")]
+    #[error("cannot build the OTLP trace exporter")]
     Otlp(#[source] opentelemetry_otlp::ExporterBuildError),
     /// Flushing or shutting down the trace exporter failed.
-    #[error("cannot flush or shut down the trace exporter: {0}")]
+    #[error("cannot flush or shut down the trace exporter")]
     Flush(#[source] opentelemetry_sdk::error::OTelSdkError),
 }
 
@@ -367,7 +367,10 @@ impl Drop for TelemetryGuard {
         if let Some(p) = self.provider.take()
             && let Err(err) = p.shutdown()
         {
-            eprintln!("lro-telemetry: trace exporter shutdown failed: {err}");
+            eprintln!(
+                "lro-telemetry: trace exporter shutdown failed: {}",
+                lro_core::error::chain(&err)
+            );
         }
     }
 }

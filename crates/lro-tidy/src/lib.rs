@@ -7,6 +7,8 @@
 //!   lro-telemetry; ...).
 //! - `tests/architecture_md.rs`: the code map names every crate, and the
 //!   document links only to files inside the repository.
+//! - `tests/error_display.rs`: no error prints its own source in its
+//!   `Display` (the cause is `source()`'s alone).
 //!
 //! Run them with `cargo test -p lro-tidy`.
 

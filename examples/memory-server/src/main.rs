@@ -127,15 +127,17 @@ async fn main() -> ExitCode {
     {
         Ok(http) => http,
         Err(err) => {
-            eprintln!("memory-server: error: {err}");
+            eprintln!("memory-server: error: {}", lro_core::error::chain(&err));
             return ExitCode::from(2);
         }
     };
     match run(cli, http).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
-            // `{:#}` prints the whole context chain on one line.
-            eprintln!("memory-server: error: {err:#}");
+            eprintln!(
+                "memory-server: error: {}",
+                lro_core::error::chain(err.as_ref())
+            );
             ExitCode::FAILURE
         }
     }

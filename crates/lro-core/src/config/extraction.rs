@@ -179,6 +179,7 @@ impl ExtractionLimits {
 mod tests {
     use super::*;
     use crate::config::OffloadConfig;
+    use crate::error::chain;
 
     const ALL_FIVE: &str = "[prompt.offload.extraction]
         memory_budget_mib = 128
@@ -261,7 +262,7 @@ mod tests {
                 .unwrap_err();
         let full = format!("prompt.offload.extraction.{key}");
         assert_eq!(err.key(), Some(full.as_str()), "{err}");
-        let text = err.to_string();
+        let text = chain(&err).to_string();
         assert!(text.contains(&full), "{text}");
         text
     }
@@ -331,7 +332,7 @@ mod tests {
         .unwrap_err();
         assert_eq!(err.key(), Some("prompt.offload.extraction.max_concurrent"));
         assert!(
-            err.to_string().contains(
+            chain(&err).to_string().contains(
                 "from environment variable ATLATL_PROMPT__OFFLOAD__EXTRACTION__MAX_CONCURRENT"
             ),
             "{err}"
@@ -342,6 +343,9 @@ mod tests {
         // The byte-sized key of ExtractConfig is not the operator's.
         let err = OffloadConfig::from_toml_str("[prompt.offload.extraction]\nmemory_budget = 1")
             .unwrap_err();
-        assert!(err.to_string().contains("memory_budget_mib"), "{err}");
+        assert!(
+            chain(&err).to_string().contains("memory_budget_mib"),
+            "{err}"
+        );
     }
 }

@@ -16,13 +16,14 @@ use super::{ENV_PREFIX, OffloadConfig, SECTION};
 #[non_exhaustive]
 pub enum ConfigError {
     /// A value has the wrong type, or a key is unknown.
-    #[error("invalid offload configuration: `{key}` (from {origin}): {}", source.kind)]
+    #[error("invalid offload configuration: `{key}` (from {origin})")]
     Invalid {
         /// Full dotted key, e.g. `prompt.offload.threshold_tokens`.
         key: String,
         /// Where the value came from: an environment variable or a file.
         origin: String,
-        /// What is wrong with it: figment's error for this key.
+        /// What is wrong with it: figment's error for this key, which
+        /// names neither the key nor the origin again.
         source: Box<figment::Error>,
     },
     /// A value has the right type but is out of range.
@@ -145,7 +146,7 @@ impl OffloadConfig {
         }
         let cfg: OffloadConfig = figment.extract_inner(SECTION).map_err(|err| {
             // figment reports one error per problem; the first names the key.
-            let e = err
+            let mut e = err
                 .into_iter()
                 .next()
                 .expect("a figment error has at least one entry");
@@ -166,6 +167,9 @@ impl OffloadConfig {
             } else {
                 file_source.to_owned()
             };
+            // The key and origin are this error's text; without its
+            // metadata figment's own says only what is wrong.
+            e.metadata = None;
             ConfigError::Invalid {
                 key,
                 origin,
@@ -266,6 +270,7 @@ fn parse_env_value(raw: &str) -> figment::value::Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::chain;
 
     #[test]
     fn env_overrides_file() {
@@ -289,9 +294,18 @@ mod tests {
     fn bad_env_value_names_the_key() {
         let err =
             OffloadConfig::from_parts("", [("ATLATL_PROMPT__OFFLOAD__THRESHOLD_TOKENS", "lots")])
-                .unwrap_err()
-                .to_string();
+                .map_err(|e| chain(&e).to_string())
+                .unwrap_err();
         assert!(err.contains("threshold_tokens"), "{err}");
+        // The key and where it came from once, then figment's reason alone.
+        assert!(
+            err.starts_with(
+                "invalid offload configuration: `prompt.offload.threshold_tokens` (from \
+                 environment variable ATLATL_PROMPT__OFFLOAD__THRESHOLD_TOKENS): invalid type"
+            ),
+            "{err}"
+        );
+        assert_eq!(err.matches("THRESHOLD_TOKENS").count(), 1, "{err}");
     }
 
     #[test]
@@ -308,8 +322,8 @@ mod tests {
         assert_eq!(cfg.caller_trace, super::super::CallerTrace::Link);
         let err =
             OffloadConfig::from_parts("", [("ATLATL_PROMPT__OFFLOAD__CALLER_TRACE", "often")])
-                .unwrap_err()
-                .to_string();
+                .map_err(|e| chain(&e).to_string())
+                .unwrap_err();
         assert!(err.contains("caller_trace"), "{err}");
         for (store, extract) in [("/var/lro", "true"), ("s3://b/p", "false")] {
             let err = OffloadConfig::from_parts(
@@ -319,8 +333,8 @@ mod tests {
                     ("ATLATL_PROMPT__OFFLOAD__EXTRACT", extract),
                 ],
             )
-            .unwrap_err()
-            .to_string();
+            .map_err(|e| chain(&e).to_string())
+            .unwrap_err();
             assert!(err.contains("store") || err.contains("extract"), "{err}");
         }
     }
@@ -330,10 +344,13 @@ mod tests {
         let err =
             OffloadConfig::from_toml_str("[prompt.offload]\nttl_seconds = \"soon\"").unwrap_err();
         assert_eq!(err.key(), Some("prompt.offload.ttl_seconds"));
-        assert!(err.to_string().contains("from configuration text"), "{err}");
+        assert!(
+            chain(&err).to_string().contains("from configuration text"),
+            "{err}"
+        );
         let err = OffloadConfig::from_toml_str("[prompt.offload]\nthreshhold_tokens = 3")
-            .unwrap_err()
-            .to_string();
+            .map_err(|e| chain(&e).to_string())
+            .unwrap_err();
         assert!(err.contains("threshhold_tokens"), "{err}");
     }
 
@@ -342,7 +359,7 @@ mod tests {
         let err = OffloadConfig::from_parts("", [("ATLATL_PROMPT__OFFLOAD__GUIDANCE", "terse")])
             .unwrap_err();
         assert_eq!(err.key(), Some("prompt.offload.guidance"));
-        let text = err.to_string();
+        let text = chain(&err).to_string();
         assert!(
             text.contains("from environment variable ATLATL_PROMPT__OFFLOAD__GUIDANCE"),
             "{text}"
@@ -350,14 +367,17 @@ mod tests {
         assert!(text.contains("compact"), "{text}");
         let err = OffloadConfig::from_toml_str("[prompt.offload]\nprofile = \"bare\"").unwrap_err();
         assert_eq!(err.key(), Some("prompt.offload.profile"));
-        assert!(err.to_string().contains("from configuration text"), "{err}");
+        assert!(
+            chain(&err).to_string().contains("from configuration text"),
+            "{err}"
+        );
     }
 
     #[test]
     fn zero_threshold_is_rejected() {
         let err = OffloadConfig::from_toml_str("[prompt.offload]\nthreshold_tokens = 0")
-            .unwrap_err()
-            .to_string();
+            .map_err(|e| chain(&e).to_string())
+            .unwrap_err();
         assert!(err.contains("prompt.offload.threshold_tokens"), "{err}");
     }
 
@@ -366,7 +386,7 @@ mod tests {
         let err = OffloadConfig::from_parts("", [("ATLATL_PROMPT__OFFLOAD__ESTIMATOR", "gpt2")])
             .unwrap_err();
         assert_eq!(err.key(), Some("prompt.offload.estimator"));
-        let msg = err.to_string();
+        let msg = chain(&err).to_string();
         assert!(
             msg.contains("from environment variable ATLATL_PROMPT__OFFLOAD__ESTIMATOR"),
             "{msg}"
@@ -374,7 +394,10 @@ mod tests {
         assert!(msg.contains("gpt2") && msg.contains("chars"), "{msg}");
         let err = OffloadConfig::from_toml_str("[prompt.offload]\nestimator = 200").unwrap_err();
         assert_eq!(err.key(), Some("prompt.offload.estimator"));
-        assert!(err.to_string().contains("from configuration text"), "{err}");
+        assert!(
+            chain(&err).to_string().contains("from configuration text"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -383,13 +406,14 @@ mod tests {
             .unwrap_err();
         assert_eq!(err.key(), Some("prompt.offload.exact_band"));
         assert!(
-            err.to_string()
+            chain(&err)
+                .to_string()
                 .contains("from environment variable ATLATL_PROMPT__OFFLOAD__EXACT_BAND"),
             "{err}"
         );
         let err = OffloadConfig::from_toml_str("[prompt.offload]\nexact_band = -0.5").unwrap_err();
         assert_eq!(err.key(), Some("prompt.offload.exact_band"));
-        assert!(err.to_string().contains("0 or more"), "{err}");
+        assert!(chain(&err).to_string().contains("0 or more"), "{err}");
     }
 
     #[test]

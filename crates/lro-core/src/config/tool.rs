@@ -112,6 +112,7 @@ pub fn default_operation(tool: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::chain;
 
     #[test]
     fn tool_overrides_and_operation_mapping() {
@@ -144,6 +145,6 @@ mod tests {
             OffloadConfig::from_toml_str("[prompt.offload.tools.query_db]\noperation = \"Q-DB\"")
                 .unwrap_err();
         assert_eq!(err.key(), Some("prompt.offload.tools.query_db.operation"));
-        assert!(err.to_string().contains("lowercase"), "{err}");
+        assert!(chain(&err).to_string().contains("lowercase"), "{err}");
     }
 }

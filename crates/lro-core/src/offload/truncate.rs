@@ -28,7 +28,7 @@ pub fn truncation_warning(error: &WriteError, kept: usize, total: usize) -> Stri
         "WARNING: large result offloading failed ({}); results are truncated: \
          showing {kept} of {total} records, {} left out. Narrow the query (filters, limit) \
          to see the rest.",
-        error.text(),
+        crate::error::chain(error),
         total - kept
     )
 }

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use lro_context::{ContextOffloader, FileContents};
-use lro_core::principal::Principal;
+use lro_core::{error::chain, principal::Principal};
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool};
 use serde_json::{Value, json};
 
@@ -112,9 +112,10 @@ pub(crate) async fn call(
             CallToolResult::success(vec![ContentBlock::text(v.to_string())])
         }
         Ok(Ok(Answer::Text(text))) => CallToolResult::success(vec![ContentBlock::text(text)]),
-        Ok(Err(e)) => CallToolResult::error(vec![ContentBlock::text(e.to_string())]),
+        Ok(Err(e)) => CallToolResult::error(vec![ContentBlock::text(chain(&e).to_string())]),
         Err(e) => CallToolResult::error(vec![ContentBlock::text(format!(
-            "the context tool failed: {e}"
+            "the context tool failed: {}",
+            chain(&e)
         ))]),
     }
 }

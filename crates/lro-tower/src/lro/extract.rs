@@ -2,7 +2,9 @@
 
 use std::{sync::Arc, time::Instant};
 
-use lro_core::{descriptor::Location, event, metric::label::ExtractOutcome, principal::Principal};
+use lro_core::{
+    descriptor::Location, error::chain, event, metric::label::ExtractOutcome, principal::Principal,
+};
 use lro_extract::ExtractRequest;
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool};
 use serde_json::json;
@@ -211,6 +213,9 @@ pub(crate) async fn call(
                     if let super::remote::FetchError::Scratch { source, .. } = &denied {
                         tracing::warn!(error = %source.kind(), "no working copy of a stored result");
                     }
+                    // This level alone, not the chain: the store's error
+                    // names its URL and keys, the scratch copy's this
+                    // server's directories.
                     return refuse(denied.to_string());
                 }
             }
@@ -268,8 +273,10 @@ pub(crate) async fn call(
                 match &copy {
                     // The copy's path is this replica's business: the
                     // caller named the handle.
-                    Some(copy) => e.to_string().replace(&*copy.path.to_string_lossy(), &named),
-                    None => e.to_string(),
+                    Some(copy) => chain(&e)
+                        .to_string()
+                        .replace(&*copy.path.to_string_lossy(), &named),
+                    None => chain(&e).to_string(),
                 }
             };
             CallToolResult::error(vec![ContentBlock::text(text)])

@@ -11,6 +11,7 @@ use std::{
 
 use lro_core::{
     Detail, RecordSet, TokenEstimator,
+    error::chain,
     event::{self, LroEvent, OffloadWriteFailed, Offloaded, ToolOutcome, ToolResult},
     file::WriteError,
     metric::label::WriteFailureReason,
@@ -241,7 +242,7 @@ impl Shared {
                     ) {
                         (Some(remote), Ok(key)) if out.result.handle.is_some() => {
                             if let Err(err) = remote.store.delete(&key).await {
-                                tracing::debug!(error = %err, "a cancelled offload's object stays until cleanup");
+                                tracing::debug!(error = %chain(&err), "a cancelled offload's object stays until cleanup");
                             }
                         }
                         _ => {
@@ -278,9 +279,14 @@ impl Shared {
                 if matches!(error, WriteError::Cancelled) {
                     return Processed::unchanged(result, ToolOutcome::Inline, estimated_tokens);
                 }
-                let failed = OffloadWriteFailed::new(tool, operation, error.text(), error.reason())
-                    .records_total(total)
-                    .records_kept(kept);
+                let failed = OffloadWriteFailed::new(
+                    tool,
+                    operation,
+                    chain(&error).to_string(),
+                    error.reason(),
+                )
+                .records_total(total)
+                .records_kept(kept);
                 event::emit(&*self.sink, LroEvent::OffloadWriteFailed(failed));
                 let warning = truncation_warning(&error, kept, total);
                 let mut content = vec![ContentBlock::text(warning)];

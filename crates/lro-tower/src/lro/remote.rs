@@ -234,8 +234,7 @@ impl Remote {
         };
         // The output directory is made private (0700, ours) before a copy
         // goes in; each call's copy has a directory of its own.
-        PrivateDir::open(&self.scratch)
-            .map_err(|e| scratch(std::io::Error::other(e.to_string())))?;
+        PrivateDir::open(&self.scratch).map_err(|e| scratch(std::io::Error::other(e)))?;
         let dir = tempfile::Builder::new()
             .prefix(".fetch-")
             .tempdir_in(&self.scratch)

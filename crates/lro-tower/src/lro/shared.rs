@@ -54,7 +54,7 @@ impl Shared {
     /// (`LroLayer::try_new` refuses it instead).
     pub(crate) fn new(cfg: OffloadConfig) -> Self {
         let store = lro_store::from_config(&cfg).unwrap_or_else(|err| {
-            tracing::error!(error = %err, "the configured offload store cannot be opened; results stay in the output directory");
+            tracing::error!(error = %lro_core::error::chain(&err), "the configured offload store cannot be opened; results stay in the output directory");
             None
         });
         let mut shared = Self::local(cfg);
