@@ -34,7 +34,7 @@ pub(crate) fn check(body: &[u8]) -> Result<Result<(), &'static str>, serde_json:
 
 /// The body's top level, read without keeping its large parts.
 enum Top {
-    Message(Fields),
+    Message(Box<Fields>),
     Array { empty: bool },
     Other,
 }
@@ -133,7 +133,7 @@ impl<'de> Visitor<'de> for TopVisitor {
                 }
             }
         }
-        Ok(Top::Message(fields))
+        Ok(Top::Message(Box::new(fields)))
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Top, A::Error> {

@@ -82,6 +82,9 @@ impl<'a> OffloadInput<'a> {
 }
 
 /// The descriptor that replaces the result.
+// One is built per offloaded result and moved once; boxing the full one
+// would cost an allocation for nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum Descriptor {
     /// The spec's full descriptor.
