@@ -105,6 +105,13 @@ impl Session {
             target: target.to_string(),
             reason,
         };
+        let not_started = |e: rmcp::service::ClientInitializeError| {
+            unreachable(format!(
+                "{} failed: {}",
+                start(wire),
+                lro_core::error::chain(&e)
+            ))
+        };
         let serving = async {
             match target {
                 Upstream::Command { program, args, env } => {
@@ -133,13 +140,7 @@ impl Session {
                     info.clone()
                         .serve_with_lifecycle(flagged, wire.lifecycle())
                         .await
-                        .map_err(|e| {
-                            unreachable(format!(
-                                "{} failed: {}",
-                                start(wire),
-                                lro_core::error::chain(&e)
-                            ))
-                        })
+                        .map_err(not_started)
                 }
                 Upstream::Http { url, headers } => {
                     let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
@@ -148,13 +149,7 @@ impl Session {
                     info.clone()
                         .serve_with_lifecycle(transport, wire.lifecycle())
                         .await
-                        .map_err(|e| {
-                            unreachable(format!(
-                                "{} failed: {}",
-                                start(wire),
-                                lro_core::error::chain(&e)
-                            ))
-                        })
+                        .map_err(not_started)
                 }
             }
         };

@@ -612,7 +612,7 @@ fn each_command_prints_its_failure_as_one_chain() {
     // audit: a target that cannot be launched (exit 3).
     assert_eq!(
         error_line(&run(&["audit", "--", "lro-no-such-command"]), 3),
-        "cannot reach lro-no-such-command: cannot launch: No such file or directory (os error 2)"
+        "cannot reach `lro-no-such-command`: cannot launch: No such file or directory (os error 2)"
     );
 
     // context: stdin that is not JSON; a port another holds.

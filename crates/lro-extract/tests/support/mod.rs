@@ -14,7 +14,7 @@ use std::{
 
 use lro_core::{
     descriptor::Detail,
-    offload::{OffloadInput, Offloader},
+    offload::{OffloadInput, OffloadOutput, Offloader},
     recipes::RecipeSet,
     records::RecordSet,
 };
@@ -73,12 +73,7 @@ pub fn offload_memories(
 
 /// Offloads the JSON array `text`, serialized at `detail`.
 fn offload_array(dir: &Path, operation: &str, text: &str, detail: Detail) -> Offloaded {
-    let set = RecordSet::from_text(text);
-    let mut input = OffloadInput::new(operation, operation, &set, text.len() / 4);
-    input.detail = Some(detail);
-    let out = Offloader::new(DirSink::new(dir))
-        .offload(input, &|| false)
-        .unwrap();
+    let out = offload_output(dir, operation, text, Some(detail));
     Offloaded {
         path: out.result.path,
         recipes: out.recipes,
@@ -86,15 +81,24 @@ fn offload_array(dir: &Path, operation: &str, text: &str, detail: Detail) -> Off
     }
 }
 
-/// Offloads plain text (one record per line).
-pub fn offload_text(dir: &Path, text: &str) -> PathBuf {
+/// Offloads a tool's result `text` as the layer does.
+fn offload_output(
+    dir: &Path,
+    operation: &str,
+    text: &str,
+    detail: Option<Detail>,
+) -> OffloadOutput {
     let set = RecordSet::from_text(text);
-    let input = OffloadInput::new("fetch_logs", "fetch_logs", &set, text.len() / 4);
+    let mut input = OffloadInput::new(operation, operation, &set, text.len() / 4);
+    input.detail = detail;
     Offloader::new(DirSink::new(dir))
         .offload(input, &|| false)
         .unwrap()
-        .result
-        .path
+}
+
+/// Offloads plain text (one record per line).
+pub fn offload_text(dir: &Path, text: &str) -> PathBuf {
+    offload_output(dir, "fetch_logs", text, None).result.path
 }
 
 /// Output of `tail -n +2 FILE | jq ARGS` with the real jq binary.
@@ -122,11 +126,7 @@ pub fn offload(dir: &Path, operation: &str, records: &[Value], detail: Detail) -
 /// Offloads the JSON text of a tool's result as the layer does, with the
 /// recipes its descriptor names.
 pub fn offload_result(dir: &Path, text: &str) -> Offloaded {
-    let set = RecordSet::from_text(text);
-    let input = OffloadInput::new("result", "result", &set, text.len() / 4);
-    let out = Offloader::new(DirSink::new(dir))
-        .offload(input, &|| false)
-        .unwrap();
+    let out = offload_output(dir, "result", text, None);
     Offloaded {
         path: out.result.path,
         recipes: out.recipes,
