@@ -336,6 +336,45 @@ fn errors_and_numbers_answer_as_jq_1_6_does() {
     compare_with(&records, &per_record, &slurped, false);
 }
 
+/// Line records for the sample of 32, then records of other shapes: the
+/// line recipes (guarded as the others) print what jq prints, fast or not;
+/// paths and other text.
+#[test]
+fn line_records_that_change_shape_answer_as_jq_1_6_does() {
+    assert_jq_1_6();
+    let others = [
+        r#""a string""#,
+        r#"{"line":"x","text":5}"#,
+        r#"{"line":39,"text":{"a":1}}"#,
+        r#"{"text":"no line"}"#,
+        r#"[1,"two"]"#,
+        "null",
+        r#"{"line":42,"text":true}"#,
+        r#"{"line":43,"text":""}"#,
+        r#"{"line":44,"text":"/no/extension"}"#,
+    ];
+    for text in ["step {} took {i} ms\\r", "/src/dir{}/file{i}.rs"] {
+        let mut records: Vec<String> = (1..=36)
+            .map(|i| {
+                let text = text
+                    .replace("{}", &(i % 3).to_string())
+                    .replace("{i}", &i.to_string());
+                format!(r#"{{"line":{i},"text":"{text}"}}"#)
+            })
+            .collect();
+        records.extend(others.map(String::from));
+        let dir = tempfile::tempdir().unwrap();
+        let file = offload_result(dir.path(), &format!("[{}]", records.join(",")));
+        assert_eq!(
+            file.recipes.get(1).unwrap().filter,
+            "([.line, .text] | @tsv)?"
+        );
+        let folders = file.recipes.get(6).unwrap().filter.contains("folder");
+        assert_eq!(folders, text.starts_with('/'));
+        compare_with(&records, &[], &[], true);
+    }
+}
+
 /// The fuzzer's find: a `-0` inside a record sorted by a missing key (the
 /// slurp fast path against jaq).
 #[test]
