@@ -16,7 +16,9 @@
 //! * a string with interpolations, `"a\(f)"`, is `@text "a\(f)"`: jaq
 //!   spells an interpolated number its own way (`1e-5`), and `@text` is
 //!   our `tostring`, which spells it as jq (`1e-05`); its parts run the
-//!   last first, as jq's.
+//!   last first, as jq's;
+//! * `error` and `error(m)` raise through `_lro_error`, for which null is
+//!   `empty`, as in jq 1.6.
 //!
 //! A path stays a path (the `_lro_keyed` natives have paths and updates,
 //! and a binding is a value around it), so `path(…)`, `|=` and `del(…)`
@@ -49,9 +51,14 @@ fn at<'s>(t: T<'s>, target: bool) -> T<'s> {
         Num(n) => pipe(Num(n), "_lro_num"),
         Str(fmt, parts) => string(fmt, parts),
         Arr(a) => Arr(a.map(|a| Box::new(term(*a)))),
+        // A computed key (`{(f): v}`, `{$k: v}`) must be a string, as in jq
+        // 1.6 (jaq's takes any value).
         Obj(entries) => Obj(entries
             .into_iter()
-            .map(|(k, v)| (term(k), v.map(term)))
+            .map(|(k, v)| match (k, v) {
+                (k @ Str(..), v) | (k, v @ None) => (term(k), v.map(term)),
+                (k, Some(v)) => (pipe(term(k), "_lro_key"), Some(term(v))),
+            })
             .collect()),
         Neg(t) => pipe(term(*t), "_lro_neg"),
         BinOp(l, BinaryOp::Math(op), r) => math(term(*l), op, term(*r)),
@@ -93,6 +100,12 @@ fn at<'s>(t: T<'s>, target: bool) -> T<'s> {
             els.map(at_),
         ),
         Def(defs, t) => Def(defs.into_iter().map(def).collect(), Box::new(term(*t))),
+        // `error(null)` is `empty` in jq 1.6 (`[1, error(null), 2]` is
+        // `[1,2]`): both forms raise through `_lro_error`.
+        Call("error", args) if args.len() <= 1 => match args.into_iter().next() {
+            Some(m) => pipe(term(m), "_lro_error"),
+            None => Call("_lro_error", Vec::new()),
+        },
         // `del(f)` is `f |= empty`: `f` is a target.
         Call("del", args) if args.len() == 1 => {
             Call("del", args.into_iter().map(|f| at(f, true)).collect())
@@ -112,7 +125,7 @@ fn path<'s>(t: T<'s>, parts: Vec<(Part<T<'s>>, jaq_core::path::Opt)>, target: bo
     let mut bound = Vec::new();
     for (part, opt) in parts {
         let part = match part {
-            Part::Index(i) if target && matches!(opt, jaq_core::path::Opt::Essential) => {
+            Part::Index(i) if target => {
                 let k = match i {
                     Term::Str(None, ref parts)
                         if parts.iter().all(|p| matches!(p, StrPart::Str(_))) =>
@@ -134,7 +147,11 @@ fn path<'s>(t: T<'s>, parts: Vec<(Part<T<'s>>, jaq_core::path::Opt)>, target: bo
                 if !run.is_empty() {
                     out = Term::Path(Box::new(out), P(std::mem::take(&mut run)));
                 }
-                let slot = Term::Call("_lro_slot", vec![k.clone()]);
+                let slot = match opt {
+                    jaq_core::path::Opt::Optional => "_lro_slot_opt",
+                    jaq_core::path::Opt::Essential => "_lro_slot",
+                };
+                let slot = Term::Call(slot, vec![k.clone()]);
                 out = Term::BinOp(Box::new(out), BinaryOp::Pipe(None), Box::new(slot));
                 run.push((Part::Index(k), opt));
                 continue;
@@ -450,6 +467,37 @@ mod tests {
             ("{\"n\": 1, \"a\": [5, 6]} | .a[.n]", json!(6)),
             // What an update changes is made where it is missing.
             ("null | .[0] |= 1", json!([1])),
+            (
+                "0 as $z | try {($z): 1} catch .",
+                json!("Cannot use number (0) as object key"),
+            ),
+            (
+                "[[1, error(null), 2], [try error(null) catch 0], [null | error], [limit(0; 1, 2)], \
+                 [limit(-1; 1, 2)]]",
+                json!([[1, 2], [], [], [1], [1, 2]]),
+            ),
+            ("try error({\"a\": 1}) catch .a", json!(1)),
+            (
+                "[null, {}, \"s\", [1]] | [map(.[0]? = 9), map(.a? = 1)]",
+                json!([[[9], {}, "s", [9]], [{"a": 1}, {"a": 1}, "s", [1]]]),
+            ),
+            (
+                "[[1, \"a\"] | contains([\"a\"]), ([[1]] | contains([1])), (\"a\" | ltrimstr(1))]",
+                json!([true, false, "a"]),
+            ),
+            (
+                "[(\"abab\" | indices(\"b\"), rindex(\"b\")), ({\"a\": 5} | indices(\"a\"))]",
+                json!([[1, 3], 3, 5]),
+            ),
+            (
+                "[([[1, [2]] | tostream] | length), ([1, 2] | IN([1, 2], [3]))]",
+                json!([4, true]),
+            ),
+            (
+                "{\"a\": 1, \"k\": 2, \"b\": 3, \"c\": 4} | del(.k) | keys_unsorted",
+                json!(["a", "b", "c"]),
+            ),
+            ("[{(\"a\", \"b\"): 2}]", json!([{"a": 2}, {"b": 2}])),
             (
                 "[[1] | .[3] |= empty, (null | .[0] |= empty), (null | .a.b = 1), \
                  ({} | .a[1] = 5), ([1] | .[3] = 1), (null | .a += 1)]",

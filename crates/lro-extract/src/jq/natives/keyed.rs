@@ -4,15 +4,19 @@
 //! their `?` forms have nothing there; as a value, a path and an update;
 //! and what an update or an assignment changes is made where it is missing
 //! (`_lro_slot`): null becomes an object or an array, an array grows with
-//! nulls to the index (`null | .[1] = 1` is `[null,1]`).
+//! nulls to the index (`null | .[1] = 1` is `[null,1]`); and an object's
+//! computed key must be a string (`_lro_key`).
 
 use jaq_core::{Exn, Native, box_iter::box_once, native::v};
 use jaq_json::Val;
 
-use super::super::{message::kind, stop::JqData};
+use super::super::{
+    message::{described, kind},
+    stop::JqData,
+};
 
 /// The index natives.
-pub(super) fn natives() -> [jaq_core::native::Fun<JqData>; 5] {
+pub(super) fn natives() -> [jaq_core::native::Fun<JqData>; 7] {
     [
         (
             "_lro_keyed",
@@ -110,6 +114,12 @@ pub(super) fn natives() -> [jaq_core::native::Fun<JqData>; 5] {
             .with_update(|mut cv, f| {
                 let k = cv.0.pop_var();
                 match slot(cv.1, &k) {
+                    // A key deleted keeps the others in their order, as jq
+                    // 1.6's (jaq's moves the last key into its place).
+                    Ok(Slot::There(was @ Val::Obj(_))) => {
+                        let keep = was.clone();
+                        Box::new(f(was).map(move |y| y.map(|y| in_order(&keep, &k, y))))
+                    }
                     Ok(Slot::There(v)) => f(v),
                     // An update that deleted the slot it made leaves the
                     // value as it was, as jq 1.6's `delpaths` does.
@@ -120,6 +130,50 @@ pub(super) fn natives() -> [jaq_core::native::Fun<JqData>; 5] {
                     }
                     Err(e) => box_once(Err(e)),
                 }
+            }),
+        ),
+        // `.[$k]?` in what an update changes: as `_lro_slot`, the value left
+        // as it is where jq 1.6's would fail.
+        (
+            "_lro_slot_opt",
+            v(1),
+            Native::<JqData>::new(|mut cv| {
+                let k = cv.0.pop_var();
+                match index_error(&cv.1, &k) {
+                    Some(_) => Box::new(std::iter::empty()),
+                    None => box_once(Ok(cv.1)),
+                }
+            })
+            .with_paths(|mut cv| {
+                let k = cv.0.pop_var();
+                match index_error(&cv.1.0, &k) {
+                    Some(_) => Box::new(std::iter::empty()),
+                    None => box_once(Ok(cv.1)),
+                }
+            })
+            .with_update(|mut cv, f| {
+                let k = cv.0.pop_var();
+                match slot(cv.1.clone(), &k) {
+                    Ok(Slot::There(v)) => f(v),
+                    Ok(Slot::Made { made, was }) => {
+                        Box::new(f(made.clone()).map(move |y| {
+                            y.map(|y| if deleted(&made, &y) { was.clone() } else { y })
+                        }))
+                    }
+                    Err(_) => box_once(Ok(cv.1)),
+                }
+            }),
+        ),
+        // An object's computed key: a string, or jq 1.6's error.
+        (
+            "_lro_key",
+            v(0),
+            Native::<JqData>::new(|cv| match cv.1 {
+                k @ (Val::TStr(_) | Val::BStr(_)) => box_once(Ok(k)),
+                other => box_once(Err(Exn::from(jaq_core::Error::str(format_args!(
+                    "Cannot use {} as object key",
+                    described(&other)
+                ))))),
             }),
         ),
     ]
@@ -230,5 +284,18 @@ fn deleted(made: &Val, y: &Val) -> bool {
         (Val::Arr(m), Val::Arr(y)) => y.len() + 1 == m.len(),
         (Val::Obj(m), Val::Obj(y)) => m.is_empty() && y.is_empty(),
         _ => false,
+    }
+}
+
+/// `y`, an update of `was`'s key `k`; when it deleted `k`, `was` without
+/// it, the other keys in their order.
+fn in_order(was: &Val, k: &Val, y: Val) -> Val {
+    match (was, &y) {
+        (Val::Obj(o), Val::Obj(n)) if n.len() + 1 == o.len() && !n.contains_key(k) => {
+            let mut o = (**o).clone();
+            o.shift_remove(k);
+            Val::obj(o)
+        }
+        _ => y,
     }
 }

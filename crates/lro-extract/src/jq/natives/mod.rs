@@ -1,5 +1,5 @@
 //! Our natives (custom jq functions), jaq's own where they answer as jq
-//! 1.6 does: a cancellable `range`, `keys`, `has` and `sort_by` as jq 1.6's,
+//! 1.6 does: a cancellable `range`, `keys`, `has`, `sort` and `sort_by` as jq 1.6's,
 //! and a `halt` that is an error, here; text and regular expressions in
 //! `text.rs`, numbers in `numbers.rs`, output formats in `format.rs`, and
 //! what an index needs (`.[0]` on an object, a missing slot an update
@@ -18,16 +18,24 @@ use super::{
     stop::JqData,
 };
 
-/// jaq-std's regex natives, renamed: ours by these names check the input
-/// first (`matches`, …, in `compile.rs`), as jq 1.6 does.
-const REGEX: &[&str] = &["matches", "split_matches", "split_"];
+/// jaq's natives, renamed: ours by these names (`compile.rs`) check the
+/// input first, as jq 1.6 does, or are jq 1.6's definitions.
+const RENAMED: [(&str, &str); 7] = [
+    ("matches", "_lro_matches"),
+    ("split_matches", "_lro_split_matches"),
+    ("split_", "_lro_split_"),
+    ("group_by", "_lro_group_by"),
+    ("indices", "_lro_indices"),
+    ("ltrimstr", "_lro_ltrimstr"),
+    ("rtrimstr", "_lro_rtrimstr"),
+];
 
 /// Our natives: jaq-core's, jaq-std's and jaq-json's, minus the ones a query
 /// must not reach, with a cancellable `range`, and ours where jaq's answer
 /// or fail otherwise than jq 1.6's.
 pub(super) fn natives() -> Vec<jaq_core::native::Fun<JqData>> {
     const BLOCKED: &[&str] = &["range", "env", "halt", "input", "inputs"];
-    let ours: [jaq_core::native::Fun<JqData>; 25] = [
+    let ours: [jaq_core::native::Fun<JqData>; 29] = [
         ("keys", v(0), Native::<JqData>::new(|cv| keys(cv, true))),
         (
             "keys_unsorted",
@@ -72,6 +80,25 @@ pub(super) fn natives() -> Vec<jaq_core::native::Fun<JqData>> {
             Native::<JqData>::new(numbers::fromjson_native),
         ),
         ("has", v(1), Native::<JqData>::new(has_native)),
+        ("sort", v(0), Native::<JqData>::new(sort_native)),
+        // `error`: null is `empty` in jq 1.6, anything else an error.
+        (
+            "_lro_error",
+            v(0),
+            Native::<JqData>::new(|cv| match cv.1 {
+                Val::Null => Box::new(std::iter::empty()),
+                v => box_once(Err(Exn::from(jaq_core::Error::new(v)))),
+            }),
+        ),
+        ("contains", v(1), Native::<JqData>::new(contains_native)),
+        (
+            "_lro_unsortable",
+            v(1),
+            Native::<JqData>::new(|mut cv| {
+                let keys = cv.0.pop_var();
+                box_once(Err(unsortable(&cv.1, &keys)))
+            }),
+        ),
         ("split", v(1), Native::<JqData>::new(text::split_native)),
         ("explode", v(0), Native::<JqData>::new(text::explode_native)),
         ("implode", v(0), Native::<JqData>::new(text::implode_native)),
@@ -101,16 +128,10 @@ pub(super) fn natives() -> Vec<jaq_core::native::Fun<JqData>> {
                 .chain(jaq_std::funs())
                 .chain(jaq_json::funs())
                 .filter(|(name, _, _)| !BLOCKED.contains(name))
-                .map(
-                    |(name, sig, f)| match REGEX.iter().position(|n| *n == name) {
-                        Some(i) => (
-                            ["_lro_matches", "_lro_split_matches", "_lro_split_"][i],
-                            sig,
-                            f,
-                        ),
-                        None => (name, sig, f),
-                    },
-                ),
+                .map(|(name, sig, f)| {
+                    let ours = RENAMED.iter().find(|(jaq, _)| *jaq == name);
+                    (ours.map_or(name, |(_, ours)| ours), sig, f)
+                }),
         )
         .collect()
 }
@@ -199,7 +220,25 @@ fn sort_by_native<'a>(
     let sorted = (|| {
         let items = match cv.1 {
             Val::Arr(items) => items,
-            other => return Err(Exn::from(jaq_core::Error::typ(other, "array"))),
+            // jq 1.6 computes `map([f])` first: over an object's values,
+            // then it cannot sort the object by them.
+            Val::Obj(o) => {
+                let mut keys = Vec::with_capacity(o.len());
+                for x in o.values().cloned() {
+                    keys.push(Val::Arr(
+                        f.run((fc.clone(), x))
+                            .collect::<Result<Vec<_>, _>>()?
+                            .into(),
+                    ));
+                }
+                return Err(unsortable(&Val::Obj(o), &Val::Arr(keys.into())));
+            }
+            other => {
+                return Err(Exn::from(jaq_core::Error::str(format_args!(
+                    "Cannot iterate over {}",
+                    described(&other)
+                ))));
+            }
         };
         let mut keyed = Vec::with_capacity(items.len());
         for x in items.iter().cloned() {
@@ -210,6 +249,73 @@ fn sort_by_native<'a>(
         Ok(keyed.into_iter().map(|(_, x)| x).collect())
     })();
     box_once(sorted)
+}
+
+/// jq 1.6's error for sorting `v` by `keys` that do not go together.
+fn unsortable<'a>(v: &Val, keys: &Val) -> Exn<'a, Val> {
+    Exn::from(jaq_core::Error::str(format_args!(
+        "{} and {} cannot be sorted, as they are not both arrays",
+        described(v),
+        described(keys)
+    )))
+}
+
+/// `contains($b)` as jq 1.6's: values of two kinds (`true` and `false`
+/// are two) fail, and inside them do not contain each other; a string
+/// contains another up to its first NUL, as C's `strstr`; an array, each of
+/// `b`'s elements in one of its own; an object, each of `b`'s keys with a
+/// value it contains.
+fn contains_native<'a>(mut cv: jaq_core::Cv<'a, JqData>) -> jaq_core::ValXs<'a, Val> {
+    let b = cv.0.pop_var();
+    if !same_kind(&cv.1, &b) {
+        return fail(format_args!(
+            "{} and {} cannot have their containment checked",
+            described(&cv.1),
+            described(&b)
+        ));
+    }
+    box_once(Ok(Val::Bool(contains(&cv.1, &b))))
+}
+
+/// Whether jq 1.6 counts two values of one kind.
+fn same_kind(a: &Val, b: &Val) -> bool {
+    match (a, b) {
+        (Val::Bool(x), Val::Bool(y)) => x == y,
+        _ => kind(a) == kind(b),
+    }
+}
+
+fn contains(a: &Val, b: &Val) -> bool {
+    if !same_kind(a, b) {
+        return false;
+    }
+    match (a, b) {
+        (Val::Obj(a), Val::Obj(b)) => b
+            .iter()
+            .all(|(k, y)| a.get(k).is_some_and(|x| contains(x, y))),
+        (Val::Arr(a), Val::Arr(b)) => b.iter().all(|y| a.iter().any(|x| contains(x, y))),
+        (Val::TStr(x) | Val::BStr(x), Val::TStr(y) | Val::BStr(y)) => {
+            let upto = |s: &[u8]| s.iter().position(|c| *c == 0).unwrap_or(s.len());
+            let (x, y) = (&x[..upto(x)], &y[..upto(y)]);
+            y.is_empty() || x.windows(y.len()).any(|w| w == y)
+        }
+        (a, b) => a == b,
+    }
+}
+
+/// `sort`, failing in jq 1.6's words.
+fn sort_native<'a>(cv: jaq_core::Cv<'a, JqData>) -> jaq_core::ValXs<'a, Val> {
+    match cv.1 {
+        Val::Arr(a) => {
+            let mut a = (*a).clone();
+            a.sort();
+            box_once(Ok(Val::Arr(a.into())))
+        }
+        other => fail(format_args!(
+            "{} cannot be sorted, as it is not an array",
+            described(&other)
+        )),
+    }
 }
 
 /// `range($from; $to; $by)` as in jq: numbers from `from` stepping by `by`
