@@ -89,7 +89,7 @@ fn at<'s>(t: T<'s>, target: bool) -> T<'s> {
             name,
             Box::new(term(*xs)),
             pattern(pat),
-            args.into_iter().map(term).collect(),
+            args.into_iter().map(|a| at(a, target)).collect(),
         ),
         TryCatch(t, c) => TryCatch(at_(t), c.map(|c| Box::new(term(*c)))),
         IfThenElse(branches, els) => IfThenElse(
@@ -277,11 +277,14 @@ fn is_number(t: &T<'_>) -> bool {
 }
 
 /// A definition with its body rewritten.
+/// `getpath`'s body is a target: `setpath`, `delpaths` and `getpath(p) =
+/// v` update through it, and make what is missing as jq 1.6 does.
 pub(super) fn def<'s>(d: Def<&'s str, T<'s>>) -> Def<&'s str, T<'s>> {
+    let target = d.name == "getpath";
     Def {
         name: d.name,
         args: d.args,
-        body: term(d.body),
+        body: at(d.body, target),
     }
 }
 
@@ -477,6 +480,15 @@ mod tests {
                 json!([[1, 2], [], [], [1], [1, 2]]),
             ),
             ("try error({\"a\": 1}) catch .a", json!(1)),
+            (
+                "[(null | setpath([\"a\", 1]; 1)), ([1] | setpath([3]; 1)), (null | getpath([\"a\", 0])), \
+                 ({} | getpath([\"a\", \"b\"]) = 5), ([1, 2, 3] | delpaths([[0], [1]])), (null | delpaths([[\"a\"]]))]",
+                json!([{"a": [null, 1]}, [1, null, null, 1], null, {"a": {"b": 5}}, [3], null]),
+            ),
+            (
+                "[[1, [2], {\"a\": [3]}] | fromstream(tostream)]",
+                json!([[1, [2], {"a": [3]}]]),
+            ),
             (
                 "[null, {}, \"s\", [1]] | [map(.[0]? = 9), map(.a? = 1)]",
                 json!([[[9], {}, "s", [9]], [{"a": 1}, {"a": 1}, "s", [1]]]),
