@@ -106,10 +106,6 @@ fn at<'s>(t: T<'s>, target: bool) -> T<'s> {
             Some(m) => pipe(term(m), "_lro_error"),
             None => Call("_lro_error", Vec::new()),
         },
-        // `del(f)` is `f |= empty`: `f` is a target.
-        Call("del", args) if args.len() == 1 => {
-            Call("del", args.into_iter().map(|f| at(f, true)).collect())
-        }
         Call(name, args) => Call(name, args.into_iter().map(term).collect()),
         Path(t, P(parts)) => path(at(*t, target), parts, target),
     }
@@ -480,6 +476,11 @@ mod tests {
                 json!([[1, 2], [], [], [1], [1, 2]]),
             ),
             ("try error({\"a\": 1}) catch .a", json!(1)),
+            (
+                "[([1, 2, 3] | del(.[0], .[1]), del(.[] | select(. != 2)), del(.[1:])), \
+                 ({\"a\": 1, \"b\": 2, \"c\": 3} | del(.a, .c)), (null | del(.[0], .a))]",
+                json!([[3], [2], [1], {"b": 2}, null]),
+            ),
             (
                 "[(null | setpath([\"a\", 1]; 1)), ([1] | setpath([3]; 1)), (null | getpath([\"a\", 0])), \
                  ({} | getpath([\"a\", \"b\"]) = 5), ([1, 2, 3] | delpaths([[0], [1]])), (null | delpaths([[\"a\"]]))]",
