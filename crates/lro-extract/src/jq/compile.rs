@@ -29,7 +29,9 @@ def split_(re; flags): _lro_matchable | _lro_split_(re; flags);
 /// string), `limit` (all of `f` for a negative count, the first for 0); `leaf_paths`,
 /// `IN`, `tostream` and `fromstream`, which jaq lacks; `delpaths` (the
 /// last path first, as jq 1.6 sorts them) and `del` through it; `group_by`
-/// (and so `unique_by` and `unique`) checking its input first.
+/// (and so `unique_by` and `unique`), `min`, `max`, `min_by` and `max_by`
+/// checking their input first (these four shadow jaq's, which jaq's own
+/// `transpose` keeps).
 const OUR_LAST_DEFS: &str = r#"
 def join($x): reduce .[] as $i (null; (if . == null then "" else . + $x end) + ($i | if . == null then "" elif (type == "boolean" or type == "number") then tojson else . end)) // "";
 def @sh: [if isarray then .[] end | if . >= "" then "'\(escape_sh)'" else tostring end] | join(" ");
@@ -43,6 +45,10 @@ def leaf_paths: paths(scalars);
 def group_by(f): if type == "array" then _lro_group_by(f) else map([f]) as $k | _lro_unsortable($k) end;
 def unique_by(f): [group_by(f)[] | .[0]];
 def unique: unique_by(.);
+def min_by(f): if type == "array" then reduce min_by_or_empty(f) as $x (null; $x) else map([f]) as $k | _lro_uniterable($k) end;
+def max_by(f): if type == "array" then reduce max_by_or_empty(f) as $x (null; $x) else map([f]) as $k | _lro_uniterable($k) end;
+def min: if type == "array" then min_by(.) else _lro_uniterable(.) end;
+def max: if type == "array" then max_by(.) else _lro_uniterable(.) end;
 def ltrimstr($x): if type == "string" and ($x | type) == "string" and startswith($x) then .[$x | length:] else . end;
 def rtrimstr($x): if type == "string" and ($x | type) == "string" and endswith($x) then .[:length - ($x | length)] else . end;
 def indices($i): if type == "array" and ($i | type) == "array" then _lro_indices($i) elif type == "array" then _lro_indices([$i]) elif type == "string" and ($i | type) == "string" then _lro_indices($i) else .[$i] end;

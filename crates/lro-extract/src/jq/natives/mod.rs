@@ -35,7 +35,7 @@ const RENAMED: [(&str, &str); 7] = [
 /// or fail otherwise than jq 1.6's.
 pub(super) fn natives() -> Vec<jaq_core::native::Fun<JqData>> {
     const BLOCKED: &[&str] = &["range", "env", "halt", "input", "inputs"];
-    let ours: [jaq_core::native::Fun<JqData>; 29] = [
+    let ours: [jaq_core::native::Fun<JqData>; 31] = [
         ("keys", v(0), Native::<JqData>::new(|cv| keys(cv, true))),
         (
             "keys_unsorted",
@@ -91,6 +91,31 @@ pub(super) fn natives() -> Vec<jaq_core::native::Fun<JqData>> {
             }),
         ),
         ("contains", v(1), Native::<JqData>::new(contains_native)),
+        (
+            "utf8bytelength",
+            v(0),
+            Native::<JqData>::new(|cv| match &cv.1 {
+                Val::TStr(s) | Val::BStr(s) => box_once(Ok(Val::from(s.len() as isize))),
+                other => fail(format_args!(
+                    "{} only strings have UTF-8 byte length",
+                    described(other)
+                )),
+            }),
+        ),
+        // What `min`, `max`, `min_by` and `max_by` of anything but an array
+        // fail with, after `map([f])` (`compile.rs`).
+        (
+            "_lro_uniterable",
+            v(1),
+            Native::<JqData>::new(|mut cv| {
+                let keys = cv.0.pop_var();
+                fail(format_args!(
+                    "{} and {} cannot be iterated over",
+                    described(&cv.1),
+                    described(&keys)
+                ))
+            }),
+        ),
         (
             "_lro_unsortable",
             v(1),
