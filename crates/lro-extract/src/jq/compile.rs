@@ -34,7 +34,7 @@ def split_(re; flags): _lro_matchable | _lro_split_(re; flags);
 /// `transpose` keeps).
 const OUR_LAST_DEFS: &str = r#"
 def join($x): reduce .[] as $i (null; (if . == null then "" else . + $x end) + ($i | if . == null then "" elif (type == "boolean" or type == "number") then tojson else . end)) // "";
-def @sh: [if isarray then .[] end | if . >= "" then "'\(escape_sh)'" else tostring end] | join(" ");
+def @sh: [if isarray then .[] end | if isstring then "'\(escape_sh)'" elif . >= "" then _lro_unescapable else tostring end] | join(" ");
 def to_entries: [keys_unsorted[] as $k | {key: $k, value: .[$k]}];
 def from_entries: map({(.key // .Key // .name // .Name): (if has("value") then .value else .Value end)}) | add + {} // {};
 def with_entries(f): to_entries | map(f) | from_entries;

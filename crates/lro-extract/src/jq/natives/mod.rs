@@ -35,7 +35,7 @@ const RENAMED: [(&str, &str); 7] = [
 /// or fail otherwise than jq 1.6's.
 pub(super) fn natives() -> Vec<jaq_core::native::Fun<JqData>> {
     const BLOCKED: &[&str] = &["range", "env", "halt", "input", "inputs"];
-    let ours: [jaq_core::native::Fun<JqData>; 31] = [
+    let ours: [jaq_core::native::Fun<JqData>; 32] = [
         ("keys", v(0), Native::<JqData>::new(|cv| keys(cv, true))),
         (
             "keys_unsorted",
@@ -100,6 +100,17 @@ pub(super) fn natives() -> Vec<jaq_core::native::Fun<JqData>> {
                     "{} only strings have UTF-8 byte length",
                     described(other)
                 )),
+            }),
+        ),
+        // What `@sh` fails with on an array or object (`compile.rs`).
+        (
+            "_lro_unescapable",
+            v(0),
+            Native::<JqData>::new(|cv| {
+                fail(format_args!(
+                    "{} can not be escaped for shell",
+                    described(&cv.1)
+                ))
             }),
         ),
         // What `min`, `max`, `min_by` and `max_by` of anything but an array
