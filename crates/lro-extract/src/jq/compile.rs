@@ -28,7 +28,8 @@ def split_(re; flags): _lro_matchable | _lro_split_(re; flags);
 /// `indices`, `index` and `rindex` (`.[$i]` of anything but an array or a
 /// string), `limit` (all of `f` for a negative count, the first for 0); `leaf_paths`,
 /// `IN`, `tostream` and `fromstream`, which jaq lacks; `delpaths` (the
-/// last path first, as jq 1.6 sorts them) and `del` through it; `group_by`
+/// last path first, as jq 1.6 sorts them, nothing below a null, jq's
+/// errors) and `del` through it; `group_by`
 /// (and so `unique_by` and `unique`), `min`, `max`, `min_by` and `max_by`
 /// checking their input first (these four shadow jaq's, which jaq's own
 /// `transpose` keeps).
@@ -57,7 +58,7 @@ def rindex($i): indices($i) | .[-1:][0];
 def IN(s): any(s == .; .);
 def IN(src; s): any(src == s; .);
 def tostream: path(def r: (.[]?|r), .; r) as $p | getpath($p) | reduce path(.[]?) as $q ([$p, .]; [$p+$q]);
-def delpaths($paths): reduce ($paths | sort | reverse)[] as $p (.; getpath($p) |= empty);
+def delpaths($paths): ($paths | sort) as $ps | _lro_deletable($ps) | reduce ($ps | reverse)[] as $p (.; if getpath($p[:-1]) == null then . else getpath($p) |= empty end);
 def del(f): delpaths([path(f)]);
 def fromstream(f): {x: null, e: false} as $init | foreach f as $i ($init; if .e then $init else . end | if $i | length == 2 then setpath(["e"]; $i[0] | length == 0) | setpath(["x"] + $i[0]; $i[1]) else setpath(["e"]; $i[0] | length == 1) end; if .e then .x else empty end);
 def limit($n; f): if $n < 0 then f else label $out | foreach f as $item (0; . + 1; $item, if . >= $n then break $out else empty end) end;

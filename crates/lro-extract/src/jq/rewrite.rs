@@ -477,6 +477,10 @@ mod tests {
             ),
             ("try error({\"a\": 1}) catch .a", json!(1)),
             (
+                "\"a,b\" | try delpaths([[\"a\", \"b\"], [1, 0]]) catch .",
+                json!("Cannot index string with number"),
+            ),
+            (
                 "[([1, 2, 3] | del(.[0], .[1]), del(.[] | select(. != 2)), del(.[1:])), \
                  ({\"a\": 1, \"b\": 2, \"c\": 3} | del(.a, .c)), (null | del(.[0], .a))]",
                 json!([[3], [2], [1], {"b": 2}, null]),
@@ -521,8 +525,9 @@ mod tests {
                 json!("Out of bounds negative array index"),
             ),
             (
-                "[(null | del(.a)), ({\"a\": null} | del(.a.b)), ([1] | del(.[3]))]",
-                json!([null, {"a": null}, [1]]),
+                "[(null | del(.a)), ({\"a\": null} | del(.a.b)), ([1] | del(.[3])), (null | del(.a.b)), \
+                 ([1] | delpaths([[3, \"a\"]]))]",
+                json!([null, {"a": null}, [1], null, [1]]),
             ),
             (
                 "[(\"s\", true, [1], null, {}) | try (.a = 1, .[0] = 1, .[null] = 1) catch .]",

@@ -16,7 +16,7 @@ use super::super::{
 };
 
 /// The index natives.
-pub(super) fn natives() -> [jaq_core::native::Fun<JqData>; 7] {
+pub(super) fn natives() -> [jaq_core::native::Fun<JqData>; 8] {
     [
         (
             "_lro_keyed",
@@ -164,6 +164,26 @@ pub(super) fn natives() -> [jaq_core::native::Fun<JqData>; 7] {
                 }
             }),
         ),
+        // `delpaths($ps)` checks first what jq 1.6's would refuse to delete,
+        // in its words; the input passes.
+        (
+            "_lro_deletable",
+            v(1),
+            Native::<JqData>::new(|mut cv| {
+                let paths = cv.0.pop_var();
+                let error = match &paths {
+                    Val::Arr(ps) => ps.iter().find_map(|p| match p {
+                        Val::Arr(p) => undeletable(&cv.1, p),
+                        _ => None,
+                    }),
+                    _ => None,
+                };
+                match error {
+                    Some(e) => box_once(Err(Exn::from(jaq_core::Error::str(e)))),
+                    None => box_once(Ok(cv.1)),
+                }
+            }),
+        ),
         // An object's computed key: a string, or jq 1.6's error.
         (
             "_lro_key",
@@ -297,5 +317,38 @@ fn in_order(was: &Val, k: &Val, y: Val) -> Val {
             Val::obj(o)
         }
         _ => y,
+    }
+}
+
+/// jq 1.6's error for deleting `path` from `t` (its `jv_dels`): a key of
+/// the wrong kind for an array or object, anything from a scalar; on the
+/// way there, what indexing would fail with; nothing below a null.
+fn undeletable(t: &Val, path: &[Val]) -> Option<String> {
+    let (k, rest) = path.split_first()?;
+    if rest.is_empty() {
+        return match (t, k) {
+            (Val::Null, _)
+            | (Val::Arr(_), Val::Num(_) | Val::Obj(_))
+            | (Val::Obj(_), Val::TStr(_) | Val::BStr(_)) => None,
+            (Val::Arr(_), k) => Some(format!("Cannot delete {} element of array", kind(k))),
+            (Val::Obj(_), k) => Some(format!("Cannot delete {} field of object", kind(k))),
+            (t, _) => Some(format!("Cannot delete fields from {}", kind(t))),
+        };
+    }
+    if let Some(e) = index_error(t, k) {
+        return Some(e);
+    }
+    let sub = match (t, k) {
+        (Val::Obj(o), k) => o.get(k).cloned(),
+        (Val::Arr(a), Val::Num(n)) => {
+            let i = super::f64_of(n).trunc();
+            let i = if i < 0.0 { i + a.len() as f64 } else { i };
+            (i >= 0.0).then(|| a.get(i as usize).cloned()).flatten()
+        }
+        _ => None,
+    };
+    match sub {
+        Some(sub) if !matches!(sub, Val::Null) => undeletable(&sub, rest),
+        _ => None,
     }
 }
