@@ -151,11 +151,16 @@ fn result() -> impl Strategy<Value = String> {
 
 /// One offload per style and template; the descriptors, and each's file.
 fn offload(root: &Path, text: &str) -> Vec<(GuidanceStyle, bool, String, String)> {
+    offload_as(root, text, "recall")
+}
+
+/// [`offload`] of what `tool` answered: its name is in the file's.
+fn offload_as(root: &Path, text: &str, tool: &str) -> Vec<(GuidanceStyle, bool, String, String)> {
     let records = RecordSet::from_text(text);
     let mut out = Vec::new();
     for style in [GuidanceStyle::Spec, GuidanceStyle::Compact] {
         for native in [false, true] {
-            let input = OffloadInput::new("recall", "recall", &records, 123_456_789)
+            let input = OffloadInput::new(tool, tool, &records, 123_456_789)
                 .principal(Principal::new("alice"))
                 .detail(Some(Detail::Full));
             let o = Offloader::new(sink::Files(root.to_owned()))
@@ -343,4 +348,84 @@ fn a_scalar_before_records_with_a_string_array_stops_no_recipe() {
             "provenance": {"confidence": 0.9}, "created": "2026-01-01T00:00:00Z", "tags": ["a"]})
     }));
     check_recipes(&root(tmp.path()), &serde_json::to_string(&records).unwrap()).unwrap();
+}
+
+/// Line records (what the sample of 32 shows) that change shape further
+/// on: a string, fields of other types, a missing field, an array, null.
+/// Every line recipe still runs as given.
+#[test]
+fn line_recipes_run_on_records_that_change_shape() {
+    let mut records: Vec<Value> = (1..=40)
+        .map(|i| json!({"line": i, "text": format!("/src/file{}.rs error {i}", i % 4)}))
+        .collect();
+    records.extend([
+        json!("a string"),
+        json!({"line": "x", "text": 5}),
+        json!({"line": 43, "text": {"a": 1}}),
+        json!({"text": "no line"}),
+        json!([1, "two"]),
+        json!(null),
+        json!({"line": 47, "text": ["a"]}),
+        json!({}),
+        json!({"line": 49, "text": "/no/extension"}),
+    ]);
+    let text = serde_json::to_string(&records).unwrap();
+    jq_is_1_6();
+    let tmp = tempfile::tempdir().unwrap();
+    let root = root(tmp.path());
+    check_recipes(&root, &text).unwrap();
+    // Not all paths: the other line recipes.
+    let mut other = records.clone();
+    for (i, r) in other.iter_mut().take(40).enumerate() {
+        r["text"] = json!(format!("warning {} at step {i}", i % 3));
+    }
+    check_recipes(&root, &serde_json::to_string(&other).unwrap()).unwrap();
+}
+
+/// What server-filesystem answers the interop tests (test_not_memories.py)
+/// with `search_files` (one absolute path a line, under pytest's temporary
+/// folder) and `read_text_file` (a source file of ours): at a 63-character
+/// directory, the spec descriptors fit their ceiling with the file's path
+/// in every recipe, so the recipes run as given.
+#[test]
+fn lines_fit_with_the_path_in_every_recipe() {
+    let project = "/tmp/pytest-of-maintainer/pytest-123/third-party0/project";
+    let mut paths = Vec::new();
+    for c in 0..10 {
+        let src = format!("{project}/crate-{c}/src");
+        paths.push(format!("{src}/lib.rs"));
+        paths.extend((0..10).map(|m| format!("{src}/module_{m}.rs")));
+        paths.extend((0..5).map(|n| format!("{src}/nested/part_{n}.rs")));
+        paths.push(format!("{project}/crate-{c}/tests/it.rs"));
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let root = root(tmp.path());
+    jq_is_1_6();
+    for (tool, text) in [
+        ("search_files", paths.join("\n")),
+        (
+            "read_text_file",
+            include_str!("../src/offload.rs").to_owned(),
+        ),
+    ] {
+        for (style, native, descriptor, file) in offload_as(&root, &text, tool) {
+            let tokens = descriptor_tokens(&descriptor);
+            println!(
+                "{tool} {style:?} native={native}: {tokens} ({})",
+                Bpe::O200k.estimate(&descriptor)
+            );
+            if style == GuidanceStyle::Spec {
+                assert!(tokens <= SPEC_CEILING_TOKENS, "{tokens}: {descriptor}");
+                let d: Value = serde_json::from_str(&descriptor).unwrap();
+                for r in d["jq_recipes"].as_array().unwrap() {
+                    let command = r["command"].as_str().unwrap();
+                    assert!(
+                        command.starts_with(&format!("tail -n +2 {file} | jq ")),
+                        "{command}"
+                    );
+                }
+            }
+        }
+        check_recipes(&root, &text).unwrap();
+    }
 }

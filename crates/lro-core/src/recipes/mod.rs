@@ -126,13 +126,18 @@ impl Recipe {
     }
 
     /// The jq command-line arguments after `jq`, with `params` overriding the
-    /// defaults: flags, `--arg` pairs, then the filter.
+    /// defaults: flags (`-sc`, `-sr`, `-c` or `-r`), `--arg` pairs, then the
+    /// filter.
     pub fn jq_args(&self, params: &BTreeMap<String, String>) -> Vec<String> {
-        let mut args = Vec::new();
-        if self.slurp {
-            args.push("-s".to_owned());
-        }
-        args.push(if self.raw { "-r" } else { "-c" }.to_owned());
+        // One word for both flags (`-sc`): a character less in every
+        // command than `-s -c`, which counts at a long path.
+        let flags = match (self.slurp, self.raw) {
+            (true, true) => "-sr",
+            (true, false) => "-sc",
+            (false, true) => "-r",
+            (false, false) => "-c",
+        };
+        let mut args = vec![flags.to_owned()];
         for p in &self.params {
             args.push("--arg".to_owned());
             args.push(p.name.clone());

@@ -21,17 +21,54 @@ def split_matches(re; flags): _lro_matchable | _lro_split_matches(re; flags);
 def split_(re; flags): _lro_matchable | _lro_split_(re; flags);
 "#;
 
-/// Ours that need jaq-std's definitions, after them.
+/// Ours that need jaq-std's definitions, after them; and jq 1.6's own
+/// definitions of `to_entries`, `from_entries` (its key names: `key`, `Key`,
+/// `name`, `Name`), `with_entries` and `flatten` (over an object's values
+/// too), `ltrimstr`/`rtrimstr` (anything but a string as it is),
+/// `indices`, `index` and `rindex` (`.[$i]` of anything but an array or a
+/// string), `limit` (all of `f` for a negative count, the first for 0); `leaf_paths`,
+/// `IN`, `tostream` and `fromstream`, which jaq lacks; `delpaths` (the
+/// last path first, as jq 1.6 sorts them, nothing below a null, jq's
+/// errors) and `del` through it; `group_by`
+/// (and so `unique_by` and `unique`), `min`, `max`, `min_by` and `max_by`
+/// checking their input first (these four shadow jaq's, which jaq's own
+/// `transpose` keeps).
 const OUR_LAST_DEFS: &str = r#"
 def join($x): reduce .[] as $i (null; (if . == null then "" else . + $x end) + ($i | if . == null then "" elif (type == "boolean" or type == "number") then tojson else . end)) // "";
-def @sh: [if isarray then .[] end | if . >= "" then "'\(escape_sh)'" else tostring end] | join(" ");
+def @sh: [if isarray then .[] end | if isstring then "'\(escape_sh)'" elif . >= "" then _lro_unescapable else tostring end] | join(" ");
+def to_entries: [keys_unsorted[] as $k | {key: $k, value: .[$k]}];
+def from_entries: map({(.key // .Key // .name // .Name): (if has("value") then .value else .Value end)}) | add + {} // {};
+def with_entries(f): to_entries | map(f) | from_entries;
+def _flatten($x): [.[] | if type == "array" and $x != 0 then _flatten($x - 1)[] else . end];
+def flatten($x): if $x < 0 then error("flatten depth must not be negative") else _flatten($x) end;
+def flatten: _flatten(-1);
+def leaf_paths: paths(scalars);
+def group_by(f): if type == "array" then _lro_group_by(f) else map([f]) as $k | _lro_unsortable($k) end;
+def unique_by(f): [group_by(f)[] | .[0]];
+def unique: unique_by(.);
+def min_by(f): if type == "array" then reduce min_by_or_empty(f) as $x (null; $x) else map([f]) as $k | _lro_uniterable($k) end;
+def max_by(f): if type == "array" then reduce max_by_or_empty(f) as $x (null; $x) else map([f]) as $k | _lro_uniterable($k) end;
+def min: if type == "array" then min_by(.) else _lro_uniterable(.) end;
+def max: if type == "array" then max_by(.) else _lro_uniterable(.) end;
+def ltrimstr($x): if type == "string" and ($x | type) == "string" and startswith($x) then .[$x | length:] else . end;
+def rtrimstr($x): if type == "string" and ($x | type) == "string" and endswith($x) then .[:length - ($x | length)] else . end;
+def indices($i): if type == "array" and ($i | type) == "array" then _lro_indices($i) elif type == "array" then _lro_indices([$i]) elif type == "string" and ($i | type) == "string" then _lro_indices($i) else .[$i] end;
+def index($i): indices($i) | .[0];
+def rindex($i): indices($i) | .[-1:][0];
+def IN(s): any(s == .; .);
+def IN(src; s): any(src == s; .);
+def tostream: path(def r: (.[]?|r), .; r) as $p | getpath($p) | reduce path(.[]?) as $q ([$p, .]; [$p+$q]);
+def delpaths($paths): ($paths | sort) as $ps | _lro_deletable($ps) | reduce ($ps | reverse)[] as $p (.; if getpath($p[:-1]) == null then . else getpath($p) |= empty end);
+def del(f): delpaths([path(f)]);
+def fromstream(f): {x: null, e: false} as $init | foreach f as $i ($init; if .e then $init else . end | if $i | length == 2 then setpath(["e"]; $i[0] | length == 0) | setpath(["x"] + $i[0]; $i[1]) else setpath(["e"]; $i[0] | length == 1) end; if .e then .x else empty end);
+def limit($n; f): if $n < 0 then f else label $out | foreach f as $item (0; . + 1; $item, if . >= $n then break $out else empty end) end;
 "#;
 
 /// The definitions of jaq's libraries that ours replace, by name and
 /// arity: `test` and `tostring` are natives of ours (`test` with a
 /// compiled-regex cache, `tostring` printing numbers as jq 1.6 does), and
 /// so are `tonumber` and `split/1` (failing in jq 1.6's words); `@text`,
-/// `@sh` and `join` are in [`OUR_DEFS`].
+/// `@sh`, `join` and the entries and `flatten` filters are ours.
 const REPLACED: &[(&str, Option<usize>)] = &[
     ("test", None),
     ("tostring", None),
@@ -40,6 +77,16 @@ const REPLACED: &[(&str, Option<usize>)] = &[
     ("join", None),
     ("@text", None),
     ("@sh", None),
+    ("to_entries", None),
+    ("from_entries", None),
+    ("with_entries", None),
+    ("flatten", None),
+    ("unique_by", None),
+    ("unique", None),
+    ("index", None),
+    ("rindex", None),
+    ("delpaths", None),
+    ("del", None),
 ];
 
 /// The name the user's filter is defined by, after our definitions.

@@ -242,8 +242,9 @@ fn short(mut s: String) -> String {
     s
 }
 
-/// jq 1.6's report of an exception; `None` for `error(null)`, which ends
-/// the record's outputs without failing it.
+/// jq 1.6's report of an exception; `None` for an error whose value is
+/// null, which fails no record (jq 1.6's `error(null)` is `empty`, as the
+/// rewrite makes it).
 pub(crate) fn exn_message(e: Exn<'_, Val>) -> Option<Message> {
     match e.get_err() {
         Ok(err) => jq_message(err).map(|m| match m {

@@ -16,8 +16,8 @@ use jaq_json::Val;
 use super::{convert::write_json, originals::NoOriginals, read};
 use crate::failures::Message;
 
-/// jq 1.6's report of `e`; `None` for `error(null)`, which jq 1.6 treats as
-/// the end of the record's outputs, not as a failure.
+/// jq 1.6's report of `e`; `None` for an error whose value is null, not a
+/// failure (jq 1.6's `error(null)` is `empty`, as `rewrite.rs` makes it).
 pub(crate) fn jq_message(e: Error<Val>) -> Option<Message> {
     let marked = format!("{e:\u{1}<1.0}");
     if !marked.contains('\u{1}') {
@@ -344,9 +344,10 @@ mod tests {
 
     #[test]
     fn error_null_is_no_failure() {
+        // jq 1.6's `error(null)` is `empty`.
         assert_eq!(
             eval_values("1, error(null), 2", &[json!(0)]).unwrap(),
-            [json!(1)]
+            [json!(1), json!(2)]
         );
         assert_eq!(
             jq_message(Error::new(json_val(r#"{"a":"é"}"#))),

@@ -11,14 +11,18 @@
 //! * `.[a:b]` answers null on null, as jq 1.6's, and `.[0]` (a number
 //!   literal) fails on an object (`_lro_keyed`, a path and an update too;
 //!   `.[0]?` is `_lro_keyed_opt`, nothing there), as does `.[$k]` when
-//!   `$k` holds a number (`_lro_keyed_by`, `_lro_keyed_by_opt`);
+//!   `$k` holds a number (`_lro_keyed_by`, `_lro_keyed_by_opt`), and so a
+//!   computed `.[f]` (`.[.n]`, `.[1 + 0]`), `f` bound to a variable first;
 //! * a string with interpolations, `"a\(f)"`, is `@text "a\(f)"`: jaq
 //!   spells an interpolated number its own way (`1e-5`), and `@text` is
 //!   our `tostring`, which spells it as jq (`1e-05`); its parts run the
-//!   last first, as jq's.
+//!   last first, as jq's;
+//! * `error` and `error(m)` raise through `_lro_error`, for which null is
+//!   `empty`, as in jq 1.6.
 //!
-//! Every rewritten form is a value, never a path, so `path(…)`, `|=` and
-//! `del(…)` are unaffected. The natives are in `natives.rs`.
+//! A path stays a path (the `_lro_keyed` natives have paths and updates,
+//! and a binding is a value around it), so `path(…)`, `|=` and `del(…)`
+//! answer as jq 1.6's. The natives are in `natives/`.
 
 use jaq_core::{
     load::{
@@ -33,16 +37,28 @@ type T<'s> = Term<&'s str>;
 
 /// `t` rewritten, the same filter as jq 1.6 runs it.
 pub(super) fn term(t: T<'_>) -> T<'_> {
+    at(t, false)
+}
+
+/// `t` rewritten; `target`: `t` is what an update or an assignment
+/// changes, whose indices are made where they are missing (`_lro_slot`).
+fn at<'s>(t: T<'s>, target: bool) -> T<'s> {
     use Term::*;
+    let at_ = |t: Box<T<'s>>| Box::new(at(*t, target));
     match t {
         Id | Recurse | Break(_) | Var(_) => t,
         Num(n) if n.len() <= 15 && n.bytes().all(|b| b.is_ascii_digit()) => Num(n),
         Num(n) => pipe(Num(n), "_lro_num"),
         Str(fmt, parts) => string(fmt, parts),
         Arr(a) => Arr(a.map(|a| Box::new(term(*a)))),
+        // A computed key (`{(f): v}`, `{$k: v}`) must be a string, as in jq
+        // 1.6 (jaq's takes any value).
         Obj(entries) => Obj(entries
             .into_iter()
-            .map(|(k, v)| (term(k), v.map(term)))
+            .map(|(k, v)| match (k, v) {
+                (k @ Str(..), v) | (k, v @ None) => (term(k), v.map(term)),
+                (k, Some(v)) => (pipe(term(k), "_lro_key"), Some(term(v))),
+            })
             .collect()),
         Neg(t) => pipe(term(*t), "_lro_neg"),
         BinOp(l, BinaryOp::Math(op), r) => math(term(*l), op, term(*r)),
@@ -50,43 +66,92 @@ pub(super) fn term(t: T<'_>) -> T<'_> {
         BinOp(l, BinaryOp::UpdateMath(op), r) => {
             let x = "$__lro_u";
             let update = term(BinOp(Box::new(Id), BinaryOp::Math(op), Box::new(Var(x))));
-            let assign = BinOp(Box::new(term(*l)), BinaryOp::Update, Box::new(update));
+            let assign = BinOp(Box::new(at(*l, true)), BinaryOp::Update, Box::new(update));
             BinOp(
                 Box::new(term(*r)),
                 BinaryOp::Pipe(Some(Pattern::Var(x))),
                 Box::new(assign),
             )
         }
+        BinOp(l, op @ (BinaryOp::Update | BinaryOp::Assign | BinaryOp::UpdateAlt), r) => {
+            BinOp(Box::new(at(*l, true)), op, Box::new(term(*r)))
+        }
+        // What a target is made of: the parts that are paths.
+        BinOp(l, op @ (BinaryOp::Pipe(None) | BinaryOp::Comma | BinaryOp::Alt), r) if target => {
+            BinOp(at_(l), op, at_(r))
+        }
+        BinOp(l, BinaryOp::Pipe(Some(p)), r) if target => {
+            BinOp(Box::new(term(*l)), BinaryOp::Pipe(Some(pattern(p))), at_(r))
+        }
         BinOp(l, op, r) => BinOp(Box::new(term(*l)), op_(op), Box::new(term(*r))),
-        Label(x, t) => Label(x, Box::new(term(*t))),
+        Label(x, t) => Label(x, at_(t)),
         Fold(name, xs, pat, args) => Fold(
             name,
             Box::new(term(*xs)),
             pattern(pat),
-            args.into_iter().map(term).collect(),
+            args.into_iter().map(|a| at(a, target)).collect(),
         ),
-        TryCatch(t, c) => TryCatch(Box::new(term(*t)), c.map(|c| Box::new(term(*c)))),
+        TryCatch(t, c) => TryCatch(at_(t), c.map(|c| Box::new(term(*c)))),
         IfThenElse(branches, els) => IfThenElse(
             branches
                 .into_iter()
-                .map(|(c, t)| (term(c), term(t)))
+                .map(|(c, t)| (term(c), at(t, target)))
                 .collect(),
-            els.map(|e| Box::new(term(*e))),
+            els.map(at_),
         ),
         Def(defs, t) => Def(defs.into_iter().map(def).collect(), Box::new(term(*t))),
+        // `error(null)` is `empty` in jq 1.6 (`[1, error(null), 2]` is
+        // `[1,2]`): both forms raise through `_lro_error`.
+        Call("error", args) if args.len() <= 1 => match args.into_iter().next() {
+            Some(m) => pipe(term(m), "_lro_error"),
+            None => Call("_lro_error", Vec::new()),
+        },
         Call(name, args) => Call(name, args.into_iter().map(term).collect()),
-        Path(t, P(parts)) => path(term(*t), parts),
+        Path(t, P(parts)) => path(at(*t, target), parts, target),
     }
 }
 
 /// `t` followed by `parts`, rewritten; a slice `.[a:b]` becomes `if . ==
 /// null then . else .[a:b] end`, as jq 1.6 answers null where jaq fails
-/// (an identity, so the path stays a path).
-fn path<'s>(t: T<'s>, parts: Vec<(Part<T<'s>>, jaq_core::path::Opt)>) -> T<'s> {
+/// (an identity, so the path stays a path). In a `target`, each index
+/// `.[k]` (`.a` too) is `_lro_slot(k) | .[k]`, made where it is missing.
+fn path<'s>(t: T<'s>, parts: Vec<(Part<T<'s>>, jaq_core::path::Opt)>, target: bool) -> T<'s> {
     let mut out = t;
     let mut run = Vec::new();
+    let mut bound = Vec::new();
     for (part, opt) in parts {
         let part = match part {
+            Part::Index(i) if target => {
+                let k = match i {
+                    Term::Str(None, ref parts)
+                        if parts.iter().all(|p| matches!(p, StrPart::Str(_))) =>
+                    {
+                        i
+                    }
+                    Term::Var(_) => i,
+                    i if is_number(&i) => term(i),
+                    i if bound.len() < INDICES.len() => {
+                        let k = INDICES[bound.len()];
+                        bound.push((term(i), k));
+                        Term::Var(k)
+                    }
+                    i => {
+                        run.push((Part::Index(term(i)), opt));
+                        continue;
+                    }
+                };
+                if !run.is_empty() {
+                    out = Term::Path(Box::new(out), P(std::mem::take(&mut run)));
+                }
+                let slot = match opt {
+                    jaq_core::path::Opt::Optional => "_lro_slot_opt",
+                    jaq_core::path::Opt::Essential => "_lro_slot",
+                };
+                let slot = Term::Call(slot, vec![k.clone()]);
+                out = Term::BinOp(Box::new(out), BinaryOp::Pipe(None), Box::new(slot));
+                run.push((Part::Index(k), opt));
+                continue;
+            }
             // `.[0]`: an object fails, as in jq 1.6 (jaq answers null).
             Part::Index(i) if is_number(&i) => {
                 if !run.is_empty() {
@@ -108,6 +173,24 @@ fn path<'s>(t: T<'s>, parts: Vec<(Part<T<'s>>, jaq_core::path::Opt)>) -> T<'s> {
                 if !run.is_empty() {
                     out = Term::Path(Box::new(out), P(std::mem::take(&mut run)));
                 }
+                let keyed = match opt {
+                    jaq_core::path::Opt::Optional => "_lro_keyed_by_opt",
+                    jaq_core::path::Opt::Essential => "_lro_keyed_by",
+                };
+                let keyed = Term::Call(keyed, vec![Term::Var(k)]);
+                out = Term::BinOp(Box::new(out), BinaryOp::Pipe(None), Box::new(keyed));
+                run.push((Part::Index(Term::Var(k)), opt));
+                continue;
+            }
+            // `.[f]`, `f` computed (`.[.n]`, `.[1 + 0]`): `f` is bound to a
+            // variable first, as jq 1.6 computes an index before what it
+            // indexes (a later index outermost), then indexed as `.[$k]`.
+            Part::Index(i) if !matches!(i, Term::Str(..)) && bound.len() < INDICES.len() => {
+                if !run.is_empty() {
+                    out = Term::Path(Box::new(out), P(std::mem::take(&mut run)));
+                }
+                let k = INDICES[bound.len()];
+                bound.push((term(i), k));
                 let keyed = match opt {
                     jaq_core::path::Opt::Optional => "_lro_keyed_by_opt",
                     jaq_core::path::Opt::Essential => "_lro_keyed_by",
@@ -139,12 +222,32 @@ fn path<'s>(t: T<'s>, parts: Vec<(Part<T<'s>>, jaq_core::path::Opt)>) -> T<'s> {
         };
         run.push((part, opt));
     }
-    if run.is_empty() {
-        out
-    } else {
-        Term::Path(Box::new(out), P(run))
+    if !run.is_empty() {
+        out = Term::Path(Box::new(out), P(run));
     }
+    // `g as $k1 | f as $k0 | …`: the binding is a value, what it binds
+    // around stays a path.
+    for (i, k) in bound {
+        out = Term::BinOp(
+            Box::new(i),
+            BinaryOp::Pipe(Some(Pattern::Var(k))),
+            Box::new(out),
+        );
+    }
+    out
 }
+
+/// Names for the computed indices of one path, bound in jq's order.
+const INDICES: [&str; 8] = [
+    "$__lro_k0",
+    "$__lro_k1",
+    "$__lro_k2",
+    "$__lro_k3",
+    "$__lro_k4",
+    "$__lro_k5",
+    "$__lro_k6",
+    "$__lro_k7",
+];
 
 /// Whether a rewritten term is one value that cannot fail: `.`, a
 /// variable, a number or a plain string.
@@ -170,11 +273,14 @@ fn is_number(t: &T<'_>) -> bool {
 }
 
 /// A definition with its body rewritten.
+/// `getpath`'s body is a target: `setpath`, `delpaths` and `getpath(p) =
+/// v` update through it, and make what is missing as jq 1.6 does.
 pub(super) fn def<'s>(d: Def<&'s str, T<'s>>) -> Def<&'s str, T<'s>> {
+    let target = d.name == "getpath";
     Def {
         name: d.name,
         args: d.args,
-        body: term(d.body),
+        body: at(d.body, target),
     }
 }
 
@@ -331,10 +437,111 @@ mod tests {
                 "{a: 1} | .a += 9007199254740992 | .a - 9007199254740992",
                 json!(0),
             ),
+            // A computed index: before what it indexes, a later one outermost.
+            (
+                "{\"n\": 0} | try .[.n] catch .",
+                json!("Cannot index object with number"),
+            ),
+            (
+                "{} | try (.[1 + 0] |= 3) catch .",
+                json!("Cannot index object with number"),
+            ),
+            (
+                "{} | try path(.[1 + 0]) catch .",
+                json!("Cannot index object with number"),
+            ),
+            ("{} | [[.[1 + 0]?], (.[1 + 0]? |= 3)]", json!([[], {}])),
+            (
+                "[[1, 2], [3, 4]] | [[.[][(0, 1)]], [path(.[(0, 1)][(1, 0)])]]",
+                json!([[1, 3, 2, 4], [[0, 1], [1, 1], [0, 0], [1, 0]]]),
+            ),
+            (
+                "[1, 2] | [.[1 + 0], path(.[1 + 0]), (.[1 + 0] |= 5)]",
+                json!([2, [1], [1, 5]]),
+            ),
+            (
+                "{\"k\": \"a\", \"a\": 1} | [.[.k], (.[.k] |= 3), del(.[.k])]",
+                json!([1, {"k": "a", "a": 3}, {"k": "a"}]),
+            ),
+            ("{\"n\": 1, \"a\": [5, 6]} | .a[.n]", json!(6)),
+            // What an update changes is made where it is missing.
+            ("null | .[0] |= 1", json!([1])),
+            (
+                "0 as $z | try {($z): 1} catch .",
+                json!("Cannot use number (0) as object key"),
+            ),
+            (
+                "[[1, error(null), 2], [try error(null) catch 0], [null | error], [limit(0; 1, 2)], \
+                 [limit(-1; 1, 2)]]",
+                json!([[1, 2], [], [], [1], [1, 2]]),
+            ),
+            ("try error({\"a\": 1}) catch .a", json!(1)),
+            (
+                "\"a,b\" | try delpaths([[\"a\", \"b\"], [1, 0]]) catch .",
+                json!("Cannot index string with number"),
+            ),
+            (
+                "[([1, 2, 3] | del(.[0], .[1]), del(.[] | select(. != 2)), del(.[1:])), \
+                 ({\"a\": 1, \"b\": 2, \"c\": 3} | del(.a, .c)), (null | del(.[0], .a))]",
+                json!([[3], [2], [1], {"b": 2}, null]),
+            ),
+            (
+                "[(null | setpath([\"a\", 1]; 1)), ([1] | setpath([3]; 1)), (null | getpath([\"a\", 0])), \
+                 ({} | getpath([\"a\", \"b\"]) = 5), ([1, 2, 3] | delpaths([[0], [1]])), (null | delpaths([[\"a\"]]))]",
+                json!([{"a": [null, 1]}, [1, null, null, 1], null, {"a": {"b": 5}}, [3], null]),
+            ),
+            (
+                "[[1, [2], {\"a\": [3]}] | fromstream(tostream)]",
+                json!([[1, [2], {"a": [3]}]]),
+            ),
+            (
+                "[null, {}, \"s\", [1]] | [map(.[0]? = 9), map(.a? = 1)]",
+                json!([[[9], {}, "s", [9]], [{"a": 1}, {"a": 1}, "s", [1]]]),
+            ),
+            (
+                "[[1, \"a\"] | contains([\"a\"]), ([[1]] | contains([1])), (\"a\" | ltrimstr(1))]",
+                json!([true, false, "a"]),
+            ),
+            (
+                "[(\"abab\" | indices(\"b\"), rindex(\"b\")), ({\"a\": 5} | indices(\"a\"))]",
+                json!([[1, 3], 3, 5]),
+            ),
+            (
+                "[([[1, [2]] | tostream] | length), ([1, 2] | IN([1, 2], [3]))]",
+                json!([4, true]),
+            ),
+            (
+                "{\"a\": 1, \"k\": 2, \"b\": 3, \"c\": 4} | del(.k) | keys_unsorted",
+                json!(["a", "b", "c"]),
+            ),
+            ("[{(\"a\", \"b\"): 2}]", json!([{"a": 2}, {"b": 2}])),
+            (
+                "[[1] | .[3] |= empty, (null | .[0] |= empty), (null | .a.b = 1), \
+                 ({} | .a[1] = 5), ([1] | .[3] = 1), (null | .a += 1)]",
+                json!([[1], null, {"a": {"b": 1}}, {"a": [null, 5]}, [1, null, null, 1], {"a": 1}]),
+            ),
+            (
+                "[1] | try (.[-2] = 1) catch .",
+                json!("Out of bounds negative array index"),
+            ),
+            (
+                "[(null | del(.a)), ({\"a\": null} | del(.a.b)), ([1] | del(.[3])), (null | del(.a.b)), \
+                 ([1] | delpaths([[3, \"a\"]]))]",
+                json!([null, {"a": null}, [1], null, [1]]),
+            ),
+            (
+                "[(\"s\", true, [1], null, {}) | try (.a = 1, .[0] = 1, .[null] = 1) catch .]",
+                json!([
+                    "Cannot index string with string \"a\"", "Cannot index boolean with string \"a\"",
+                    "Cannot index array with string \"a\"", {"a": 1}, [1],
+                    "Cannot index null with null", {"a": 1}, "Cannot index object with number",
+                ]),
+            ),
         ];
         for (filter, want) in cases {
+            let got = eval_values(filter, &[json!(null)]);
             assert_eq!(
-                eval_values(filter, &[json!(null)]).unwrap(),
+                got.unwrap_or_else(|e| panic!("{filter}: {e}")),
                 [want],
                 "{filter}"
             );
