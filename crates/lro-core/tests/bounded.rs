@@ -405,7 +405,7 @@ fn lines_fit_with_the_path_in_every_recipe() {
         ("search_files", paths.join("\n")),
         (
             "read_text_file",
-            include_str!("../src/offload.rs").to_owned(),
+            include_str!("../src/offload/mod.rs").to_owned(),
         ),
     ] {
         for (style, native, descriptor, file) in offload_as(&root, &text, tool) {
