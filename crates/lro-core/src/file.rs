@@ -40,8 +40,14 @@ pub const FILE_PREFIX: &str = "atlatl-";
 pub const FILE_SUFFIX: &str = ".jsonl";
 /// Suffix of the temp file an interrupted write may leave behind.
 pub const TEMP_SUFFIX: &str = ".tmp";
-/// Longest operation name kept in a file name.
+/// Longest operation name: a tool's name is cut to it, and a file name
+/// holding a longer one is not an offload file's.
 pub const MAX_OPERATION_LEN: usize = 48;
+/// Longest operation a new file's name holds: a longer one is cut to it
+/// (the header keeps it whole). Every recipe of a spec descriptor repeats
+/// the file's path, so each character past it would cost 3 tokens
+/// (docs/descriptor-sizing.md).
+pub const NAME_OPERATION_LEN: usize = 16;
 
 /// The name of one offload file: `atlatl-{operation}-{ulid}.jsonl`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -51,15 +57,19 @@ pub struct OffloadFileName {
 }
 
 impl OffloadFileName {
-    /// A fresh name for `operation` (sanitized) with a new ULID.
+    /// A fresh name for `operation` (sanitized, and cut to
+    /// [`NAME_OPERATION_LEN`]) with a new ULID.
     pub fn new(operation: &str) -> Self {
         Self::with_ulid(operation, Ulid::new())
     }
 
     /// A name with the given ULID.
     pub fn with_ulid(operation: &str, ulid: Ulid) -> Self {
+        let operation = sanitize_operation(operation);
+        // Sanitized names are ASCII; the cut leaves no `_` at the end.
+        let cut = operation[..operation.len().min(NAME_OPERATION_LEN)].trim_end_matches('_');
         Self {
-            operation: sanitize_operation(operation),
+            operation: cut.to_owned(),
             ulid,
         }
     }
@@ -378,6 +388,25 @@ mod tests {
         ] {
             assert!(OffloadFileName::parse(bad).is_none(), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_long_operation_is_cut_in_the_name() {
+        let name = OffloadFileName::new("list_every_issue_with_all_custom_fields_in_repos");
+        assert_eq!(name.operation(), "list_every_issue");
+        assert_eq!(OffloadFileName::parse(&name.to_string()).unwrap(), name);
+        // No `_` is left at the cut.
+        assert_eq!(
+            OffloadFileName::new("create_relations_now").operation(),
+            "create_relations"
+        );
+        assert_eq!(
+            OffloadFileName::new("abcdefghijklmno_pq").operation(),
+            "abcdefghijklmno"
+        );
+        // Names written before the cut still parse.
+        let old = format!("atlatl-{}-01ARZ3NDEKTSV4RRFFQ69G5FAV.jsonl", "a".repeat(48));
+        assert!(OffloadFileName::parse(&old).is_some());
     }
 
     #[test]

@@ -15,13 +15,14 @@
 //!    ([`GuidanceInput::brief`]);
 //! 3. each recipe's description stops before its details (`, tab-separated`,
 //!    ` (case-insensitive)`, `: id, name`);
-//! 4. last, the spec's shell recipes give their jq arguments only, as the
-//!    compact profile does, and the guidance says once how to run them: they
-//!    no longer run as given, so this is for paths past the 63 characters
-//!    the ceilings are promised for.
+//! 4. last, the recipes are given from the first, the most useful, for as
+//!    many as fit (the line schema again getting the room left): the ones
+//!    left out keep their numbers, so `lro_extract`'s `recipe=N` and
+//!    `lro extract --recipe N` still run them.
 //!
-//! Values the descriptor quotes are short by construction (`quote.rs`), so
-//! the last step fits for any output directory of up to 63 characters.
+//! A recipe of the spec's guidance is always a whole shell command, its
+//! path included, so it runs as given: a recipe is left out rather than
+//! shortened to its jq arguments.
 
 use serde_json::Value;
 
@@ -67,44 +68,81 @@ pub(crate) fn full(parts: &Parts<'_>) -> OffloadResponse {
         GuidanceStyle::Spec => SPEC_CEILING_TOKENS,
         GuidanceStyle::Compact => COMPACT_CEILING_TOKENS,
     } * 4;
+    let all = parts.recipes.recipes.len();
+    // Steps 0 to 3 with every recipe, then step 3 with one fewer at a time.
+    let steps = (0..=3)
+        .map(|step| (step, all))
+        .chain((0..all).rev().map(|kept| (3, kept)));
     let mut fitted = None;
-    for step in 0..=4 {
-        let brief = step >= 2;
-        let path_free = step >= 4 || style == GuidanceStyle::Compact || parts.handle.is_some();
-        let mut d = build(parts, brief, path_free);
-        if step >= 3 {
-            for r in &mut d.jq_recipes {
-                r.description = without_details(&r.description).to_owned();
-            }
-        }
-        if style == GuidanceStyle::Spec {
-            let whole = (parts.schema)(DESCRIPTOR_SCHEMA_CHARS);
-            d.line_schema = if step == 0 {
-                whole
-            } else {
-                // `,"line_schema":` and the schema in what is left; with no
-                // room, the bare type, which every record still validates
-                // against (a schema cut to nothing would say more).
-                let room = ceiling.saturating_sub(len(&d) + 15);
-                let cut = (parts.schema)(room.min(DESCRIPTOR_SCHEMA_CHARS));
-                let shortest = if cut.to_string().len() < whole.to_string().len() {
-                    cut
-                } else {
-                    whole
-                };
-                if shortest.to_string().len() <= room {
-                    shortest
-                } else {
-                    serde_json::json!({"type": "object"})
-                }
-            };
-        }
+    for (step, kept) in steps {
+        let d = build(parts, step, kept, ceiling);
         if len(&d) <= ceiling {
             return d;
         }
         fitted = Some(d);
     }
-    fitted.expect("the loop runs at least once")
+    fitted.expect("there is always a step")
+}
+
+/// The descriptor at fitting step `step` with the first `kept` recipes.
+fn build(parts: &Parts<'_>, step: usize, kept: usize, ceiling: usize) -> OffloadResponse {
+    let style = parts.guidance.style;
+    // A handle has no file to pipe into jq, and the compact profile shows
+    // how to run its jq arguments once.
+    let path_free = style == GuidanceStyle::Compact || parts.handle.is_some();
+    let mut jq_recipes = if path_free {
+        parts.recipes.to_compact_recipes()
+    } else {
+        parts.recipes.to_jq_recipes(&parts.file_path)
+    };
+    jq_recipes.truncate(kept);
+    if step >= 3 {
+        for r in &mut jq_recipes {
+            r.description = without_details(&r.description).to_owned();
+        }
+    }
+    let g = parts
+        .guidance
+        .recipes(&jq_recipes)
+        .brief(step >= 2)
+        .path_free(path_free);
+    let guidance = if parts.native {
+        native_guidance(g)
+    } else {
+        shell_guidance(g)
+    };
+    let mut d = OffloadResponse {
+        offloaded: true,
+        summary: parts.summary.clone(),
+        file_path: parts.file_path.clone(),
+        handle: parts.handle.clone(),
+        line_schema: Value::Null,
+        jq_recipes,
+        guidance,
+    };
+    if style == GuidanceStyle::Spec {
+        let whole = (parts.schema)(DESCRIPTOR_SCHEMA_CHARS);
+        d.line_schema = if step == 0 {
+            whole
+        } else {
+            // `,"line_schema":` and the schema in what is left; with no
+            // room, the bare type, which every record still validates
+            // against (a schema cut to nothing would say more).
+            let room = ceiling.saturating_sub(len(&d) + 15);
+            let cut = (parts.schema)(room.min(DESCRIPTOR_SCHEMA_CHARS));
+            let shortest = if cut.to_string().len() < whole.to_string().len() {
+                cut
+            } else {
+                whole
+            };
+            if shortest.to_string().len() <= room {
+                shortest
+            } else {
+                serde_json::json!({"type": "object"})
+            }
+        };
+    }
+    d
 }
 
 /// A recipe's description up to its details.
@@ -122,34 +160,6 @@ fn len(d: &OffloadResponse) -> usize {
         .expect("descriptors always serialize")
         .chars()
         .count()
-}
-
-/// The descriptor without its line schema.
-fn build(parts: &Parts<'_>, brief: bool, path_free: bool) -> OffloadResponse {
-    let jq_recipes = if path_free {
-        parts.recipes.to_compact_recipes()
-    } else {
-        parts.recipes.to_jq_recipes(&parts.file_path)
-    };
-    let g = parts
-        .guidance
-        .recipes(&jq_recipes)
-        .brief(brief)
-        .path_free(path_free);
-    let guidance = if parts.native {
-        native_guidance(g)
-    } else {
-        shell_guidance(g)
-    };
-    OffloadResponse {
-        offloaded: true,
-        summary: parts.summary.clone(),
-        file_path: parts.file_path.clone(),
-        handle: parts.handle.clone(),
-        line_schema: Value::Null,
-        jq_recipes,
-        guidance,
-    }
 }
 
 #[cfg(test)]

@@ -2,8 +2,10 @@
 //! given, whatever the records: generated arrays of mixed element types,
 //! missing and type-changing fields, empty arrays and objects, unicode and
 //! very long keys, long values, hundreds of fields, deep nesting, one-line
-//! blobs and long log lines, offloaded into an output directory of 63
-//! characters with an authenticated caller's `p-{digest}/`.
+//! blobs and long log lines, two arrays of wide records, offloaded into
+//! an output directory of 63 characters with an authenticated caller's
+//! `p-{digest}/`, by a tool of a short name and by one of the longest
+//! operation name a file name holds (48 characters).
 //!
 //! The recipes run through the real jq 1.6 (`/usr/bin/jq`; the test fails
 //! when it is missing or another version), one process per recipe, for a
@@ -29,6 +31,13 @@ mod sink;
 /// The longest output directory the ceilings hold for, `p-{digest}` included.
 const DIR_CHARS: usize = 63;
 const JQ: &str = "/usr/bin/jq";
+/// A tool whose name is the longest operation a file name holds, 48
+/// characters (`lro_core::file::MAX_OPERATION_LEN`).
+const LONG_TOOL: &str = "list_every_issue_with_all_custom_fields_in_repos";
+
+fn tool() -> impl Strategy<Value = &'static str> {
+    prop::sample::select(vec!["recall", LONG_TOOL])
+}
 
 /// A root whose caller's folder, `root/p-{16 hex}`, is [`DIR_CHARS`] long.
 fn root(tmp: &Path) -> PathBuf {
@@ -138,6 +147,10 @@ fn result() -> impl Strategy<Value = String> {
                 }
             })
         }),
+        2 => (prop::collection::vec(element(1), 1..40), prop::collection::vec(object(), 1..30))
+            .prop_map(|(entities, relations)| {
+                serde_json::to_string(&json!({"entities": entities, "relations": relations})).unwrap()
+            }),
         1 => (100usize..7000).prop_map(|n| format!("[1,2,] {}", "x".repeat(n))),
         1 => prop::collection::vec((0usize..3000, "[a-z ]{0,20}"), 1..30).prop_map(|lines| {
             lines
@@ -149,12 +162,8 @@ fn result() -> impl Strategy<Value = String> {
     ]
 }
 
-/// One offload per style and template; the descriptors, and each's file.
-fn offload(root: &Path, text: &str) -> Vec<(GuidanceStyle, bool, String, String)> {
-    offload_as(root, text, "recall")
-}
-
-/// [`offload`] of what `tool` answered: its name is in the file's.
+/// One offload of what `tool` answered per style and template (the tool's
+/// name is in the file's); the descriptors, and each's file.
 fn offload_as(root: &Path, text: &str, tool: &str) -> Vec<(GuidanceStyle, bool, String, String)> {
     let records = RecordSet::from_text(text);
     let mut out = Vec::new();
@@ -175,8 +184,10 @@ fn offload_as(root: &Path, text: &str, tool: &str) -> Vec<(GuidanceStyle, bool, 
     out
 }
 
-fn check_ceilings(root: &Path, text: &str) -> Result<(), TestCaseError> {
-    for (style, native, descriptor, _) in offload(root, text) {
+/// Every descriptor within its ceiling, and every spec recipe a shell
+/// command on the file's path.
+fn check_ceilings(root: &Path, text: &str, tool: &str) -> Result<(), TestCaseError> {
+    for (style, native, descriptor, file) in offload_as(root, text, tool) {
         let ceiling = match style {
             GuidanceStyle::Spec => SPEC_CEILING_TOKENS,
             GuidanceStyle::Compact => COMPACT_CEILING_TOKENS,
@@ -186,6 +197,14 @@ fn check_ceilings(root: &Path, text: &str) -> Result<(), TestCaseError> {
             tokens <= ceiling,
             "{style:?} native={native}: {tokens} tokens over {ceiling}: {descriptor}"
         );
+        if style == GuidanceStyle::Spec {
+            let d: Value = serde_json::from_str(&descriptor).unwrap();
+            let head = format!("tail -n +2 {file} | jq ");
+            for r in d["jq_recipes"].as_array().unwrap() {
+                let command = r["command"].as_str().unwrap();
+                prop_assert!(command.starts_with(&head), "{command}");
+            }
+        }
     }
     Ok(())
 }
@@ -202,8 +221,13 @@ fn jq_is_1_6() {
 /// shell commands whole, the compact ones after `tail -n +2 FILE | jq`.
 /// A recipe that another descriptor of the same file has is run once.
 fn check_recipes(root: &Path, text: &str) -> Result<(), TestCaseError> {
+    check_recipes_of(root, text, "recall")
+}
+
+/// [`check_recipes`] of what `tool` answered.
+fn check_recipes_of(root: &Path, text: &str, tool: &str) -> Result<(), TestCaseError> {
     let mut run = std::collections::BTreeSet::new();
-    for (style, _, descriptor, file) in offload(root, text) {
+    for (style, _, descriptor, file) in offload_as(root, text, tool) {
         let d: Value = serde_json::from_str(&descriptor).unwrap();
         for r in d["jq_recipes"].as_array().unwrap() {
             let command = r["command"].as_str().unwrap();
@@ -234,9 +258,9 @@ proptest! {
     #![proptest_config(Config { cases: 24, failure_persistence: None, ..Config::default() })]
 
     #[test]
-    fn descriptors_stay_within_their_ceilings(text in result()) {
+    fn descriptors_stay_within_their_ceilings(text in result(), tool in tool()) {
         let tmp = tempfile::tempdir().unwrap();
-        check_ceilings(&root(tmp.path()), &text)?;
+        check_ceilings(&root(tmp.path()), &text, tool)?;
     }
 }
 
@@ -244,10 +268,10 @@ proptest! {
     #![proptest_config(Config { cases: 4, failure_persistence: None, ..Config::default() })]
 
     #[test]
-    fn every_recipe_runs_as_given_with_jq_1_6(text in result()) {
+    fn every_recipe_runs_as_given_with_jq_1_6(text in result(), tool in tool()) {
         jq_is_1_6();
         let tmp = tempfile::tempdir().unwrap();
-        check_recipes(&root(tmp.path()), &text)?;
+        check_recipes_of(&root(tmp.path()), &text, tool)?;
     }
 }
 
@@ -292,6 +316,31 @@ fn the_issues_shapes_fit() {
             _ => json!({"id": i, "name": format!("item {i}"), "level": (["warn", "info"][i % 2])}),
         })
         .collect();
+    // The outside checker's seed 3: 39 issues of up to 237 fields (an
+    // identifier, custom fields) and 26 relations.
+    let entities: Vec<Value> = (0..39)
+        .map(|i| {
+            let mut o = Map::new();
+            o.insert("id".into(), json!(i));
+            for f in 0..(120 + i * 3) {
+                let key = if f % 7 == 0 {
+                    format!("customfield_{}", 10_000 + f)
+                } else {
+                    format!("field_{f:03}")
+                };
+                o.insert(
+                    key,
+                    [json!("alpha"), json!("gamma"), json!(240), Value::Null][(i + f) % 4].clone(),
+                );
+            }
+            Value::Object(o)
+        })
+        .collect();
+    let relations: Vec<Value> = (0..26)
+        .map(
+            |i| json!({"from": format!("e{i}"), "to": format!("e{}", i * 7 % 39), "rel": "blocks"}),
+        )
+        .collect();
     let shapes = [
         ("50 records of 400 fields", wide(50, 400)),
         ("200 records of 120 fields", wide(200, 120)),
@@ -311,28 +360,43 @@ fn the_issues_shapes_fit() {
             "strings and arrays among objects",
             serde_json::to_string(&mixed).unwrap(),
         ),
+        (
+            "two arrays: 39 of up to 237 fields, 26",
+            json!({"entities": entities, "relations": relations}).to_string(),
+        ),
     ];
     let tmp = tempfile::tempdir().unwrap();
     let root = root(tmp.path());
-    println!("| records | spec shell | spec native | compact shell | compact native |");
-    println!("|---|---|---|---|---|");
-    for (name, text) in &shapes {
-        let figures: Vec<String> = offload(&root, text)
-            .iter()
-            .map(|(style, _, d, _)| {
-                let tokens = descriptor_tokens(d);
-                let ceiling = match style {
-                    GuidanceStyle::Spec => SPEC_CEILING_TOKENS,
-                    GuidanceStyle::Compact => COMPACT_CEILING_TOKENS,
-                };
-                assert!(tokens <= ceiling, "{name}: {tokens} over {ceiling}: {d}");
-                format!("{tokens} ({})", Bpe::O200k.estimate(d))
-            })
-            .collect();
-        println!("| {name} | {} |", figures.join(" | "));
+    for tool in ["recall", LONG_TOOL] {
+        println!("\n{tool}: tokens (o200k), recipes when fewer than 10\n");
+        println!("| records | spec shell | spec native | compact shell | compact native |");
+        println!("|---|---|---|---|---|");
+        for (name, text) in &shapes {
+            let figures: Vec<String> = offload_as(&root, text, tool)
+                .iter()
+                .map(|(style, _, d, _)| {
+                    let tokens = descriptor_tokens(d);
+                    let ceiling = match style {
+                        GuidanceStyle::Spec => SPEC_CEILING_TOKENS,
+                        GuidanceStyle::Compact => COMPACT_CEILING_TOKENS,
+                    };
+                    assert!(tokens <= ceiling, "{name}: {tokens} over {ceiling}: {d}");
+                    let v: Value = serde_json::from_str(d).unwrap();
+                    let kept = v["jq_recipes"].as_array().unwrap().len();
+                    let fewer = if kept < 10 {
+                        format!(", {kept}")
+                    } else {
+                        String::new()
+                    };
+                    format!("{tokens} ({}){fewer}", Bpe::O200k.estimate(d))
+                })
+                .collect();
+            println!("| {name} | {} |", figures.join(" | "));
+        }
     }
     jq_is_1_6();
     check_recipes(&root, &shapes[5].1).unwrap();
+    check_recipes_of(&root, &shapes[6].1, LONG_TOOL).unwrap();
 }
 
 /// A scalar before records with a string array (the proptest's find,
@@ -386,7 +450,8 @@ fn line_recipes_run_on_records_that_change_shape() {
 /// with `search_files` (one absolute path a line, under pytest's temporary
 /// folder) and `read_text_file` (a source file of ours): at a 63-character
 /// directory, the spec descriptors fit their ceiling with the file's path
-/// in every recipe, so the recipes run as given.
+/// in every recipe, so the recipes run as given, all ten of them; from a
+/// tool of the longest name, the first ones that fit.
 #[test]
 fn lines_fit_with_the_path_in_every_recipe() {
     let project = "/tmp/pytest-of-maintainer/pytest-123/third-party0/project";
@@ -401,23 +466,28 @@ fn lines_fit_with_the_path_in_every_recipe() {
     let tmp = tempfile::tempdir().unwrap();
     let root = root(tmp.path());
     jq_is_1_6();
+    let (paths, source) = (paths.join("\n"), include_str!("../src/offload/mod.rs"));
     for (tool, text) in [
-        ("search_files", paths.join("\n")),
-        (
-            "read_text_file",
-            include_str!("../src/offload/mod.rs").to_owned(),
-        ),
+        ("search_files", paths.as_str()),
+        (LONG_TOOL, &paths),
+        ("read_text_file", source),
+        (LONG_TOOL, source),
     ] {
-        for (style, native, descriptor, file) in offload_as(&root, &text, tool) {
+        for (style, native, descriptor, file) in offload_as(&root, text, tool) {
             let tokens = descriptor_tokens(&descriptor);
+            let d: Value = serde_json::from_str(&descriptor).unwrap();
+            let given = d["jq_recipes"].as_array().unwrap();
             println!(
-                "{tool} {style:?} native={native}: {tokens} ({})",
-                Bpe::O200k.estimate(&descriptor)
+                "{tool} {style:?} native={native}: {tokens} ({}), {} recipes",
+                Bpe::O200k.estimate(&descriptor),
+                given.len()
             );
+            if tool != LONG_TOOL {
+                assert_eq!(given.len(), 10, "{descriptor}");
+            }
             if style == GuidanceStyle::Spec {
                 assert!(tokens <= SPEC_CEILING_TOKENS, "{tokens}: {descriptor}");
-                let d: Value = serde_json::from_str(&descriptor).unwrap();
-                for r in d["jq_recipes"].as_array().unwrap() {
+                for r in given {
                     let command = r["command"].as_str().unwrap();
                     assert!(
                         command.starts_with(&format!("tail -n +2 {file} | jq ")),
@@ -426,6 +496,42 @@ fn lines_fit_with_the_path_in_every_recipe() {
                 }
             }
         }
-        check_recipes(&root, &text).unwrap();
+        check_recipes_of(&root, text, tool).unwrap();
+    }
+}
+
+/// Past the 63 characters of directory the ceilings are promised for, a
+/// spec descriptor gives fewer recipes, the first ones, each still a
+/// whole command on the file's path, never its jq arguments alone.
+#[test]
+fn past_the_promise_recipes_are_left_out_not_cut() {
+    let tmp = tempfile::tempdir().unwrap();
+    let pad = 200 - tmp.path().to_str().unwrap().len() - 1;
+    let root = tmp.path().join("d".repeat(pad));
+    let mixed: Vec<Value> = (0..40)
+        .map(|i| json!({"id": i, "name": format!("item {i}"), "level": (["warn", "info"][i % 2])}))
+        .collect();
+    let text = serde_json::to_string(&mixed).unwrap();
+    let records = RecordSet::from_text(&text);
+    for native in [false, true] {
+        let o = Offloader::new(&root)
+            .native_extract(native)
+            .offload(
+                OffloadInput::new(LONG_TOOL, LONG_TOOL, &records, 9_000),
+                &|| false,
+            )
+            .unwrap();
+        assert!(
+            descriptor_tokens(&o.text) <= SPEC_CEILING_TOKENS,
+            "{}",
+            o.text
+        );
+        let d: Value = serde_json::from_str(&o.text).unwrap();
+        let given = d["jq_recipes"].as_array().unwrap();
+        assert!((1..10).contains(&given.len()), "{}", o.text);
+        let file = o.result.path.to_str().unwrap();
+        for (r, recipe) in given.iter().zip(&o.recipes.recipes) {
+            assert_eq!(r["command"], recipe.command(file));
+        }
     }
 }

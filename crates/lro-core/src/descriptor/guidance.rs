@@ -289,9 +289,15 @@ pub fn shell_guidance(g: GuidanceInput<'_>) -> String {
 /// for 9 and 10). The structured filter (`where`) is documented by the
 /// `lro_extract` tool itself, so the guidance does not repeat it.
 pub fn native_guidance(g: GuidanceInput<'_>) -> String {
+    // A file's recipes run in a shell too: the compact ones say how.
+    let shell = if g.location == Location::FilePath {
+        " In a shell: tail -n +2 FILE | jq COMMAND."
+    } else {
+        ""
+    };
     if g.style == GuidanceStyle::Compact && g.brief {
         return format!(
-            "{} Query it with lro_extract: {} and recipe=N (a jq_recipes entry).",
+            "{} Query it with lro_extract: {} and recipe=N (a jq_recipes entry).{shell}",
             g.compact_head(),
             g.location.field(),
         );
@@ -300,7 +306,7 @@ pub fn native_guidance(g: GuidanceInput<'_>) -> String {
         return format!(
             "{} Query it with lro_extract: {} and recipe=N (a jq_recipes entry; params \
              sets its --arg values), query=\"FILTER\", or where with count for several \
-             conditions.",
+             conditions.{shell}",
             g.compact_head(),
             g.location.field(),
         );
@@ -428,7 +434,11 @@ mod tests {
             assert!(text.len() < full.len(), "{text} against {full}");
         }
         assert!(native_guidance(g).contains("lro_extract"));
+        // Both say how to run a recipe in a shell, but for a handle's.
         assert!(shell_guidance(g).contains("tail -n +2 FILE | jq COMMAND"));
+        assert!(native_guidance(g).contains("In a shell: tail -n +2 FILE | jq COMMAND."));
+        let handle = g.location(Location::Handle);
+        assert!(!native_guidance(handle).contains("jq COMMAND"));
     }
 
     #[test]
