@@ -514,7 +514,7 @@ fn past_the_promise_recipes_are_left_out_not_cut() {
     let text = serde_json::to_string(&mixed).unwrap();
     let records = RecordSet::from_text(&text);
     for native in [false, true] {
-        let o = Offloader::new(&root)
+        let o = Offloader::new(sink::Files(root.clone()))
             .native_extract(native)
             .offload(
                 OffloadInput::new(LONG_TOOL, LONG_TOOL, &records, 9_000),

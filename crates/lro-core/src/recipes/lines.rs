@@ -102,8 +102,10 @@ pub(super) fn recipes(sample: &[Value]) -> Vec<Recipe> {
         .param("prefix", p.value)
     }));
     // Paths repeat no line and have one word each: count their folders
-    // and extensions instead.
-    let paths = texts.iter().all(|t| t.starts_with('/'));
+    // and extensions instead. `//` opens a comment, not a path.
+    let paths = texts
+        .iter()
+        .all(|t| t.starts_with('/') && !t.starts_with("//"));
     slots.fill([if paths {
         Recipe::new(
             "Folders with the most paths (top 10)",
@@ -212,12 +214,17 @@ mod tests {
         let r = recipes(&lines(&["/a/x.rs", "/a/y.toml", "/b/z.rs"]));
         assert!(r[5].filter.contains("folder"), "{}", r[5].filter);
         assert!(r[8].filter.contains("extension"), "{}", r[8].filter);
-        let text = recipes(&lines(&["/a/x.rs", "not a path"]));
-        assert!(
-            text[5].filter.starts_with("group_by(.text?)"),
-            "{}",
-            text[5].filter
-        );
+        for not_paths in [
+            &["/a/x.rs", "not a path"],
+            &["//! A module", "// a comment"],
+        ] {
+            let text = recipes(&lines(not_paths));
+            assert!(
+                text[5].filter.starts_with("group_by(.text?)"),
+                "{}",
+                text[5].filter
+            );
+        }
     }
 
     #[test]
