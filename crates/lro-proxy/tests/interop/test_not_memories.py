@@ -44,7 +44,7 @@ GIT_PIN = "mcp-server-git==2026.10.19"
 # One session's calls, and each lro_extract call: generous for a loaded machine.
 SESSION_S = 120
 # A real source file for read_text_file (~560 lines).
-SOURCE = REPO / "crates" / "lro-core" / "src" / "offload.rs"
+SOURCE = REPO / "crates" / "lro-core" / "src" / "offload" / "mod.rs"
 CRATES, MODULES, NESTED = 10, 10, 5
 COMMITS = 300
 ENTITIES, RELATIONS = 2000, 1000
