@@ -46,7 +46,9 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("lro: {err}");
+            if !err.is_told() {
+                eprintln!("lro: {err}");
+            }
             ExitCode::from(err.exit_status())
         }
     }

@@ -13,9 +13,13 @@ pub(crate) type Program = jaq_core::Filter<JqData>;
 /// `tostring`; `join` as jq 1.6 defines it (numbers and booleans through
 /// `tojson`, null as nothing, anything else added as it is, so that an
 /// array fails as jq's does); the regex filters checking their input
-/// first, as jq 1.6 does.
+/// first, as jq 1.6 does; `to_entries` as jq 1.6 defines it (through
+/// `keys_unsorted`, so that a scalar fails as jq's does: `boolean (true) has
+/// no keys`), and `with_entries` again to call it.
 const OUR_DEFS: &str = r#"
 def @text: tostring;
+def to_entries: [keys_unsorted[] as $k | {key: $k, value: .[$k]}];
+def with_entries(f): to_entries | map(f) | from_entries;
 def matches(re; flags): _lro_matchable | _lro_matches(re; flags);
 def split_matches(re; flags): _lro_matchable | _lro_split_matches(re; flags);
 def split_(re; flags): _lro_matchable | _lro_split_(re; flags);
@@ -31,12 +35,15 @@ def @sh: [if isarray then .[] end | if . >= "" then "'\(escape_sh)'" else tostri
 /// arity: `test` and `tostring` are natives of ours (`test` with a
 /// compiled-regex cache, `tostring` printing numbers as jq 1.6 does), and
 /// so are `tonumber` and `split/1` (failing in jq 1.6's words); `@text`,
-/// `@sh` and `join` are in [`OUR_DEFS`].
+/// `@sh`, `join`, `to_entries` and `with_entries` are in [`OUR_DEFS`] and
+/// [`OUR_LAST_DEFS`].
 const REPLACED: &[(&str, Option<usize>)] = &[
     ("test", None),
     ("tostring", None),
     ("tonumber", None),
     ("split", Some(1)),
+    ("to_entries", None),
+    ("with_entries", None),
     ("join", None),
     ("@text", None),
     ("@sh", None),

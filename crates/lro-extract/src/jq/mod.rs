@@ -72,7 +72,7 @@ pub(crate) use emit::{Elements, emit_parts, emit_whole};
 pub(crate) use job::Job;
 pub(crate) use lines::Lines;
 pub(crate) use print::Render;
-pub(crate) use read::{parse as read_record, too_deep};
+pub(crate) use read::{high_surrogate, parse as read_record, too_deep};
 pub(crate) use stop::{Guard, Stop, WORKER_STACK, worker_stack};
 
 #[cfg(test)]

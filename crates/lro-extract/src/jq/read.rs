@@ -36,7 +36,8 @@ const DEEP: &str = "deeper than jq 1.6 parses";
 pub(crate) enum ReadError {
     /// Nested deeper than jq 1.6 parses.
     Deep,
-    /// Not JSON; the parser's message.
+    /// Not JSON that jq 1.6 reads (a lone high surrogate escape); jq's
+    /// message.
     Bad(String),
 }
 
@@ -57,13 +58,36 @@ fn parse_text(line: &[u8]) -> Result<Val, ReadError> {
     match read {
         Ok(v) => Ok(v),
         Err(e) if e.to_string().contains(DEEP) => Err(ReadError::Deep),
-        // What serde refuses and jq reads (a lone surrogate escape, a
-        // number beyond the doubles): jaq's reader, then jq's numbers.
-        Err(_) if !too_deep(line) => jaq_json::read::parse_single(line)
-            .map(|v| as_jq(&v))
-            .map_err(|e| ReadError::Bad(e.to_string())),
-        Err(_) => Err(ReadError::Deep),
+        Err(_) if too_deep(line) => Err(ReadError::Deep),
+        // What serde refuses is read by jq 1.6's own reader (`fromjson`'s):
+        // a lone low surrogate escape is U+FFFD, a number beyond the
+        // doubles is infinite, and a lone high surrogate is jq's error.
+        Err(_) => super::fromjson::parse(line).map_err(|e| ReadError::Bad(refusal(&e))),
     }
+}
+
+/// Whether `line` has a high surrogate escape (`\ud800`). jq 1.6 refuses
+/// it unless a low one follows, which only reading tells: the fast paths,
+/// which print or compare a line without reading it all, leave such a line
+/// to [`parse`].
+pub(crate) fn high_surrogate(line: &[u8]) -> bool {
+    memchr::memmem::find_iter(line, b"\\u").any(|i| {
+        matches!(
+            line.get(i + 2..i + 4),
+            Some([b'd' | b'D', b'8' | b'9' | b'a' | b'b' | b'A' | b'B'])
+        )
+    })
+}
+
+/// jq 1.6's parse error without what `fromjson` adds to it: the text it
+/// read (the whole record) and where in it (the record's own line 1).
+fn refusal(message: &str) -> String {
+    let cut = [" at line ", " (while parsing "]
+        .iter()
+        .filter_map(|at| message.find(at))
+        .min()
+        .unwrap_or(message.len());
+    message[..cut].to_owned()
 }
 
 /// Whether jq 1.6 refuses `line` as nested too deep. Most lines are
