@@ -46,13 +46,15 @@
 //! * `originals`: the original lines of records that pass through unchanged.
 //! * `message`: jaq's runtime errors in jq 1.6's words.
 //! * `print`: how results are printed (`Render`), a leaf.
-//! * `fromjson`: JSON text as jq 1.6's `fromjson` and `tonumber` read it.
+//! * `fromjson`: JSON text as jq 1.6's `fromjson` and `tonumber` read it
+//!   (and `read`, records serde refuses); `double`: a number as jq holds it.
 //! * `rewrite`: a filter rewritten so that jaq computes what jq 1.6 does.
 //! * `emit` and `convert`: handing results to the collector, cut to fit;
 //!   jaq values to JSON text and to `serde_json` values.
 
 mod compile;
 mod convert;
+mod double;
 mod emit;
 mod fromjson;
 mod job;

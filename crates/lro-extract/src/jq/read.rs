@@ -18,10 +18,8 @@ use std::{borrow::Cow, fmt, rc::Rc};
 use jaq_json::{Num, Val};
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 
+pub(crate) use super::double::number;
 pub(crate) use crate::failures::MAX_PARSING_DEPTH;
-
-/// The largest integer a double holds exactly, with all below it.
-const EXACT: f64 = 9_007_199_254_740_992.0;
 
 /// Whether a jaq integer is a double exactly (then it prints alike).
 pub(crate) fn exact(i: isize) -> bool {
@@ -180,17 +178,6 @@ fn string_end(b: &[u8], i: usize) -> Option<usize> {
             return Some(j + 1);
         }
         j += 2;
-    }
-}
-
-/// A number as jq 1.6 holds it: the double, as an integer where that is
-/// exact and prints alike.
-pub(crate) fn number(f: f64) -> Val {
-    let negative_zero = f == 0.0 && f.is_sign_negative();
-    if f.fract() == 0.0 && f.abs() <= EXACT && !negative_zero {
-        Val::Num(Num::Int(f as isize))
-    } else {
-        Val::Num(Num::Float(f))
     }
 }
 
