@@ -339,6 +339,33 @@ mod tests {
     }
 
     #[test]
+    fn lone_surrogates_read_as_jq_1_6_reads_them() {
+        // Checked with `jq -c .` (jq 1.6): a lone low surrogate is U+FFFD,
+        // in a value and in a key; a lone high one is refused.
+        let v = parse(br#"{"s":"x\udc00y","\udfff":"\udc00\udc00","p":"\ud83d\ude00"}"#).unwrap();
+        assert_eq!(
+            super::super::message::dump(&v),
+            "{\"s\":\"x\u{fffd}y\",\"\u{fffd}\":\"\u{fffd}\u{fffd}\",\"p\":\"\u{1f600}\"}"
+        );
+        for refused in [
+            &br#"{"s":"\ud800"}"#[..],
+            br#"["\ud800\u0041"]"#,
+            br#""\udbff\ud800""#,
+        ] {
+            assert_eq!(
+                parse(refused),
+                Err(ReadError::Bad(
+                    "Invalid \\uXXXX\\uXXXX surrogate pair escape".into()
+                )),
+                "{}",
+                String::from_utf8_lossy(refused)
+            );
+            assert!(high_surrogate(refused));
+        }
+        assert!(!high_surrogate(br#"{"s":"x\udc00y","t":"\u00e9"}"#));
+    }
+
+    #[test]
     fn a_duplicate_key_keeps_its_first_place_and_last_value() {
         let v = parse(br#"{"k":1,"a":{"x":1,"x":[2]},"k":"last"}"#).unwrap();
         assert_eq!(
