@@ -268,13 +268,14 @@ pub fn extract(
         .max_output_bytes(args.max_bytes.unwrap_or(usize::MAX))
         .max_output_values(args.max_values.unwrap_or(usize::MAX));
     let output = Extractor::new(cfg).run_to_writers(&req, out, errors)?;
+    // Failed and unread records were told as jq tells them, not here.
     if let Some(notice) = &output.notice {
         let _ = writeln!(err, "# {notice}");
-    } else if output.count == 0 {
+    } else if output.count == 0 && output.failed == 0 && output.unread == 0 {
         let _ = writeln!(err, "# no results");
     }
-    if output.too_deep > 0 {
-        return Err(CliError::TooDeep(output.too_deep));
+    if output.unread > 0 {
+        return Err(CliError::Unread(output.unread));
     }
     if output.last_failed {
         return Err(CliError::FilterFailed(output.failed));

@@ -10,7 +10,10 @@
 //! `--help`. `lro audit` exits 3 when its target cannot be launched or
 //! reached, and 1 when `--require-level` is not met. `lro extract` exits
 //! as jq 1.6 does on the same records: 5 when the filter failed on the
-//! last record, 4 when a record is nested deeper than jq reads.
+//! last record, 4 when a record is one jq cannot read (nested too deep, or
+//! a lone high surrogate escape). For these two it prints nothing more:
+//! jq's error lines and one line per record left out said it all
+//! ([`CliError::is_told`]).
 //!
 //! ```
 //! use lro_cli::error::{CliError, EXIT_FAILURE, EXIT_USAGE};
@@ -31,9 +34,9 @@ pub const EXIT_FAILURE: u8 = 1;
 pub const EXIT_USAGE: u8 = 2;
 /// Exit status of `lro audit` when the target cannot be launched or reached.
 pub const EXIT_UNREACHABLE: u8 = 3;
-/// Exit status of `lro extract` when a record is nested deeper than jq 1.6
-/// reads (jq's own status for text it cannot read).
-pub const EXIT_TOO_DEEP: u8 = 4;
+/// Exit status of `lro extract` when a record is one jq 1.6 cannot read
+/// (jq's own status for text it cannot read).
+pub const EXIT_UNREAD: u8 = 4;
 /// Exit status of `lro extract` when the filter failed on the last record
 /// (jq 1.6's).
 pub const EXIT_FILTER_FAILED: u8 = 5;
@@ -46,7 +49,8 @@ Exit status (every subcommand):
      an upstream that cannot be started or reached, or that exits
   2  usage error: bad flags or values, conflicting modes, a filter that does not compile
   3  lro audit only: the target cannot be launched or reached
-  4  lro extract only: a record is nested deeper than jq 1.6 reads (it was left out)
+  4  lro extract only: a record jq 1.6 cannot read (nested too deep, a lone
+     high surrogate escape) was left out
   5  lro extract only: the filter failed on the last record, as jq 1.6 exits";
 
 /// Why a command failed. Its `Display` is this level alone; the causes
@@ -125,9 +129,9 @@ pub enum CliError {
         /// The audit's verdict line.
         verdict: String,
     },
-    /// `lro extract`: records nested deeper than jq 1.6 reads were left out.
-    #[error("{0} record(s) nested deeper than jq 1.6 reads were left out")]
-    TooDeep(usize),
+    /// `lro extract`: records jq 1.6 cannot read were left out.
+    #[error("{0} record(s) that jq 1.6 cannot read were left out")]
+    Unread(usize),
     /// `lro extract`: the filter failed on the last record; every error was
     /// printed as jq prints it.
     #[error("the filter failed on the last record ({0} record(s) failed)")]
@@ -161,7 +165,7 @@ impl CliError {
                 EXIT_USAGE
             }
             CliError::Unreachable(_) => EXIT_UNREACHABLE,
-            CliError::TooDeep(_) => EXIT_TOO_DEEP,
+            CliError::Unread(_) => EXIT_UNREAD,
             CliError::FilterFailed(_) => EXIT_FILTER_FAILED,
             _ => EXIT_FAILURE,
         }
@@ -200,6 +204,15 @@ impl From<lro_host::HostError> for CliError {
             }
             other => Self::Host(other),
         }
+    }
+}
+
+impl CliError {
+    /// Whether what went wrong was told already, on the error stream, as
+    /// jq 1.6 tells it (`lro extract`'s failed and unread records): the
+    /// exit status is then all that is added, as jq adds nothing.
+    pub fn is_told(&self) -> bool {
+        matches!(self, CliError::Unread(_) | CliError::FilterFailed(_))
     }
 }
 

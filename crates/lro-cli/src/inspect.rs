@@ -98,7 +98,10 @@ pub fn inspect(path: &Path) -> Result<Report, CliError> {
         records += 1;
         let needs_parse = sample.len() < SAMPLE_SIZE;
         if needs_parse || bad_lines.len() < 10 {
-            match serde_json::from_slice::<Value>(line.trim_ascii()) {
+            // What serde refuses, jq may read (a lone low surrogate escape).
+            let read = serde_json::from_slice::<Value>(line.trim_ascii())
+                .or_else(|_| lro_extract::read_record(line.trim_ascii()));
+            match read {
                 Ok(v) if needs_parse => sample.push(v),
                 Ok(_) => {}
                 Err(_) => bad_lines.push(line_no),
@@ -206,12 +209,13 @@ mod tests {
         .unwrap();
         fs::write(
             dir.path().join(name),
-            format!("{header}\n{{\"a\":1}}\nnot json\n"),
+            format!("{header}\n{{\"a\":1}}\nnot json\n{{\"s\":\"x\\udc00y\"}}\n[]\n"),
         )
         .unwrap();
         let r = inspect(&dir.path().join(name)).unwrap();
-        assert_eq!(r.records, 2);
+        assert_eq!(r.records, 4);
         assert!(!r.count_matches);
+        // A lone low surrogate escape is JSON that jq reads.
         assert_eq!(r.bad_lines, [3]);
         assert!(r.to_text().contains("MISMATCH"));
     }

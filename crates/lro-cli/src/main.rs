@@ -46,7 +46,9 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("lro: {}", lro_core::error::chain(&err));
+            if !err.is_told() {
+                eprintln!("lro: {}", lro_core::error::chain(&err));
+            }
             ExitCode::from(err.exit_status())
         }
     }

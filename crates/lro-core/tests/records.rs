@@ -1,6 +1,7 @@
 //! The offload's record split on generated results: a JSON array becomes
 //! its elements, each exactly as written (duplicate keys, escapes and
-//! number spellings intact) on one line; JSON lines, `Key: value` blocks,
+//! number spellings intact) on one line; JSON lines (the first or most of
+//! them objects) become what jq 1.6 reads of each line; `Key: value` blocks,
 //! trees and several arrays keep their rules; any other text becomes one
 //! record per line, byte for byte. Nothing is lost or reordered.
 
@@ -28,6 +29,58 @@ fn one_line(text: &str, item: &Json) -> String {
     } else {
         text.to_owned()
     }
+}
+
+/// What jq 1.6 prints of `text` with `jq -c .`, and whether it exits 0.
+fn jq_values(text: &str) -> (String, bool) {
+    use std::io::{Seek, Write};
+
+    // From a file: pipes both ways could both fill.
+    let mut input = tempfile::tempfile().unwrap();
+    input.write_all(text.as_bytes()).unwrap();
+    input.rewind().unwrap();
+    let out = std::process::Command::new("jq")
+        .arg("-c")
+        .arg(".")
+        .stdin(input)
+        .stderr(std::process::Stdio::null())
+        .output()
+        .expect("jq 1.6");
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        out.status.success(),
+    )
+}
+
+#[test]
+fn the_jq_here_is_1_6() {
+    let out = std::process::Command::new("jq")
+        .arg("--version")
+        .output()
+        .expect("jq 1.6");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "jq-1.6");
+}
+
+#[test]
+fn json_lines_whose_first_line_is_no_object() {
+    // The checker's case: a scalar first, objects after it.
+    let text = "false\n{\"id\":0}\n{\"id\":1}\n[2]\n{\"id\":3}\n";
+    let set = RecordSet::from_text(text);
+    assert_eq!(set.kind, RecordKind::JsonLines);
+    assert_eq!(
+        set.records,
+        ["false", "{\"id\":0}", "{\"id\":1}", "[2]", "{\"id\":3}"]
+    );
+    assert_eq!(set.what, "JSON values");
+    // A list of numbers or words stays text.
+    assert_eq!(
+        RecordSet::from_text("1\n2\n3\n").kind,
+        RecordKind::TextLines
+    );
+    assert_eq!(
+        RecordSet::from_text("\"a\"\n{}\n\"b\"\n").kind,
+        RecordKind::TextLines
+    );
 }
 
 /// Every record is one line of JSON.
@@ -92,9 +145,42 @@ proptest! {
     }
 
     #[test]
+    fn json_lines_of_any_values_read_as_jq_reads_each_line(
+        lines in prop::collection::vec(
+            (prop_oneof![3 => json::object(), 1 => json::value()], any::<u64>()),
+            2..7,
+        ),
+        end in prop::sample::select(vec!["\n", "\r\n", "\n\n"]),
+    ) {
+        let texts: Vec<String> = lines
+            .iter()
+            .map(|(v, ws)| {
+                let text = v.render(*ws);
+                if text.contains(['\n', '\r']) { v.compact() } else { text }
+            })
+            .collect();
+        let text = texts.iter().map(|t| format!("{t}{end}")).collect::<String>();
+        let set = RecordSet::from_text(&text);
+        // The rule: every line one value, the first of them an object or
+        // more than half of them.
+        let objects = lines.iter().filter(|(v, _)| matches!(v, Json::Object(_))).count();
+        let first = matches!(lines[0].0, Json::Object(_));
+        let jsonl = first || 2 * objects > lines.len();
+        prop_assert_eq!(set.kind == RecordKind::JsonLines, jsonl, "{}", text);
+        if jsonl {
+            prop_assert_eq!(&set.records, &texts);
+            assert_lines(&set)?;
+            // jq reads the records as it reads the lines.
+            let records = set.records.join("\n");
+            prop_assert_eq!(jq_values(&records), jq_values(&text));
+        }
+    }
+
+    #[test]
     fn text_no_rule_takes_becomes_its_lines_byte_for_byte(text in json::text()) {
         let set = RecordSet::from_text(&text);
-        let plain = !text.contains(':') && !text.trim_start().starts_with(['[', '{']);
+        let plain = !text.contains(':')
+            && !text.lines().any(|l| l.trim_start().starts_with(['[', '{']));
         if plain {
             prop_assert_eq!(&set.kind, &RecordKind::TextLines);
         }

@@ -78,14 +78,6 @@ pub enum ExtractError {
         /// How it differs, for the reader.
         what: String,
     },
-    /// A record line is not valid JSON.
-    #[error("record on line {line} is not valid JSON: {message}")]
-    BadRecord {
-        /// 1-based line number in the file (the header is line 1).
-        line: usize,
-        /// The parser's message.
-        message: String,
-    },
     /// Reading the file failed.
     #[error("cannot read {path}")]
     Io {

@@ -1,11 +1,13 @@
-//! Records a filter failed on, and records too deep to read: jq 1.6 prints
-//! an error for the one and goes on with the next record, and refuses the
-//! other; an extraction answers every other record and says which failed.
+//! Records a filter failed on, and records jq 1.6 cannot read (nested too
+//! deep, or a lone high surrogate escape): jq 1.6 prints an error for the
+//! one and goes on with the next record, and refuses the other; an
+//! extraction answers every other record and says which failed.
 //!
 //! `lro extract` prints each error as jq does, on its error stream, with
 //! the line numbers jq gives the recipe commands (`tail -n +2 FILE | jq`:
-//! the records counted from 1); the tool's answer carries a notice with how
-//! many failed and the first error.
+//! the records counted from 1), and one line for each record left out; that
+//! is all it says. The tool's answer carries a notice instead, with how
+//! many failed and the first error, and which records were left out.
 
 use std::io::Write;
 
@@ -28,8 +30,50 @@ pub(crate) struct Failures {
     /// The first failure: its file line (when per record) and message.
     first: Option<(Option<usize>, String)>,
     last_failed: bool,
-    deep: Vec<usize>,
-    deep_count: usize,
+    deep: Left,
+    refused: Left,
+}
+
+/// Records left out for one reason: the first few lines, how many.
+#[derive(Default)]
+struct Left {
+    lines: Vec<usize>,
+    count: usize,
+    /// jq's message about the first (for those it refuses).
+    first: Option<String>,
+}
+
+impl Left {
+    fn add(&mut self, line: usize, message: Option<String>) {
+        self.count += 1;
+        if self.lines.len() < NAMED {
+            self.lines.push(line);
+        }
+        if self.first.is_none() {
+            self.first = message;
+        }
+    }
+
+    /// `2 records (line 4, 9) are`, for a notice.
+    fn named(&self) -> String {
+        let mut lines: Vec<String> = self.lines.iter().map(usize::to_string).collect();
+        if self.count > self.lines.len() {
+            lines.push("…".to_owned());
+        }
+        match self.count {
+            1 => format!("1 record (line {}) is", lines.join(", ")),
+            n => format!("{n} records (line {}) are", lines.join(", ")),
+        }
+    }
+}
+
+/// Why jq 1.6 cannot read a record.
+pub(crate) enum Unread {
+    /// Nested deeper than its parser's stack.
+    Deep,
+    /// Refused by its parser (a lone high surrogate escape), with jq's
+    /// message.
+    Refused(String),
 }
 
 impl Failures {
@@ -60,31 +104,41 @@ impl Failures {
         self.last_failed = false;
     }
 
-    /// The record on file line `line` is nested deeper than jq 1.6 reads.
-    pub(crate) fn too_deep(&mut self, line: usize) {
-        self.deep_count += 1;
-        if self.deep.len() < NAMED {
-            self.deep.push(line);
-        }
+    /// The record on file line `line` is one jq 1.6 cannot read, for
+    /// `why`: it is left out.
+    pub(crate) fn unread(&mut self, line: usize, why: Unread) {
+        let said = match why {
+            Unread::Deep => {
+                self.deep.add(line, None);
+                format!("is nested deeper than jq 1.6 reads ({MAX_PARSING_DEPTH} levels)")
+            }
+            Unread::Refused(message) => {
+                let said = format!("is not JSON that jq 1.6 reads ({message})");
+                self.refused.add(line, Some(message));
+                said
+            }
+        };
         if let Some(w) = &mut self.errors {
-            let _ = writeln!(
-                w,
-                "# record on line {line} is nested deeper than jq 1.6 reads ({} levels); skipped",
-                MAX_PARSING_DEPTH
-            );
+            let _ = writeln!(w, "# record on line {line} {said}; skipped");
         }
     }
 
-    /// How many records failed, whether the last one did, how many were
-    /// too deep.
+    /// How many records failed, whether the last one did, how many could
+    /// not be read.
     pub(crate) fn counts(&self) -> (usize, bool, usize) {
-        (self.failed, self.last_failed, self.deep_count)
+        (
+            self.failed,
+            self.last_failed,
+            self.deep.count + self.refused.count,
+        )
     }
 
-    /// What the answer says about them, when anything failed.
+    /// What the answer says about them, when anything failed; nothing when
+    /// the errors were printed as jq prints them (that says it all).
     pub(crate) fn notices(&mut self) -> Vec<String> {
         if let Some(w) = &mut self.errors {
             let _ = w.flush();
+            return Vec::new();
         }
         let mut out = Vec::new();
         if let Some((line, message)) = &self.first {
@@ -105,19 +159,17 @@ impl Failures {
                 }
             });
         }
-        if self.deep_count > 0 {
-            let mut lines: Vec<String> = self.deep.iter().map(usize::to_string).collect();
-            if self.deep_count > self.deep.len() {
-                lines.push("…".to_owned());
-            }
-            let (n, s) = match self.deep_count {
-                1 => ("1 record".to_owned(), "is"),
-                n => (format!("{n} records"), "are"),
-            };
+        if self.deep.count > 0 {
             out.push(format!(
-                "{n} (line {}) {s} nested deeper than jq 1.6 reads ({} levels) and left out",
-                lines.join(", "),
-                MAX_PARSING_DEPTH
+                "{} nested deeper than jq 1.6 reads ({MAX_PARSING_DEPTH} levels) and left out",
+                self.deep.named()
+            ));
+        }
+        if self.refused.count > 0 {
+            out.push(format!(
+                "{} not JSON that jq 1.6 reads ({}) and left out",
+                self.refused.named(),
+                self.refused.first.as_deref().unwrap_or_default()
             ));
         }
         out
@@ -168,10 +220,12 @@ mod tests {
             Message::Text("boolean (true) has no length".into()),
         );
         f.succeeded();
-        f.too_deep(9);
+        f.unread(9, Unread::Deep);
         assert_eq!(f.counts(), (1, false, 1));
         f.failed(Some(10), 10, Message::NotAString("{}".into()));
         assert_eq!(f.counts(), (2, true, 1));
+        // Printed as jq prints them, nothing more is said.
+        assert!(f.notices().is_empty());
         let mut printed = String::new();
         text.rewind().unwrap();
         text.read_to_string(&mut printed).unwrap();
@@ -183,11 +237,30 @@ mod tests {
                 "jq: error (at <stdin>:9) (not a string): {}",
             ]
         );
+    }
+
+    #[test]
+    fn notices_name_the_failed_and_the_unread() {
+        let mut f = Failures::default();
+        f.failed(
+            Some(3),
+            3,
+            Message::Text("boolean (true) has no length".into()),
+        );
+        f.succeeded();
+        f.unread(9, Unread::Deep);
+        f.failed(Some(10), 10, Message::NotAString("{}".into()));
+        let refusal = "Invalid \\uXXXX\\uXXXX surrogate pair escape";
+        for line in [11, 12, 13, 14, 15, 16] {
+            f.unread(line, Unread::Refused(refusal.into()));
+        }
+        assert_eq!(f.counts(), (2, true, 7));
         assert_eq!(
             f.notices(),
             [
                 "the filter failed on 2 records, the others answered: the first, on line 3: boolean (true) has no length",
                 "1 record (line 9) is nested deeper than jq 1.6 reads (256 levels) and left out",
+                "6 records (line 11, 12, 13, 14, 15, …) are not JSON that jq 1.6 reads (Invalid \\uXXXX\\uXXXX surrogate pair escape) and left out",
             ]
         );
     }

@@ -92,3 +92,16 @@ pub use request::{
     Condition, DEFAULT_LINE_LIMIT, DEFAULT_MAX_CHARS, DEFAULT_MAX_MATCHES, ExtractRequest, Grep,
     LineWindow, MAX_CONTEXT, Match, Op,
 };
+
+/// A record line as jq 1.6 reads it, as a `serde_json` value (a lone low
+/// surrogate escape is U+FFFD); jq's reason when jq does not read it (a
+/// lone high surrogate escape, nesting past its 256 entries, not JSON).
+///
+/// ```
+/// let v = lro_extract::read_record(br#"{"s":"x\udc00y"}"#).unwrap();
+/// assert_eq!(v["s"], "x\u{fffd}y");
+/// assert!(lro_extract::read_record(br#"{"s":"\ud800"}"#).is_err());
+/// ```
+pub fn read_record(line: &[u8]) -> Result<serde_json::Value, String> {
+    jq::record_value(line)
+}

@@ -8,7 +8,7 @@
 //! for the next part, instead of failing. It also applies `offset`/`limit`
 //! to the stream of a recipe's or query's results.
 
-use std::{io::Write, sync::Arc};
+use std::{cell::Cell, io::Write, sync::Arc};
 
 use lro_core::{TokenEstimator, metric::label::ExtractMode};
 
@@ -48,8 +48,9 @@ pub struct ExtractOutput {
     pub failed: usize,
     /// Whether it failed on the last record (jq 1.6 then exits with 5).
     pub last_failed: bool,
-    /// Records nested deeper than jq 1.6 reads, left out.
-    pub too_deep: usize,
+    /// Records jq 1.6 cannot read (nested too deep, or a lone high
+    /// surrogate escape), left out.
+    pub unread: usize,
     #[serde(skip)]
     pub(crate) results_len: usize,
 }
@@ -134,7 +135,10 @@ pub(crate) struct Collector {
     cut: Option<Cut>,
     single_result: bool,
     notices: Vec<String>,
-    /// Records the filter failed on, and records too deep to read.
+    /// Whether the last line that did not fit was over the byte budget (it
+    /// may be under the token one), for notices that name what cut.
+    over_bytes: Cell<bool>,
+    /// Records the filter failed on, and records jq cannot read.
     pub(crate) failures: Failures,
 }
 
@@ -169,6 +173,7 @@ impl Collector {
             cut: None,
             single_result: false,
             notices: Vec::new(),
+            over_bytes: Cell::new(false),
             failures: Failures::default(),
         }
     }
@@ -290,12 +295,11 @@ impl Collector {
         }
     }
 
-    /// The budget a result that does not fit ran into, for notices: the
-    /// token budget when there is one (it is the tighter in practice).
+    /// The budget the last result that did not fit ran into, for notices.
     pub(crate) fn budget_name(&self) -> String {
         match &self.limits.max_tokens {
-            Some((max, _)) => format!("the {max}-token output limit"),
-            None => format!("max_output_bytes ({})", self.limits.max_bytes),
+            Some((max, _)) if !self.over_bytes.get() => format!("the {max}-token output limit"),
+            _ => format!("max_output_bytes ({})", self.limits.max_bytes),
         }
     }
 
@@ -343,11 +347,15 @@ impl Collector {
     /// Whether a line of `bytes` bytes and `tokens` estimated tokens fits.
     pub(crate) fn fits_size(&self, bytes: usize, tokens: usize) -> bool {
         let bytes_ok = self.bytes.saturating_add(bytes).saturating_add(1) <= self.limits.max_bytes;
-        bytes_ok
+        let fits = bytes_ok
             && match &self.limits.max_tokens {
                 Some((max, _)) => self.tokens + tokens < *max,
                 None => true,
-            }
+            };
+        if !fits {
+            self.over_bytes.set(!bytes_ok);
+        }
+        fits
     }
 
     /// Records a truncation with its reason.
@@ -394,7 +402,7 @@ impl Collector {
             next(cut)
         });
         self.notices.extend(self.failures.notices());
-        let (failed, last_failed, too_deep) = self.failures.counts();
+        let (failed, last_failed, unread) = self.failures.counts();
         if let Some(next) = &next {
             let call = serde_json::to_string(next).expect("requests serialize");
             self.notices.push(format!("next part: {call}"));
@@ -432,7 +440,7 @@ impl Collector {
             text,
             failed,
             last_failed,
-            too_deep,
+            unread,
             results_len,
         }
     }
@@ -479,6 +487,33 @@ mod tests {
         let out = c.finish(ExtractMode::Query, true, |_| None);
         assert_eq!(out.count, 1);
         assert!(out.notice.unwrap().contains("max_output_bytes (4)"));
+    }
+
+    #[test]
+    fn a_cut_names_the_budget_it_ran_into() {
+        // 1,000 tokens and 12 bytes: the bytes cut.
+        let limits = |max_bytes, max_tokens| Limits {
+            max_bytes,
+            max_values: 100,
+            max_tokens: Some((max_tokens, Arc::new(()) as Arc<dyn TokenEstimator>)),
+        };
+        let mut c = Collector::buffer(limits(12, 1000));
+        assert_eq!(c.push(b"\"abcdef\"", || json!("abcdef")), Flow::Continue);
+        assert_eq!(c.push(b"\"abcdef\"", || json!("abcdef")), Flow::Stop);
+        let notice = c.finish(ExtractMode::Query, false, |_| None).notice;
+        assert_eq!(
+            notice.as_deref(),
+            Some("output cut at 1 results by max_output_bytes (12)")
+        );
+        // 3 tokens and 1,000 bytes: the tokens cut.
+        let mut c = Collector::buffer(limits(1000, 3));
+        assert_eq!(c.push(b"\"abcdef\"", || json!("abcdef")), Flow::Continue);
+        assert_eq!(c.push(b"\"abcdef\"", || json!("abcdef")), Flow::Stop);
+        let notice = c.finish(ExtractMode::Query, false, |_| None).notice;
+        assert_eq!(
+            notice.as_deref(),
+            Some("output cut at 1 results by the 3-token output limit")
+        );
     }
 
     #[test]

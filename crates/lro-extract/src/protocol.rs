@@ -137,7 +137,7 @@ pub(crate) struct Output {
     text: String,
     failed: usize,
     last_failed: bool,
-    too_deep: usize,
+    unread: usize,
     results_len: usize,
 }
 
@@ -154,7 +154,7 @@ impl From<ExtractOutput> for Output {
             text: o.text,
             failed: o.failed,
             last_failed: o.last_failed,
-            too_deep: o.too_deep,
+            unread: o.unread,
             results_len: o.results_len,
         }
     }
@@ -183,7 +183,7 @@ impl Output {
             text: self.text,
             failed: self.failed,
             last_failed: self.last_failed,
-            too_deep: self.too_deep,
+            unread: self.unread,
             results_len: self.results_len,
         })
     }
@@ -216,10 +216,6 @@ pub(crate) enum Error {
     Damaged {
         path: String,
         what: String,
-    },
-    BadRecord {
-        line: usize,
-        message: String,
     },
     Io {
         path: PathBuf,
@@ -266,7 +262,6 @@ impl From<ExtractError> for Error {
             },
             E::BadHeader(m) => Self::BadHeader(m),
             E::Damaged { path, what } => Self::Damaged { path, what },
-            E::BadRecord { line, message } => Self::BadRecord { line, message },
             E::Io { path, source } => Self::Io {
                 path,
                 source: chain(&source).to_string(),
@@ -302,7 +297,6 @@ impl From<Error> for ExtractError {
             },
             Error::BadHeader(m) => E::BadHeader(m),
             Error::Damaged { path, what } => E::Damaged { path, what },
-            Error::BadRecord { line, message } => E::BadRecord { line, message },
             Error::Io { path, source } => E::Io {
                 path,
                 source: io::Error::other(source),
@@ -368,7 +362,7 @@ mod tests {
             text: "{\"a\":\"\\n\"}\n# more\n".into(),
             failed: 2,
             last_failed: true,
-            too_deep: 1,
+            unread: 1,
             results_len: 11,
         };
         let answer = Answer {

@@ -119,7 +119,7 @@ fn ours(ex: &Extractor, req: &ExtractRequest, tool: bool) -> Answer {
     Answer {
         stdout: out.text(),
         errors: error_places(&err.text()),
-        success: !done.last_failed && done.too_deep == 0,
+        success: !done.last_failed && done.unread == 0,
     }
 }
 
@@ -492,7 +492,7 @@ fn a_deep_record_is_left_out_and_named() {
         ] {
             let out = ex.run(&req).unwrap();
             assert_eq!(out.results(), want, "{req:?}");
-            assert_eq!(out.too_deep, 1);
+            assert_eq!(out.unread, 1);
             let notice = out.notice.unwrap();
             assert!(
                 notice.contains(
@@ -505,11 +505,127 @@ fn a_deep_record_is_left_out_and_named() {
         let req = ExtractRequest::new(&path).count(true);
         let out = ex.run(&req).unwrap();
         assert_eq!(out.results(), "{\"count\":3}\n");
-        assert_eq!(out.too_deep, 1);
+        assert_eq!(out.unread, 1);
         // And so does every recipe.
         for n in 1..=10u8 {
             let out = ex.run(&ExtractRequest::new(&path).recipe(n)).unwrap();
-            assert_eq!(out.too_deep, 1, "recipe {n}");
+            assert_eq!(out.unread, 1, "recipe {n}");
         }
+    }
+}
+
+/// The outside checker's findings (issue 33): a lone low surrogate escape
+/// (U+FFFD to jq, in a value and in a key), numbers past the doubles
+/// (`1E400`, which jq 1.6 holds as infinity when it reads the record, and
+/// prints as the largest double), `-0` through `floor`, and `to_entries`
+/// on a scalar, per record, slurped, in `where` and in every recipe.
+#[test]
+fn the_checker_findings_answer_as_jq_1_6_does() {
+    assert_jq_1_6();
+    let records: Vec<String> = [
+        r#"{"s":"x\udc00y","n":1}"#,
+        r#"{"id":2,"n":2,"k":"x"}"#,
+        r#"{"\udc00":1,"\udfff":2,"s":"\udc00\udc00","k":"\udc00"}"#,
+        r#"{"id":1,"n":1E400}"#,
+        r#"{"id":2,"n":1.7976931348623157e308}"#,
+        r#"{"id":3,"n":-0}"#,
+        r#"{"id":4,"n":-0.4}"#,
+        "true",
+        r#""s""#,
+        "null",
+        "5",
+    ]
+    .map(String::from)
+    .into();
+    let per_record = [
+        ".",
+        ".s",
+        ".k",
+        "length",
+        "keys",
+        "tojson",
+        "tostring",
+        ".. | numbers",
+        "to_entries",
+        "with_entries(.value |= tostring)",
+        ".n == 1.7976931348623157e308",
+        ".n / 3",
+        ".n | sqrt",
+        ".n | log10",
+        ".n | floor",
+        ".n | ceil",
+        ".n | round",
+        "select(.k == \"\\ufffd\")",
+    ];
+    let slurped = [
+        "length",
+        "[.[] | objects] | max_by(.n) | .id",
+        "[.[] | objects] | sort_by(.n) | map(.id)",
+        "[.[] | objects] | sort_by(.s)",
+        "[.[] | objects] | group_by(.s) | map({s: .[0].s, count: length})",
+        "map(.s?)",
+    ];
+    compare_with(&records, &per_record, &slurped, true);
+}
+
+#[test]
+fn a_record_with_a_lone_high_surrogate_is_left_out_and_named() {
+    assert_jq_1_6();
+    let dir = tempfile::tempdir().unwrap();
+    let text =
+        r#"[{"k":"a","n":1},{"s":"\ud800","n":2,"k":"c"},{"k":"b","n":3,"s":"\ud83d\ude00"}]"#;
+    let file = offload_result(dir.path(), text);
+    let path = file.path.to_string_lossy().into_owned();
+    // jq refuses the file at that record, as at a deep one.
+    let jq = theirs(&file.path, &["-c".into(), ".n".into()]);
+    assert!(!jq.success);
+    let named = "1 record (line 3) is not JSON that jq 1.6 reads \
+                 (Invalid \\uXXXX\\uXXXX surrogate pair escape) and left out";
+    for ex in engines(dir.path()) {
+        for (req, want) in [
+            (ExtractRequest::new(&path).query(".n"), "1\n3\n"),
+            (ExtractRequest::new(&path).query(".k"), "\"a\"\n\"b\"\n"),
+            (
+                ExtractRequest::new(&path).query("."),
+                "{\"k\":\"a\",\"n\":1}\n{\"k\":\"b\",\"n\":3,\"s\":\"😀\"}\n",
+            ),
+            (
+                ExtractRequest::new(&path)
+                    .query("sort_by(.k) | map(.n)")
+                    .slurp(true),
+                "[1,3]\n",
+            ),
+            (
+                ExtractRequest::new(&path)
+                    .query("group_by(.k) | map({k: .[0].k, count: length})")
+                    .slurp(true),
+                "[{\"k\":\"a\",\"count\":1},{\"k\":\"b\",\"count\":1}]\n",
+            ),
+            (ExtractRequest::new(&path).count(true), "{\"count\":2}\n"),
+        ] {
+            let out = ex.run(&req).unwrap();
+            assert_eq!(out.results(), want, "{req:?}");
+            assert_eq!(out.unread, 1, "{req:?}");
+            let notice = out.notice.unwrap_or_default();
+            assert!(notice.contains(named), "{notice}");
+        }
+        for n in 1..=10u8 {
+            let out = ex.run(&ExtractRequest::new(&path).recipe(n)).unwrap();
+            assert_eq!(out.unread, 1, "recipe {n}");
+        }
+        // `lro extract` says one line of it, where jq would stop.
+        let (out, err) = (Shared::default(), Shared::default());
+        let req = ExtractRequest::new(&path).query(".n");
+        let done = ex
+            .run_to_writers(&req, Box::new(out.clone()), Box::new(err.clone()))
+            .unwrap();
+        assert_eq!(out.text(), "1\n3\n");
+        assert_eq!(
+            err.text(),
+            "# record on line 3 is not JSON that jq 1.6 reads \
+             (Invalid \\uXXXX\\uXXXX surrogate pair escape); skipped\n"
+        );
+        assert_eq!(done.notice, None);
+        assert_eq!((done.unread, done.failed), (1, 0));
     }
 }

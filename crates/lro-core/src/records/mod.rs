@@ -4,7 +4,9 @@
 //! (or the one array field of a structured object); a JSON array (or an
 //! object with exactly one array field) in a text block; an object, in
 //! structured content or text, that holds several arrays of objects, the
-//! records of every array tagged with its name (`arrays.rs`); JSONL text;
+//! records of every array tagged with its name (`arrays.rs`); JSONL text
+//! (every non-blank line one JSON value, the first or most of them
+//! objects);
 //! text of repeated `Key: value` blocks, one record per block (`blocks.rs`);
 //! otherwise one `{"line": n, "text": "..."}` record per line of text, byte
 //! for byte (`\r` kept). An
@@ -208,13 +210,13 @@ impl<'a> RecordSet<'a> {
         {
             return Self::from_items(RecordKind::JsonArray, items);
         }
-        if trimmed.starts_with('{') {
-            if let Some(set) = Self::object_field(trimmed) {
-                return set;
-            }
-            if let Some(set) = Self::json_lines(trimmed) {
-                return set;
-            }
+        if trimmed.starts_with('{')
+            && let Some(set) = Self::object_field(trimmed)
+        {
+            return set;
+        }
+        if let Some(set) = Self::json_lines(trimmed) {
+            return set;
         }
         if let Some(b) = blocks::parse(text) {
             return RecordSet {
@@ -257,14 +259,26 @@ impl<'a> RecordSet<'a> {
         }
     }
 
+    /// JSONL: at least two non-blank lines, each one JSON value, the first
+    /// of them an object or more than half of them (a list of numbers or
+    /// words stays text). A first line that is not an object does not make
+    /// it text: jq reads every line alike.
     fn json_lines(text: &'a str) -> Option<Self> {
         let mut records = Vec::new();
+        let mut objects = 0usize;
         for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
             let raw: &RawValue = serde_json::from_str(line).ok()?;
+            objects += usize::from(raw.get().starts_with('{'));
             records.push(compact(raw));
         }
-        let what = array_what(&RecordKind::JsonLines, records.first().map(|r| &**r));
-        (records.len() >= 2).then_some(RecordSet {
+        let first_object = records.first().is_some_and(|r| r.starts_with('{'));
+        let what = Cow::Borrowed(if objects == records.len() {
+            "JSON objects"
+        } else {
+            "JSON values"
+        });
+        let most = first_object || objects * 2 > records.len();
+        (records.len() >= 2 && most).then_some(RecordSet {
             head: OnceLock::new(),
             kind: RecordKind::JsonLines,
             records,
@@ -388,7 +402,7 @@ fn nests_objects(json: &str) -> bool {
         .any(|(i, _)| json[i + 1..].trim_start().starts_with('{'))
 }
 
-/// What the records of a JSON array (or JSONL) are: the array field's name
+/// What the records of a JSON array are: the array field's name
 /// when it has one, else objects or values.
 fn array_what(kind: &RecordKind, first: Option<&str>) -> Cow<'static, str> {
     match kind {

@@ -22,7 +22,8 @@ def split_(re; flags): _lro_matchable | _lro_split_(re; flags);
 "#;
 
 /// Ours that need jaq-std's definitions, after them; and jq 1.6's own
-/// definitions of `to_entries`, `from_entries` (its key names: `key`, `Key`,
+/// definitions of `to_entries` (through `keys_unsorted`, so that a scalar
+/// fails as jq's does: `boolean (true) has no keys`), `from_entries` (its key names: `key`, `Key`,
 /// `name`, `Name`), `with_entries` and `flatten` (over an object's values
 /// too), `ltrimstr`/`rtrimstr` (anything but a string as it is),
 /// `indices`, `index` and `rindex` (`.[$i]` of anything but an array or a

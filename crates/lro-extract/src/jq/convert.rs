@@ -101,10 +101,14 @@ pub(crate) fn reprint(line: &[u8]) -> Option<Vec<u8>> {
     Some(out)
 }
 
-/// A record as jq 1.6 reads it, as a `serde_json` value; `None` when jq
-/// does not read it.
-pub(crate) fn record_value(line: &[u8]) -> Option<Value> {
-    to_value(&super::read::parse(line).ok()?, 0, &NoOriginals).ok()
+/// A record as jq 1.6 reads it, as a `serde_json` value; jq's message
+/// when it does not read it.
+pub(crate) fn record_value(line: &[u8]) -> Result<Value, String> {
+    let v = super::read::parse(line).map_err(|e| match e {
+        super::read::ReadError::Bad(message) => message,
+        super::read::ReadError::Deep => "nested deeper than jq 1.6 reads".to_owned(),
+    })?;
+    to_value(&v, 0, &NoOriginals).map_err(|e| e.to_string())
 }
 
 /// Converts a jaq value into a `serde_json` value.
@@ -170,7 +174,8 @@ pub(crate) fn canonical(json: &[u8]) -> Cow<'_, [u8]> {
             let mut out = Vec::with_capacity(json.len());
             match render::rewrite(json, &mut out) {
                 Some(()) => Cow::Owned(out),
-                None => Cow::Borrowed(json),
+                // A lone surrogate escape, which serde refuses and jq reads.
+                None => reprint(json).map_or(Cow::Borrowed(json), Cow::Owned),
             }
         }
         render::Form::Reread => reprint(json).map_or(Cow::Borrowed(json), Cow::Owned),

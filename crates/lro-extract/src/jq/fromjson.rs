@@ -14,7 +14,8 @@ use std::rc::Rc;
 
 use jaq_json::Val;
 
-use super::read::{MAX_PARSING_DEPTH, number};
+use super::double::number;
+use crate::failures::MAX_PARSING_DEPTH;
 
 /// What a string holds for jq 1.6: its one value, or jq's error message.
 pub(crate) fn parse(text: &[u8]) -> Result<Val, String> {

@@ -14,12 +14,12 @@ use super::{
     message::jq_message,
     originals::{ManyOriginals, NoOriginals, OneOriginal, Originals},
     print::Render,
-    read::{ReadError, parse as read_record, too_deep},
+    read::{ReadError, high_surrogate, parse as read_record, too_deep},
     stop::{Guard, GuardedData, JqData},
 };
 use crate::{
     ExtractError,
-    failures::Message,
+    failures::{Message, Unread},
     output::{Collector, Flow, Window, floor_char_boundary},
 };
 
@@ -59,10 +59,12 @@ impl Job<'_> {
         let ctx = Ctx::<JqData>::new(data, vars);
         let mut lines = Lines::new(reader, first_line);
         let fields = self.projection.as_ref().map(|p| p.paths.as_slice());
-        let parse = |line: &[u8], line_no: usize| -> Result<Option<Val>, ExtractError> {
+        // A line jq may refuse is read whole, never projected.
+        let parse = |line: &[u8]| -> Result<Val, ReadError> {
+            let fields = fields.filter(|_| !high_surrogate(line));
             match fields.and_then(|f| super::project::project_line(line, f)) {
-                Some(v) => Ok(Some(v)),
-                None => parse_record(line, line_no),
+                Some(v) => Ok(v),
+                None => read_record(line),
             }
         };
         if self.slurp {
@@ -74,11 +76,10 @@ impl Job<'_> {
                     return Err(cancelled());
                 }
                 if too_deep(line) {
-                    out.failures.too_deep(line_no);
+                    out.failures.unread(line_no, Unread::Deep);
                     continue;
                 }
-                let Some(v) = parse(line, line_no)? else {
-                    out.failures.too_deep(line_no);
+                let Some(v) = read_or_note(parse(line), line_no, out) else {
                     continue;
                 };
                 if keep_lines {
@@ -130,10 +131,10 @@ impl Job<'_> {
                 return Err(cancelled());
             }
             if too_deep(line) {
-                out.failures.too_deep(line_no);
+                out.failures.unread(line_no, Unread::Deep);
                 continue;
             }
-            if let Some(fast) = &self.fast {
+            if let Some(fast) = self.fast.as_ref().filter(|_| !high_surrogate(line)) {
                 match fast.apply(line) {
                     Some(crate::fast::FastOut::Skip) => {
                         out.failures.succeeded();
@@ -158,8 +159,7 @@ impl Job<'_> {
                     _ => {}
                 }
             }
-            let Some(input) = parse(line, line_no)? else {
-                out.failures.too_deep(line_no);
+            let Some(input) = read_or_note(parse(line), line_no, out) else {
                 continue;
             };
             let originals = OneOriginal {
@@ -220,16 +220,20 @@ fn cancelled() -> ExtractError {
     }
 }
 
-/// The record on `line`, as jq 1.6 reads it; `None` when it is nested
-/// deeper than jq reads.
-fn parse_record(line: &[u8], line_no: usize) -> Result<Option<Val>, ExtractError> {
-    match read_record(line) {
-        Ok(v) => Ok(Some(v)),
-        Err(ReadError::Deep) => Ok(None),
-        Err(ReadError::Bad(message)) => Err(ExtractError::BadRecord {
-            line: line_no,
-            message,
-        }),
+/// The record read from file line `line_no`; `None` when jq 1.6 cannot
+/// read it (nested too deep, or a lone high surrogate escape), which is
+/// noted: it is left out and named.
+fn read_or_note(read: Result<Val, ReadError>, line_no: usize, out: &mut Collector) -> Option<Val> {
+    match read {
+        Ok(v) => Some(v),
+        Err(ReadError::Deep) => {
+            out.failures.unread(line_no, Unread::Deep);
+            None
+        }
+        Err(ReadError::Bad(message)) => {
+            out.failures.unread(line_no, Unread::Refused(message));
+            None
+        }
     }
 }
 

@@ -46,13 +46,15 @@
 //! * `originals`: the original lines of records that pass through unchanged.
 //! * `message`: jaq's runtime errors in jq 1.6's words.
 //! * `print`: how results are printed (`Render`), a leaf.
-//! * `fromjson`: JSON text as jq 1.6's `fromjson` and `tonumber` read it.
+//! * `fromjson`: JSON text as jq 1.6's `fromjson` and `tonumber` read it
+//!   (and `read`, records serde refuses); `double`: a number as jq holds it.
 //! * `rewrite`: a filter rewritten so that jaq computes what jq 1.6 does.
 //! * `emit` and `convert`: handing results to the collector, cut to fit;
 //!   jaq values to JSON text and to `serde_json` values.
 
 mod compile;
 mod convert;
+mod double;
 mod emit;
 mod fromjson;
 mod job;
@@ -72,7 +74,7 @@ pub(crate) use emit::{Elements, emit_parts, emit_whole};
 pub(crate) use job::Job;
 pub(crate) use lines::Lines;
 pub(crate) use print::Render;
-pub(crate) use read::{parse as read_record, too_deep};
+pub(crate) use read::{high_surrogate, parse as read_record, too_deep};
 pub(crate) use stop::{Guard, Stop, WORKER_STACK, worker_stack};
 
 #[cfg(test)]

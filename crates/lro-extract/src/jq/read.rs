@@ -18,10 +18,8 @@ use std::{borrow::Cow, fmt, rc::Rc};
 use jaq_json::{Num, Val};
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 
+pub(crate) use super::double::number;
 pub(crate) use crate::failures::MAX_PARSING_DEPTH;
-
-/// The largest integer a double holds exactly, with all below it.
-const EXACT: f64 = 9_007_199_254_740_992.0;
 
 /// Whether a jaq integer is a double exactly (then it prints alike).
 pub(crate) fn exact(i: isize) -> bool {
@@ -36,7 +34,8 @@ const DEEP: &str = "deeper than jq 1.6 parses";
 pub(crate) enum ReadError {
     /// Nested deeper than jq 1.6 parses.
     Deep,
-    /// Not JSON; the parser's message.
+    /// Not JSON that jq 1.6 reads (a lone high surrogate escape); jq's
+    /// message.
     Bad(String),
 }
 
@@ -57,13 +56,36 @@ fn parse_text(line: &[u8]) -> Result<Val, ReadError> {
     match read {
         Ok(v) => Ok(v),
         Err(e) if e.to_string().contains(DEEP) => Err(ReadError::Deep),
-        // What serde refuses and jq reads (a lone surrogate escape, a
-        // number beyond the doubles): jaq's reader, then jq's numbers.
-        Err(_) if !too_deep(line) => jaq_json::read::parse_single(line)
-            .map(|v| as_jq(&v))
-            .map_err(|e| ReadError::Bad(e.to_string())),
-        Err(_) => Err(ReadError::Deep),
+        Err(_) if too_deep(line) => Err(ReadError::Deep),
+        // What serde refuses is read by jq 1.6's own reader (`fromjson`'s):
+        // a lone low surrogate escape is U+FFFD, a number beyond the
+        // doubles is infinite, and a lone high surrogate is jq's error.
+        Err(_) => super::fromjson::parse(line).map_err(|e| ReadError::Bad(refusal(&e))),
     }
+}
+
+/// Whether `line` has a high surrogate escape (`\ud800`). jq 1.6 refuses
+/// it unless a low one follows, which only reading tells: the fast paths,
+/// which print or compare a line without reading it all, leave such a line
+/// to [`parse`].
+pub(crate) fn high_surrogate(line: &[u8]) -> bool {
+    memchr::memmem::find_iter(line, b"\\u").any(|i| {
+        matches!(
+            line.get(i + 2..i + 4),
+            Some([b'd' | b'D', b'8' | b'9' | b'a' | b'b' | b'A' | b'B'])
+        )
+    })
+}
+
+/// jq 1.6's parse error without what `fromjson` adds to it: the text it
+/// read (the whole record) and where in it (the record's own line 1).
+fn refusal(message: &str) -> String {
+    let cut = [" at line ", " (while parsing "]
+        .iter()
+        .filter_map(|at| message.find(at))
+        .min()
+        .unwrap_or(message.len());
+    message[..cut].to_owned()
 }
 
 /// Whether jq 1.6 refuses `line` as nested too deep. Most lines are
@@ -156,17 +178,6 @@ fn string_end(b: &[u8], i: usize) -> Option<usize> {
             return Some(j + 1);
         }
         j += 2;
-    }
-}
-
-/// A number as jq 1.6 holds it: the double, as an integer where that is
-/// exact and prints alike.
-pub(crate) fn number(f: f64) -> Val {
-    let negative_zero = f == 0.0 && f.is_sign_negative();
-    if f.fract() == 0.0 && f.abs() <= EXACT && !negative_zero {
-        Val::Num(Num::Int(f as isize))
-    } else {
-        Val::Num(Num::Float(f))
     }
 }
 
@@ -325,6 +336,33 @@ mod tests {
             };
             assert_eq!(format!("{got:?}"), format!("{want:?}"));
         }
+    }
+
+    #[test]
+    fn lone_surrogates_read_as_jq_1_6_reads_them() {
+        // Checked with `jq -c .` (jq 1.6): a lone low surrogate is U+FFFD,
+        // in a value and in a key; a lone high one is refused.
+        let v = parse(br#"{"s":"x\udc00y","\udfff":"\udc00\udc00","p":"\ud83d\ude00"}"#).unwrap();
+        assert_eq!(
+            super::super::message::dump(&v),
+            "{\"s\":\"x\u{fffd}y\",\"\u{fffd}\":\"\u{fffd}\u{fffd}\",\"p\":\"\u{1f600}\"}"
+        );
+        for refused in [
+            &br#"{"s":"\ud800"}"#[..],
+            br#"["\ud800\u0041"]"#,
+            br#""\udbff\ud800""#,
+        ] {
+            assert_eq!(
+                parse(refused),
+                Err(ReadError::Bad(
+                    "Invalid \\uXXXX\\uXXXX surrogate pair escape".into()
+                )),
+                "{}",
+                String::from_utf8_lossy(refused)
+            );
+            assert!(high_surrogate(refused));
+        }
+        assert!(!high_surrogate(br#"{"s":"x\udc00y","t":"\u00e9"}"#));
     }
 
     #[test]

@@ -70,8 +70,8 @@ pub(super) fn groups(
         if guard.cancelled() {
             return Err(super::cancelled());
         }
-        // jaq leaves out and names a record jq cannot read.
-        if crate::jq::too_deep(line) {
+        // jaq leaves out and names a record jq cannot read, or may not.
+        if crate::jq::too_deep(line) || crate::jq::high_surrogate(line) {
             return Ok(None);
         }
         let Some(raw) = raw_at(line, path) else {

@@ -46,8 +46,8 @@ fn entries<'a>(
         if guard.cancelled() {
             return None;
         }
-        // jaq leaves out and names a record jq cannot read.
-        if crate::jq::too_deep(line) {
+        // jaq leaves out and names a record jq cannot read, or may not.
+        if crate::jq::too_deep(line) || crate::jq::high_surrogate(line) {
             return None;
         }
         let key = key_of(raw_at(line, path)?)?;

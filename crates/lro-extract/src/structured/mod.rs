@@ -16,6 +16,7 @@ use serde_json::{Map, Value, json};
 
 use crate::{
     ExtractError,
+    failures::Unread,
     jq::{Guard, Lines},
     output::{Collector, Flow},
     render,
@@ -250,14 +251,15 @@ fn jq_cmp(a: &Value, b: &Value) -> Ordering {
 }
 
 /// A record as a value, as deep as jq reads (past serde's own 128 levels),
-/// and with what serde refuses read as jq reads it (`1E400`).
-fn read(line: &[u8]) -> serde_json::Result<Value> {
+/// and with what serde refuses read as jq reads it (`1E400`, a lone
+/// surrogate escape); jq's message when jq refuses it.
+fn read(line: &[u8]) -> Result<Value, String> {
     use serde::Deserialize;
     let mut de = serde_json::Deserializer::from_slice(line);
     de.disable_recursion_limit();
     match Value::deserialize(&mut de).and_then(|v| de.end().map(|()| v)) {
         Ok(v) => Ok(v),
-        Err(e) => crate::jq::record_value(line).ok_or(e),
+        Err(_) => crate::jq::record_value(line),
     }
 }
 
@@ -387,13 +389,16 @@ impl Structured {
             // A record jq cannot read is left out and named, as the jq
             // modes do; one never fails the whole answer.
             if crate::jq::too_deep(line) {
-                out.failures.too_deep(line_no);
+                out.failures.unread(line_no, Unread::Deep);
                 continue;
             }
-            let record = read(line).map_err(|e| ExtractError::BadRecord {
-                line: line_no,
-                message: e.to_string(),
-            })?;
+            let record = match read(line) {
+                Ok(record) => record,
+                Err(message) => {
+                    out.failures.unread(line_no, Unread::Refused(message));
+                    continue;
+                }
+            };
             if !self.matches(&record) {
                 if matched == 0 {
                     for (c, seen) in self.conds.iter().zip(&mut seen) {

@@ -33,8 +33,11 @@ const NUMBERS: [&str; 24] = [
     "7",
 ];
 
-/// String bodies (JSON-escaped as written in a file).
-const TEXTS: [&str; 18] = [
+/// String bodies (JSON-escaped as written in a file); a lone low surrogate
+/// escape is legal JSON, which jq 1.6 reads as U+FFFD.
+const TEXTS: [&str; 20] = [
+    "x\\udc00y",
+    "\\udfff",
     "x",
     "y",
     "café",
@@ -55,8 +58,9 @@ const TEXTS: [&str; 18] = [
     "a b",
 ];
 
-/// Keys, few enough to repeat; `\u006b` is `k` spelled another way.
-const KEYS: [&str; 7] = ["k", "n", "o", "tags", "é", "\\u006b", "a"];
+/// Keys, few enough to repeat; `\u006b` is `k` spelled another way, and
+/// `\udc00` is U+FFFD to jq 1.6.
+const KEYS: [&str; 8] = ["k", "n", "o", "tags", "é", "\\u006b", "a", "\\udc00"];
 
 fn number() -> impl Strategy<Value = String> {
     prop_oneof![

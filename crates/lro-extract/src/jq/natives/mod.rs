@@ -1,5 +1,6 @@
 //! Our natives (custom jq functions), jaq's own where they answer as jq
-//! 1.6 does: a cancellable `range`, `keys`, `has`, `sort` and `sort_by` as jq 1.6's,
+//! 1.6 does: a cancellable `range`, `keys`, `has`, `sort`, `sort_by`,
+//! `floor`, `ceil` and `round` as jq 1.6's,
 //! and a `halt` that is an error, here; text and regular expressions in
 //! `text.rs`, numbers in `numbers.rs`, output formats in `format.rs`, and
 //! what an index needs (`.[0]` on an object, a missing slot an update
@@ -35,7 +36,22 @@ const RENAMED: [(&str, &str); 7] = [
 /// or fail otherwise than jq 1.6's.
 pub(super) fn natives() -> Vec<jaq_core::native::Fun<JqData>> {
     const BLOCKED: &[&str] = &["range", "env", "halt", "input", "inputs"];
-    let ours: [jaq_core::native::Fun<JqData>; 32] = [
+    let ours: [jaq_core::native::Fun<JqData>; 35] = [
+        (
+            "floor",
+            v(0),
+            Native::<JqData>::new(|cv| numbers::rounding(cv, f64::floor)),
+        ),
+        (
+            "ceil",
+            v(0),
+            Native::<JqData>::new(|cv| numbers::rounding(cv, f64::ceil)),
+        ),
+        (
+            "round",
+            v(0),
+            Native::<JqData>::new(|cv| numbers::rounding(cv, f64::round)),
+        ),
         ("keys", v(0), Native::<JqData>::new(|cv| keys(cv, true))),
         (
             "keys_unsorted",

@@ -1,6 +1,7 @@
 //! Natives over numbers: `tonumber` and `fromjson` reading text as jq 1.6
 //! reads JSON, and what the rewritten arithmetic calls (`rewrite.rs`): a
-//! result rounded to jq's double, `%` and `-x` as jq 1.6 computes them.
+//! result rounded to jq's double, `%` and `-x` as jq 1.6 computes them;
+//! `floor`, `ceil` and `round` keeping the double's sign (`-0`).
 
 use jaq_core::{Exn, box_iter::box_once};
 use jaq_json::Val;
@@ -91,5 +92,19 @@ pub(super) fn neg_native<'a>(cv: jaq_core::Cv<'a, JqData>) -> jaq_core::ValXs<'a
     match cv.1 {
         Val::Num(n) => box_once(Ok(read::as_jq(&Val::Num(-n)))),
         other => fail(format_args!("{} cannot be negated", described(&other))),
+    }
+}
+
+/// `floor`, `ceil` and `round` by `f`, as jq 1.6 computes them: the double
+/// C's function gives (jaq's make an integer of it, losing `-0`: `-0.4 |
+/// round` is `-0` in jq); anything else fails as jaq's do.
+pub(super) fn rounding<'a>(
+    cv: jaq_core::Cv<'a, JqData>,
+    f: fn(f64) -> f64,
+) -> jaq_core::ValXs<'a, Val> {
+    use jaq_std::ValT;
+    match cv.1.as_f64() {
+        Some(x) => box_once(Ok(read::number(f(x)))),
+        None => box_once(Err(Exn::from(jaq_core::Error::typ(cv.1, "number")))),
     }
 }
