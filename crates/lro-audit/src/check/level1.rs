@@ -390,8 +390,15 @@ pub(super) fn file_name(ev: &Evidence) -> Verdict {
                     .and_then(Value::as_str)
                     .map(str::to_owned)
             });
+            // A file name keeps the first NAME_OPERATION_LEN characters of
+            // the operation; the header keeps it whole.
             if let Some(h) = header_op
-                && h != op
+                && op != h
+                && op
+                    != h.char_indices()
+                        .nth(lro_core::file::NAME_OPERATION_LEN)
+                        .map_or(h.as_str(), |(at, _)| &h[..at])
+                        .trim_end_matches('_')
             {
                 return Some(format!("{name} names operation {op}, the header {h}"));
             }
@@ -523,6 +530,32 @@ mod tests {
             let (status, detail) = judge(&ev);
             assert_eq!(status, Status::Pass, "{detail}");
         }
+    }
+
+    #[test]
+    fn a_file_name_keeps_the_first_16_characters_of_the_operation() {
+        let named = |file: &str| {
+            let mut o = offload("light", &[]);
+            if let Ok(f) = &mut o.file {
+                f.path = std::path::PathBuf::from(format!(
+                    "/out/atlatl-{file}-01ARZ3NDEKTSV4RRFFQ69G5FAV.jsonl"
+                ));
+                let mut h: Value = serde_json::from_str(&f.lines[0]).unwrap();
+                h["operation"] = "list_directory_with_sizes".into();
+                f.lines[0] = h.to_string();
+            }
+            let mut ev = evidence(vec![o]);
+            ev.calls[0].operation = None;
+            file_name(&ev)
+        };
+        let (status, detail) = named("list_directory_w");
+        assert_eq!(status, Status::Pass, "{detail}");
+        let (status, detail) = named("list_directory");
+        assert_eq!(status, Status::Fail, "{detail}");
+        assert!(
+            detail.contains("the header list_directory_with_sizes"),
+            "{detail}"
+        );
     }
 
     #[test]

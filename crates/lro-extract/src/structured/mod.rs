@@ -418,8 +418,7 @@ impl Structured {
                     other => vec![other],
                 };
                 for k in keys {
-                    let id = k.to_string();
-                    groups.entry(id).or_insert((k, 0)).1 += 1;
+                    groups.entry(group_id(&k)).or_insert((k, 0)).1 += 1;
                 }
                 continue;
             }
@@ -497,9 +496,39 @@ impl Structured {
     }
 }
 
+/// The text a group is known by: its value with every object's keys in
+/// order, so that objects jq 1.6 holds equal (`{"a":1,"b":2}`,
+/// `{"b":2,"a":1}`) make one group.
+fn group_id(v: &Value) -> String {
+    match v {
+        Value::Object(map) => {
+            let mut members: Vec<_> = map.iter().collect();
+            members.sort_unstable_by(|a, b| a.0.cmp(b.0));
+            let members: Vec<String> = members
+                .into_iter()
+                .map(|(k, v)| format!("{}:{}", Value::from(k.as_str()), group_id(v)))
+                .collect();
+            format!("{{{}}}", members.join(","))
+        }
+        Value::Array(items) => {
+            let items: Vec<String> = items.iter().map(group_id).collect();
+            format!("[{}]", items.join(","))
+        }
+        scalar => scalar.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn objects_that_differ_in_key_order_group_as_one() {
+        let a = json!({"t": {"a": 1, "b": [{"y": 2, "x": 1}]}});
+        let b = json!({"t": {"b": [{"x": 1, "y": 2}], "a": 1}});
+        assert_eq!(group_id(&a), group_id(&b));
+        assert_ne!(group_id(&json!({"a": 1})), group_id(&json!({"a": 2})));
+    }
 
     fn plan(v: Value) -> Result<Structured, ExtractError> {
         let mut req = serde_json::from_value::<ExtractRequest>(v).unwrap();

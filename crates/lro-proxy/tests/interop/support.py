@@ -290,7 +290,7 @@ async def cancel_slow_call(session: ClientSession, fixture_env: dict[str, str]) 
 def relaxed(schema: dict) -> dict:
     """What LroLayer documents for an output schema: it also admits the offload
     descriptor, with the schema's definitions at the root its references name."""
-    hoisted = {k: schema[k] for k in ("$schema", "$defs", "definitions") if k in schema}
+    hoisted = {k: schema[k] for k in ("$schema", "$id", "$defs", "definitions") if k in schema}
     return {
         **hoisted,
         "type": "object",

@@ -228,11 +228,13 @@ impl Listing {
 /// An output schema that also admits the offload descriptor, so clients that
 /// validate structured content accept an offloaded result.
 ///
-/// The schema's definitions (`$defs`, `definitions`) and `$schema` move to
-/// the new root: references such as pydantic's `#/$defs/Item` resolve from
-/// the document's root, which the upstream's schema no longer is.
+/// The schema's definitions (`$defs`, `definitions`), `$schema` and `$id`
+/// move to the new root: references such as pydantic's `#/$defs/Item`
+/// resolve from the root of their resource, which the upstream's schema no
+/// longer is (and with its `$id` left inside, it would be a resource of its
+/// own, without the definitions).
 fn relax_output_schema(schema: &JsonObject) -> JsonObject {
-    const HOISTED: [&str; 3] = ["$schema", "$defs", "definitions"];
+    const HOISTED: [&str; 4] = ["$schema", "$id", "$defs", "definitions"];
     let mut upstream = schema.clone();
     let mut relaxed = JsonObject::new();
     for key in HOISTED {
@@ -266,6 +268,7 @@ mod tests {
     fn definitions_move_to_the_root_their_references_name() {
         let schema = serde_json::json!({
             "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "$id": "https://example.invalid/result",
             "type": "object",
             "properties": {"items": {"type": "array", "items": {"$ref": "#/$defs/Item"}}},
             "$defs": {"Item": {"type": "object"}},
@@ -276,13 +279,20 @@ mod tests {
         };
         let relaxed = relax_output_schema(&schema);
         let keys: Vec<_> = relaxed.keys().map(String::as_str).collect();
-        assert_eq!(keys, ["$schema", "$defs", "definitions", "type", "anyOf"]);
+        assert_eq!(
+            keys,
+            ["$schema", "$id", "$defs", "definitions", "type", "anyOf"]
+        );
         assert_eq!(
             relaxed["$defs"],
             serde_json::json!({"Item": {"type": "object"}})
         );
         let upstream = &relaxed["anyOf"][0];
-        assert!(upstream.get("$defs").is_none() && upstream.get("definitions").is_none());
+        assert!(
+            ["$id", "$defs", "definitions"]
+                .iter()
+                .all(|k| upstream.get(k).is_none())
+        );
         assert_eq!(upstream["properties"], schema["properties"]);
     }
 
