@@ -140,63 +140,53 @@ fn path<'s>(t: T<'s>, parts: Vec<(Part<T<'s>>, jaq_core::path::Opt)>, target: bo
                         continue;
                     }
                 };
-                if !run.is_empty() {
-                    out = Term::Path(Box::new(out), P(std::mem::take(&mut run)));
-                }
-                let slot = match opt {
-                    jaq_core::path::Opt::Optional => "_lro_slot_opt",
-                    jaq_core::path::Opt::Essential => "_lro_slot",
-                };
-                let slot = Term::Call(slot, vec![k.clone()]);
-                out = Term::BinOp(Box::new(out), BinaryOp::Pipe(None), Box::new(slot));
+                out = then_native(
+                    out,
+                    &mut run,
+                    ["_lro_slot_opt", "_lro_slot"],
+                    vec![k.clone()],
+                    opt,
+                );
                 run.push((Part::Index(k), opt));
                 continue;
             }
             // `.[0]`: an object fails, as in jq 1.6 (jaq answers null).
             Part::Index(i) if is_number(&i) => {
-                if !run.is_empty() {
-                    out = Term::Path(Box::new(out), P(std::mem::take(&mut run)));
-                }
-                let keyed = match opt {
-                    jaq_core::path::Opt::Optional => "_lro_keyed_opt",
-                    jaq_core::path::Opt::Essential => "_lro_keyed",
-                };
-                let keyed = Term::Call(keyed, Vec::new());
-                out = Term::BinOp(Box::new(out), BinaryOp::Pipe(None), Box::new(keyed));
+                out = then_native(
+                    out,
+                    &mut run,
+                    ["_lro_keyed_opt", "_lro_keyed"],
+                    Vec::new(),
+                    opt,
+                );
                 run.push((Part::Index(term(i)), opt));
                 continue;
             }
             // `.[$k]`: an object fails when `$k` is a number, as in jq 1.6.
             // A variable is one value that cannot fail, so checking it
-            // before the index keeps jaq's order of evaluation.
-            Part::Index(Term::Var(k)) => {
-                if !run.is_empty() {
-                    out = Term::Path(Box::new(out), P(std::mem::take(&mut run)));
-                }
-                let keyed = match opt {
-                    jaq_core::path::Opt::Optional => "_lro_keyed_by_opt",
-                    jaq_core::path::Opt::Essential => "_lro_keyed_by",
+            // before the index keeps jaq's order of evaluation. `.[f]`, `f`
+            // computed (`.[.n]`, `.[1 + 0]`): `f` is bound to a variable
+            // first, as jq 1.6 computes an index before what it indexes (a
+            // later index outermost), then indexed as `.[$k]`.
+            Part::Index(i)
+                if matches!(i, Term::Var(_))
+                    || (!matches!(i, Term::Str(..)) && bound.len() < INDICES.len()) =>
+            {
+                let k = match i {
+                    Term::Var(k) => k,
+                    i => {
+                        let k = INDICES[bound.len()];
+                        bound.push((term(i), k));
+                        k
+                    }
                 };
-                let keyed = Term::Call(keyed, vec![Term::Var(k)]);
-                out = Term::BinOp(Box::new(out), BinaryOp::Pipe(None), Box::new(keyed));
-                run.push((Part::Index(Term::Var(k)), opt));
-                continue;
-            }
-            // `.[f]`, `f` computed (`.[.n]`, `.[1 + 0]`): `f` is bound to a
-            // variable first, as jq 1.6 computes an index before what it
-            // indexes (a later index outermost), then indexed as `.[$k]`.
-            Part::Index(i) if !matches!(i, Term::Str(..)) && bound.len() < INDICES.len() => {
-                if !run.is_empty() {
-                    out = Term::Path(Box::new(out), P(std::mem::take(&mut run)));
-                }
-                let k = INDICES[bound.len()];
-                bound.push((term(i), k));
-                let keyed = match opt {
-                    jaq_core::path::Opt::Optional => "_lro_keyed_by_opt",
-                    jaq_core::path::Opt::Essential => "_lro_keyed_by",
-                };
-                let keyed = Term::Call(keyed, vec![Term::Var(k)]);
-                out = Term::BinOp(Box::new(out), BinaryOp::Pipe(None), Box::new(keyed));
+                out = then_native(
+                    out,
+                    &mut run,
+                    ["_lro_keyed_by_opt", "_lro_keyed_by"],
+                    vec![Term::Var(k)],
+                    opt,
+                );
                 run.push((Part::Index(Term::Var(k)), opt));
                 continue;
             }
@@ -364,6 +354,29 @@ fn pattern(p: Pattern<&str>) -> Pattern<&str> {
 }
 
 /// `t | name`.
+/// `out`, closed over the `run` of parts before it, piped into the native
+/// of `names` (the `?` form first) that `opt` picks, called with `args`.
+fn then_native<'s>(
+    mut out: T<'s>,
+    run: &mut Vec<(Part<T<'s>>, jaq_core::path::Opt)>,
+    [optional, essential]: [&'s str; 2],
+    args: Vec<T<'s>>,
+    opt: jaq_core::path::Opt,
+) -> T<'s> {
+    if !run.is_empty() {
+        out = Term::Path(Box::new(out), P(std::mem::take(run)));
+    }
+    let name = match opt {
+        jaq_core::path::Opt::Optional => optional,
+        jaq_core::path::Opt::Essential => essential,
+    };
+    Term::BinOp(
+        Box::new(out),
+        BinaryOp::Pipe(None),
+        Box::new(Term::Call(name, args)),
+    )
+}
+
 fn pipe<'s>(t: T<'s>, name: &'s str) -> T<'s> {
     Term::BinOp(
         Box::new(t),

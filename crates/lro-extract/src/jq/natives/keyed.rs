@@ -15,6 +15,38 @@ use super::super::{
     stop::JqData,
 };
 
+/// `.[$k]` as a value and a path, jq 1.6's error where it has one; what
+/// an update does is the caller's.
+fn keyed_by_native() -> Native<JqData> {
+    Native::<JqData>::new(|mut cv| {
+        let k = cv.0.pop_var();
+        box_once(keyed_by(cv.1, &k))
+    })
+    .with_paths(|mut cv| {
+        let k = cv.0.pop_var();
+        let (v, path) = cv.1;
+        box_once(keyed_by(v, &k).map(|v| (v, path)))
+    })
+}
+
+/// `.[$k]?` as a value and a path: nothing there where `.[$k]` fails.
+fn keyed_by_opt_native() -> Native<JqData> {
+    Native::<JqData>::new(|mut cv| {
+        let k = cv.0.pop_var();
+        match index_error(&cv.1, &k) {
+            Some(_) => Box::new(std::iter::empty()),
+            None => box_once(Ok(cv.1)),
+        }
+    })
+    .with_paths(|mut cv| {
+        let k = cv.0.pop_var();
+        match index_error(&cv.1.0, &k) {
+            Some(_) => Box::new(std::iter::empty()),
+            None => box_once(Ok(cv.1)),
+        }
+    })
+}
+
 /// The index natives.
 pub(super) fn natives() -> [jaq_core::native::Fun<JqData>; 8] {
     [
@@ -36,16 +68,7 @@ pub(super) fn natives() -> [jaq_core::native::Fun<JqData>; 8] {
         (
             "_lro_keyed_by",
             v(1),
-            Native::<JqData>::new(|mut cv| {
-                let k = cv.0.pop_var();
-                box_once(keyed_by(cv.1, &k))
-            })
-            .with_paths(|mut cv| {
-                let k = cv.0.pop_var();
-                let (v, path) = cv.1;
-                box_once(keyed_by(v, &k).map(|v| (v, path)))
-            })
-            .with_update(|mut cv, f| {
+            keyed_by_native().with_update(|mut cv, f| {
                 let k = cv.0.pop_var();
                 match keyed_by(cv.1, &k) {
                     Ok(v) => f(v),
@@ -56,21 +79,7 @@ pub(super) fn natives() -> [jaq_core::native::Fun<JqData>; 8] {
         (
             "_lro_keyed_by_opt",
             v(1),
-            Native::<JqData>::new(|mut cv| {
-                let k = cv.0.pop_var();
-                match index_error(&cv.1, &k) {
-                    Some(_) => Box::new(std::iter::empty()),
-                    None => box_once(Ok(cv.1)),
-                }
-            })
-            .with_paths(|mut cv| {
-                let k = cv.0.pop_var();
-                match index_error(&cv.1.0, &k) {
-                    Some(_) => Box::new(std::iter::empty()),
-                    None => box_once(Ok(cv.1)),
-                }
-            })
-            .with_update(|mut cv, f| {
+            keyed_by_opt_native().with_update(|mut cv, f| {
                 let k = cv.0.pop_var();
                 match index_error(&cv.1, &k) {
                     Some(_) => box_once(Ok(cv.1)),
@@ -102,16 +111,7 @@ pub(super) fn natives() -> [jaq_core::native::Fun<JqData>; 8] {
         (
             "_lro_slot",
             v(1),
-            Native::<JqData>::new(|mut cv| {
-                let k = cv.0.pop_var();
-                box_once(keyed_by(cv.1, &k))
-            })
-            .with_paths(|mut cv| {
-                let k = cv.0.pop_var();
-                let (v, path) = cv.1;
-                box_once(keyed_by(v, &k).map(|v| (v, path)))
-            })
-            .with_update(|mut cv, f| {
+            keyed_by_native().with_update(|mut cv, f| {
                 let k = cv.0.pop_var();
                 match slot(cv.1, &k) {
                     // A key deleted keeps the others in their order, as jq
@@ -137,21 +137,7 @@ pub(super) fn natives() -> [jaq_core::native::Fun<JqData>; 8] {
         (
             "_lro_slot_opt",
             v(1),
-            Native::<JqData>::new(|mut cv| {
-                let k = cv.0.pop_var();
-                match index_error(&cv.1, &k) {
-                    Some(_) => Box::new(std::iter::empty()),
-                    None => box_once(Ok(cv.1)),
-                }
-            })
-            .with_paths(|mut cv| {
-                let k = cv.0.pop_var();
-                match index_error(&cv.1.0, &k) {
-                    Some(_) => Box::new(std::iter::empty()),
-                    None => box_once(Ok(cv.1)),
-                }
-            })
-            .with_update(|mut cv, f| {
+            keyed_by_opt_native().with_update(|mut cv, f| {
                 let k = cv.0.pop_var();
                 match slot(cv.1.clone(), &k) {
                     Ok(Slot::There(v)) => f(v),
